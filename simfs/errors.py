@@ -1,0 +1,26 @@
+"""Errors simfs raises: POSIX errors for file operations, ImageError for a bad image."""
+
+import errno as _errno
+import os
+
+
+class FSError(OSError):
+    """A file-system operation failed with a POSIX errno (ENOENT, ENOSPC, ...).
+
+    The FUSE front end answers the request with this errno; in-process callers catch it
+    like any OSError.
+    """
+
+    def __init__(self, err: int, detail: str = ""):
+        super().__init__(err, os.strerror(err) + (f": {detail}" if detail else ""))
+
+
+class ImageError(Exception):
+    """The image cannot be used: missing, not ext2, corrupt, or with an unsupported feature.
+
+    The message is meant for the user as it stands (one line, no traceback).
+    """
+
+
+def enoent(detail=""):
+    return FSError(_errno.ENOENT, detail)

@@ -1,0 +1,96 @@
+"""ext2 revision-1 constants: magic numbers, feature flags, file types, reserved inodes."""
+
+import stat
+
+EXT2_MAGIC = 0xEF53
+SUPERBLOCK_OFFSET = 1024
+SUPERBLOCK_SIZE = 1024
+GROUP_DESC_SIZE = 32
+
+ROOT_INO = 2
+LOST_FOUND_INO = 11
+FIRST_INO = 11
+BAD_BLOCKS_INO = 1
+
+NDIR_BLOCKS = 12
+IND_BLOCK, DIND_BLOCK, TIND_BLOCK = 12, 13, 14
+N_BLOCKS = 15
+
+MAX_NAME_LEN = 255
+LINK_MAX = 32000  # ext2's EXT2_LINK_MAX
+
+STATE_VALID = 1
+ERRORS_CONTINUE = 1
+OS_LINUX = 0
+DYNAMIC_REV = 1
+
+# s_flags
+FLAGS_SIGNED_HASH = 0x1
+FLAGS_UNSIGNED_HASH = 0x2
+
+# directory hash versions (s_def_hash_version)
+HASH_LEGACY, HASH_HALF_MD4, HASH_TEA = 0, 1, 2
+
+# inode flags
+INDEX_FL = 0x1000
+
+# features ------------------------------------------------------------------------------
+COMPAT = {
+    0x0001: "dir_prealloc", 0x0002: "imagic_inodes", 0x0004: "has_journal",
+    0x0008: "ext_attr", 0x0010: "resize_inode", 0x0020: "dir_index",
+    0x0040: "lazy_bg", 0x0080: "exclude_inode", 0x0100: "exclude_bitmap",
+    0x0200: "sparse_super2", 0x0400: "fast_commit", 0x0800: "stable_inodes",
+    0x1000: "orphan_file",
+}
+INCOMPAT = {
+    0x0001: "compression", 0x0002: "filetype", 0x0004: "needs_recovery",
+    0x0008: "journal_dev", 0x0010: "meta_bg", 0x0040: "extent", 0x0080: "64bit",
+    0x0100: "mmp", 0x0200: "flex_bg", 0x0400: "ea_inode", 0x1000: "dirdata",
+    0x2000: "metadata_csum_seed", 0x4000: "large_dir", 0x8000: "inline_data",
+    0x10000: "encrypt", 0x20000: "casefold",
+}
+RO_COMPAT = {
+    0x0001: "sparse_super", 0x0002: "large_file", 0x0004: "btree_dir",
+    0x0008: "huge_file", 0x0010: "uninit_bg", 0x0020: "dir_nlink",
+    0x0040: "extra_isize", 0x0080: "has_snapshot", 0x0100: "quota",
+    0x0200: "bigalloc", 0x0400: "metadata_csum", 0x0800: "replica",
+    0x1000: "read-only", 0x2000: "project", 0x4000: "shared_blocks",
+    0x8000: "verity", 0x10000: "orphan_present",
+}
+
+COMPAT_EXT_ATTR = 0x0008
+COMPAT_DIR_INDEX = 0x0020
+INCOMPAT_FILETYPE = 0x0002
+RO_COMPAT_SPARSE_SUPER = 0x0001
+RO_COMPAT_LARGE_FILE = 0x0002
+
+# What simfs understands. Compat features may be ignored by definition; an incompat or
+# ro_compat feature outside these sets makes the image unusable for writing.
+SUPPORTED_INCOMPAT = INCOMPAT_FILETYPE
+SUPPORTED_RO_COMPAT = RO_COMPAT_SPARSE_SUPER | RO_COMPAT_LARGE_FILE
+
+FEATURES_WRITTEN = (COMPAT_EXT_ATTR, INCOMPAT_FILETYPE, RO_COMPAT_SPARSE_SUPER | RO_COMPAT_LARGE_FILE)
+
+
+def feature_names(mask: int, table: dict) -> list[str]:
+    """Names of the bits set in mask, unknown bits as FEATURE_X0xNN like e2fsprogs."""
+    out = []
+    bit = 1
+    while bit <= mask:
+        if mask & bit:
+            out.append(table.get(bit, f"FEATURE_0x{bit:x}"))
+        bit <<= 1
+    return out
+
+
+# directory entry file types ---------------------------------------------------------------
+FT_UNKNOWN, FT_REG, FT_DIR, FT_CHR, FT_BLK, FT_FIFO, FT_SOCK, FT_SYMLINK = range(8)
+
+_FT_OF_MODE = {
+    stat.S_IFREG: FT_REG, stat.S_IFDIR: FT_DIR, stat.S_IFCHR: FT_CHR, stat.S_IFBLK: FT_BLK,
+    stat.S_IFIFO: FT_FIFO, stat.S_IFSOCK: FT_SOCK, stat.S_IFLNK: FT_SYMLINK,
+}
+
+
+def file_type_of_mode(mode: int) -> int:
+    return _FT_OF_MODE.get(stat.S_IFMT(mode), FT_UNKNOWN)

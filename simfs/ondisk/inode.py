@@ -1,0 +1,130 @@
+"""ext2 inodes: 128-byte base, and the extra fields of larger inodes (nanosecond times)."""
+
+import os
+import stat
+import struct
+
+from .constants import N_BLOCKS
+
+_BASE = struct.Struct("<HHIIIIIHHII4x15IIII4xHHHH4x")
+# mode uid size_lo atime ctime mtime dtime gid links blocks_lo flags (osd1) block[15]
+# generation file_acl size_high (faddr) blocks_hi file_acl_hi uid_hi gid_hi (checksum_lo, reserved)
+_EXTRA = struct.Struct("<HHIIIII")  # extra_isize checksum_hi ctime_extra mtime_extra atime_extra crtime crtime_extra
+EXTRA_ISIZE = 32  # covers up to i_projid, as mke2fs writes for 256-byte inodes
+
+
+def _split_ns(ns: int) -> tuple[int, int]:
+    """Seconds (low 32 bits, as stored) and the extra word (nsec << 2 | epoch bits), as Linux does."""
+    sec, nsec = divmod(ns, 1_000_000_000)
+    s32 = ((sec + 2**31) % 2**32) - 2**31
+    return sec & 0xFFFFFFFF, (nsec << 2) | (((sec - s32) >> 32) & 3)
+
+
+def _join_ns(lo: int, extra: int | None) -> int:
+    sec = lo - (1 << 32) if lo >= 2**31 else lo  # signed 32-bit
+    if extra is None:
+        return sec * 1_000_000_000
+    sec += (extra & 3) << 32
+    return sec * 1_000_000_000 + (extra >> 2)
+
+
+class Inode:
+    """An in-core copy of an on-disk inode. `raw` keeps the bytes we do not interpret."""
+
+    __slots__ = ("ino", "raw", "mode", "uid", "gid", "size", "atime_ns", "ctime_ns", "mtime_ns",
+                 "crtime_ns", "dtime", "links", "blocks", "flags", "block", "generation", "file_acl")
+
+    def __init__(self, ino: int, inode_size: int):
+        self.ino = ino
+        self.raw = bytearray(inode_size)
+        self.mode = self.uid = self.gid = self.size = 0
+        self.atime_ns = self.ctime_ns = self.mtime_ns = self.crtime_ns = 0
+        self.dtime = self.links = self.blocks = self.flags = self.generation = self.file_acl = 0
+        self.block = [0] * N_BLOCKS
+
+    @classmethod
+    def unpack(cls, ino: int, raw: bytes) -> "Inode":
+        self = cls(ino, len(raw))
+        self.raw[:] = raw
+        (mode, uid, size_lo, atime, ctime, mtime, self.dtime, gid, self.links, blocks_lo, self.flags,
+         *rest) = _BASE.unpack_from(raw)
+        self.block = list(rest[:N_BLOCKS])
+        (self.generation, acl_lo, size_hi, blocks_hi, acl_hi, uid_hi, gid_hi) = rest[N_BLOCKS:]
+        self.mode = mode
+        self.uid = uid | uid_hi << 16
+        self.gid = gid | gid_hi << 16
+        self.size = size_lo | size_hi << 32
+        self.blocks = blocks_lo | blocks_hi << 32
+        self.file_acl = acl_lo | acl_hi << 32
+        ex = {}
+        if len(raw) > 128:
+            extra_isize, _, c_x, m_x, a_x, crtime, cr_x = _EXTRA.unpack_from(raw, 128)
+            if extra_isize >= 16:
+                ex = {"c": c_x, "m": m_x, "a": a_x}
+            if extra_isize >= 24:
+                self.crtime_ns = _join_ns(crtime, cr_x)
+        self.atime_ns = _join_ns(atime, ex.get("a"))
+        self.ctime_ns = _join_ns(ctime, ex.get("c"))
+        self.mtime_ns = _join_ns(mtime, ex.get("m"))
+        return self
+
+    def pack(self) -> bytes:
+        a, a_x = _split_ns(self.atime_ns)
+        c, c_x = _split_ns(self.ctime_ns)
+        m, m_x = _split_ns(self.mtime_ns)
+        raw = self.raw
+        # the osd1 word and faddr are skipped by the format ("4x") and keep their old bytes
+        head = bytes(raw[36:40]), bytes(raw[112:116]), bytes(raw[124:128])
+        _BASE.pack_into(raw, 0, self.mode, self.uid & 0xFFFF, self.size & 0xFFFFFFFF, a, c, m, self.dtime,
+                        self.gid & 0xFFFF, self.links, self.blocks & 0xFFFFFFFF, self.flags, *self.block,
+                        self.generation, self.file_acl & 0xFFFFFFFF, self.size >> 32,
+                        (self.blocks >> 32) & 0xFFFF, (self.file_acl >> 32) & 0xFFFF,
+                        self.uid >> 16, self.gid >> 16)
+        raw[36:40], raw[112:116], raw[124:128] = head
+        if len(raw) > 128:
+            cr, cr_x = _split_ns(self.crtime_ns)
+            _EXTRA.pack_into(raw, 128, EXTRA_ISIZE, 0, c_x, m_x, a_x, cr, cr_x)
+        return bytes(raw)
+
+    # convenience -------------------------------------------------------------------------
+    @property
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.mode)
+
+    @property
+    def is_reg(self) -> bool:
+        return stat.S_ISREG(self.mode)
+
+    @property
+    def is_symlink(self) -> bool:
+        return stat.S_ISLNK(self.mode)
+
+    def is_fast_symlink(self, block_size: int) -> bool:
+        """ext2's rule: a symlink with no data block (an xattr block aside) keeps its target inline."""
+        if not self.is_symlink:
+            return False
+        acl_sectors = block_size // 512 if self.file_acl else 0
+        return self.blocks - acl_sectors == 0
+
+    @property
+    def has_block_map(self) -> bool:
+        """Device inodes store their number in block[]; fast symlinks store the target there."""
+        return not (stat.S_ISCHR(self.mode) or stat.S_ISBLK(self.mode)
+                    or stat.S_ISFIFO(self.mode) or stat.S_ISSOCK(self.mode))
+
+    # device numbers (Linux ext2 encoding) -------------------------------------------------
+    def get_rdev(self) -> int:
+        if self.block[0]:
+            old = self.block[0]
+            return os.makedev((old >> 8) & 0xFF, old & 0xFF)
+        new = self.block[1]
+        return os.makedev((new & 0xFFF00) >> 8, (new & 0xFF) | ((new >> 12) & 0xFFF00))
+
+    def set_rdev(self, rdev: int) -> None:
+        major, minor = os.major(rdev), os.minor(rdev)
+        self.block = [0] * N_BLOCKS
+        if major < 256 and minor < 256:
+            self.block[0] = (major << 8) | minor
+        else:
+            self.block[1] = (minor & 0xFF) | (major << 8) | ((minor & ~0xFF) << 12)
+
