@@ -32,7 +32,8 @@ class Inode:
     """An in-core copy of an on-disk inode. `raw` keeps the bytes we do not interpret."""
 
     __slots__ = ("ino", "raw", "mode", "uid", "gid", "size", "atime_ns", "ctime_ns", "mtime_ns",
-                 "crtime_ns", "dtime", "links", "blocks", "flags", "block", "generation", "file_acl")
+                 "crtime_ns", "dtime", "links", "blocks", "flags", "block", "generation", "file_acl",
+                 "incore")
 
     def __init__(self, ino: int, inode_size: int):
         self.ino = ino
@@ -41,6 +42,7 @@ class Inode:
         self.atime_ns = self.ctime_ns = self.mtime_ns = self.crtime_ns = 0
         self.dtime = self.links = self.blocks = self.flags = self.generation = self.file_acl = 0
         self.block = [0] * N_BLOCKS
+        self.incore = None  # per-inode state of the running volume (allocator hints); never written
 
     @classmethod
     def unpack(cls, ino: int, raw: bytes) -> "Inode":

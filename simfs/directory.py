@@ -1,0 +1,207 @@
+"""Linear ext2 directories: lookup, insert, delete and iterate entries in directory blocks.
+
+Entries live only in directory blocks. To keep Python fast on large directories, a bounded
+in-memory index (name -> inode, type, position) and a per-block free-space hint are kept
+for recently used directories; they are a shortcut for the CPU, not for the model: every
+operation still reads the directory blocks a linear ext2 directory would read.
+"""
+
+import errno
+from collections import OrderedDict
+
+from .errors import FSError
+from .ondisk import dirent
+from .ondisk.constants import FT_DIR, INDEX_FL
+
+
+class DirIndex:
+    __slots__ = ("names", "free", "nentries")
+
+    def __init__(self):
+        self.names: dict[bytes, tuple[int, int, int]] = {}   # name -> (ino, ftype, position)
+        self.free: list[int] = []                           # per block: largest insertable record
+
+
+def _block_free(block: bytes, filetype: bool) -> int:
+    best = 0
+    for off, ino, rec_len, name, _ in dirent.iter_block(block, filetype):
+        room = rec_len if ino == 0 else rec_len - dirent.rec_len_for(len(name))
+        best = max(best, room)
+    return best
+
+
+class Directories:
+    def __init__(self, geometry, cache, filemap, inodes, filetype: bool = True, capacity_entries: int = 500_000):
+        self.geo = geometry
+        self.bs = geometry.block_size
+        self.cache = cache
+        self.filemap = filemap
+        self.inodes = inodes
+        self.filetype = filetype
+        self.capacity = capacity_entries
+        self.indexes: "OrderedDict[int, DirIndex]" = OrderedDict()
+        self.indexed_entries = 0
+
+    # blocks --------------------------------------------------------------------------------
+    def nblocks(self, d) -> int:
+        return d.size // self.bs
+
+    def read_block(self, d, lidx: int) -> bytearray:
+        phys = self.filemap.bmap(d, lidx)
+        if not phys:
+            raise FSError(errno.EIO, f"directory {d.ino} has a hole at block {lidx}")
+        return self.cache.bread(phys, "dir", d.ino)
+
+    def _dirty(self, d, lidx: int, buf) -> None:
+        self.cache.mark_dirty(self.filemap.bmap(d, lidx), buf, "dir", d.ino)
+        if d.flags & INDEX_FL:   # we write linear entries: the htree index no longer holds
+            d.flags &= ~INDEX_FL
+            self.inodes.put(d)
+
+    def _records(self, d, lidx: int):
+        try:
+            yield from dirent.iter_block(self.read_block(d, lidx), self.filetype)
+        except ValueError as e:
+            raise FSError(errno.EIO, f"directory {d.ino} block {lidx}: {e}") from None
+
+    # the index ---------------------------------------------------------------------------
+    def _index(self, d) -> DirIndex:
+        idx = self.indexes.get(d.ino)
+        if idx is not None:
+            self.indexes.move_to_end(d.ino)
+            return idx
+        idx = DirIndex()
+        for lidx in range(self.nblocks(d)):
+            best = 0
+            for off, ino, rec_len, name, ftype in self._records(d, lidx):
+                if ino:
+                    idx.names[name] = (ino, ftype, lidx * self.bs + off)
+                    best = max(best, rec_len - dirent.rec_len_for(len(name)))
+                else:
+                    best = max(best, rec_len)
+            idx.free.append(best)
+        self.indexes[d.ino] = idx
+        self.indexed_entries += len(idx.names)
+        while self.indexed_entries > self.capacity and len(self.indexes) > 1:
+            _, old = self.indexes.popitem(last=False)
+            self.indexed_entries -= len(old.names)
+        return idx
+
+    def forget(self, ino: int) -> None:
+        idx = self.indexes.pop(ino, None)
+        if idx is not None:
+            self.indexed_entries -= len(idx.names)
+
+    def _touch_upto(self, d, lidx: int) -> None:
+        """Read the blocks a linear lookup scans: 0..lidx."""
+        for i in range(lidx + 1):
+            self.read_block(d, i)
+
+    # operations --------------------------------------------------------------------------
+    def lookup(self, d, name: bytes) -> tuple[int, int] | None:
+        """(inode, file type) of name in directory d, or None."""
+        idx = self._index(d)
+        hit = idx.names.get(name)
+        self._touch_upto(d, (hit[2] // self.bs) if hit else self.nblocks(d) - 1)
+        return (hit[0], hit[1]) if hit else None
+
+    def add(self, d, name: bytes, ino: int, ftype: int) -> None:
+        """Insert an entry; the caller checked that the name is new. May grow the directory."""
+        idx = self._index(d)
+        need = dirent.rec_len_for(len(name))
+        ft = ftype if self.filetype else 0
+        for lidx, room in enumerate(idx.free):
+            if room < need:
+                continue
+            buf = self.read_block(d, lidx)
+            for off, eino, rec_len, ename, _ in dirent.iter_block(buf, self.filetype):
+                if eino == 0 and rec_len >= need:
+                    dirent.put(buf, off, ino, rec_len, name, ft)
+                    pos = off
+                    break
+                used = dirent.rec_len_for(len(ename))
+                if eino and rec_len - used >= need:
+                    dirent.set_rec_len(buf, off, used)
+                    dirent.put(buf, off + used, ino, rec_len - used, name, ft)
+                    pos = off + used
+                    break
+            else:
+                continue
+            self._dirty(d, lidx, buf)
+            idx.free[lidx] = _block_free(buf, self.filetype)
+            self._indexed(idx, name, (ino, ftype, lidx * self.bs + pos))
+            return
+        lidx = self.nblocks(d)
+        phys, _ = self.filemap.map_for_write(d, lidx, "dir")
+        buf = self.cache.getblk(phys, "dir", d.ino)
+        dirent.put(buf, 0, ino, self.bs, name, ft)
+        self.cache.mark_dirty(phys, buf, "dir", d.ino)
+        d.size += self.bs
+        self.inodes.put(d)
+        idx.free.append(self.bs - need)
+        self._indexed(idx, name, (ino, ftype, lidx * self.bs))
+
+    def _indexed(self, idx: DirIndex, name: bytes, value) -> None:
+        if name not in idx.names:
+            self.indexed_entries += 1
+        idx.names[name] = value
+
+    def remove(self, d, name: bytes) -> int:
+        """Delete an entry (merging its space into the previous record, as ext2 does)."""
+        idx = self._index(d)
+        hit = idx.names.get(name)
+        if hit is None:
+            raise FSError(errno.ENOENT)
+        lidx, target = divmod(hit[2], self.bs)
+        self._touch_upto(d, lidx)
+        buf = self.read_block(d, lidx)
+        prev = None
+        for off, eino, rec_len, ename, _ in dirent.iter_block(buf, self.filetype):
+            if off == target:
+                if prev is None:
+                    dirent.set_inode(buf, off, 0)
+                else:
+                    dirent.set_rec_len(buf, prev[0], prev[1] + rec_len)
+                break
+            prev = (off, rec_len)
+        else:
+            raise FSError(errno.EIO, f"directory {d.ino}: index and block disagree")
+        self._dirty(d, lidx, buf)
+        del idx.names[name]
+        self.indexed_entries -= 1
+        idx.free[lidx] = _block_free(buf, self.filetype)
+        return hit[0]
+
+    def replace(self, d, name: bytes, ino: int, ftype: int) -> int:
+        """Point an existing entry at another inode; returns the old inode."""
+        idx = self._index(d)
+        old = idx.names[name]
+        lidx, off = divmod(old[2], self.bs)
+        self._touch_upto(d, lidx)
+        buf = self.read_block(d, lidx)
+        dirent.set_inode(buf, off, ino, ftype if self.filetype else None)
+        self._dirty(d, lidx, buf)
+        idx.names[name] = (ino, ftype, old[2])
+        return old[0]
+
+    def is_empty(self, d) -> bool:
+        return all(n in (b".", b"..") for n in self._index(d).names)
+
+    def entries(self, d, from_pos: int = 0):
+        """Yield (position, name, ino, ftype) of live entries at or after byte position from_pos."""
+        for lidx in range(from_pos // self.bs, self.nblocks(d)):
+            for off, ino, rec_len, name, ftype in self._records(d, lidx):
+                pos = lidx * self.bs + off
+                if ino and pos >= from_pos:
+                    yield pos, name, ino, ftype
+
+    def init(self, d, parent_ino: int) -> None:
+        """Give a new directory its first block with "." and ".."."""
+        phys, _ = self.filemap.map_for_write(d, 0, "dir")
+        buf = self.cache.getblk(phys, "dir", d.ino)
+        buf[:] = dirent.new_dir_block(self.bs, d.ino, parent_ino, self.filetype)
+        self.cache.mark_dirty(phys, buf, "dir", d.ino)
+        d.size = self.bs
+
+    def set_parent(self, d, parent_ino: int) -> None:
+        self.replace(d, b"..", parent_ino, FT_DIR)

@@ -1,0 +1,216 @@
+"""A file's block map: i_block[0..11] direct, [12] single, [13] double, [14] triple indirect.
+
+Maps logical to physical blocks, allocates missing data and indirect blocks through the
+block allocator (with the hints FFS and ext2 use: the previous block, the nearest earlier
+pointer in the same map, the indirect block's address), and frees blocks on truncate.
+"""
+
+import errno
+import struct
+
+import numpy as np
+
+from policies.base import BlockRequest, NoSpace
+from .errors import FSError
+from .ondisk.constants import DIND_BLOCK, IND_BLOCK, NDIR_BLOCKS, TIND_BLOCK
+
+_U32 = struct.Struct("<I")
+
+
+class FileMap:
+    def __init__(self, geometry, cache, space, allocator, inodes):
+        self.geo = geometry
+        self.cache = cache
+        self.space = space
+        self.allocator = allocator
+        self.inodes = inodes
+        p = self.p = geometry.ptrs_per_block
+        self.limits = (NDIR_BLOCKS, NDIR_BLOCKS + p, NDIR_BLOCKS + p + p * p, NDIR_BLOCKS + p + p * p + p ** 3)
+        self.spb = geometry.block_size // 512
+
+    @property
+    def max_blocks(self) -> int:
+        return self.limits[3]
+
+    def path(self, lblk: int) -> tuple[int, list[int]]:
+        """(slot in i_block, [index in each indirect level]) for a logical block."""
+        p = self.p
+        if lblk < NDIR_BLOCKS:
+            return lblk, []
+        n = lblk - NDIR_BLOCKS
+        if n < p:
+            return IND_BLOCK, [n]
+        n -= p
+        if n < p * p:
+            return DIND_BLOCK, [n // p, n % p]
+        n -= p * p
+        if n < p ** 3:
+            return TIND_BLOCK, [n // (p * p), (n // p) % p, n % p]
+        raise FSError(errno.EFBIG)
+
+    # lookups -----------------------------------------------------------------------------
+    def bmap(self, inode, lblk: int) -> int:
+        """Physical block of lblk, 0 for a hole."""
+        slot, idx = self.path(lblk)
+        blk = inode.block[slot]
+        for i in idx:
+            if not blk:
+                return 0
+            blk = _U32.unpack_from(self.cache.bread(blk, "indirect", inode.ino), i * 4)[0]
+        return blk
+
+    # allocation --------------------------------------------------------------------------
+    def map_for_write(self, inode, lblk: int, kind: str = "data") -> tuple[int, bool]:
+        """(physical block, newly allocated) for lblk, allocating what is missing."""
+        slot, idx = self.path(lblk)
+        blk = inode.block[slot]
+        level = len(idx)
+        if not blk:
+            blk = self._alloc(inode, lblk, kind if level == 0 else "indirect", level, slot,
+                              _prev_nonzero(inode.block, slot), 0)
+            inode.block[slot] = blk
+            self.inodes.put(inode)
+            if level == 0:
+                return blk, True
+            self.cache.mark_dirty(blk, self.cache.getblk(blk, "indirect", inode.ino), "indirect", inode.ino)
+        elif level == 0:
+            return blk, False
+        new = False
+        for depth, i in enumerate(idx):
+            buf = self.cache.bread(blk, "indirect", inode.ino)
+            child = _U32.unpack_from(buf, i * 4)[0]
+            if child:
+                blk = child
+                continue
+            last = depth == level - 1
+            child = self._alloc(inode, lblk, kind if last else "indirect", level - depth - 1, i,
+                                _prev_nonzero_buf(buf, i), blk)
+            buf = self.cache.bread(blk, "indirect", inode.ino)   # may have been evicted meanwhile
+            _U32.pack_into(buf, i * 4, child)
+            self.cache.mark_dirty(blk, buf, "indirect", inode.ino)
+            if not last:
+                self.cache.mark_dirty(child, self.cache.getblk(child, "indirect", inode.ino), "indirect", inode.ino)
+            blk, new = child, last
+        return blk, new
+
+    def _alloc(self, inode, lblk, kind, level, slot, map_prev, map_block) -> int:
+        if inode.incore is None:
+            inode.incore = {"alloc": self.allocator.new_inode_state()}
+        prev = self.bmap(inode, lblk - 1) if lblk > 0 and level == 0 else 0
+        req = BlockRequest(ino=inode.ino, inode_group=self.geo.group_of_inode(inode.ino), lblk=lblk, kind=kind,
+                           level=level, slot=slot, map_prev=map_prev, map_block=map_block, prev_phys=prev,
+                           is_dir=inode.is_dir)
+        if self.space.free_blocks <= 0:
+            raise FSError(errno.ENOSPC)
+        try:
+            b = self.allocator.allocate(self.space, req, inode.incore["alloc"])
+        except NoSpace:
+            raise FSError(errno.ENOSPC) from None
+        if self.space.is_metadata(b) or not (self.geo.first_data_block <= b < self.geo.blocks_count):
+            raise AssertionError(f"allocator {self.allocator.name} chose metadata/out-of-range block {b}")
+        self.space.take_block(b, inode.ino)
+        inode.blocks += self.spb
+        return b
+
+    def allocate_extra(self, inode, kind: str) -> int:
+        """A block outside the map (the extended-attribute block)."""
+        blk = self._alloc(inode, 0, kind, 0, 0, 0, 0)
+        self.inodes.put(inode)
+        return blk
+
+    def free_extra(self, inode, blk: int) -> None:
+        self._free(inode, blk)
+
+    # freeing -----------------------------------------------------------------------------
+    def truncate(self, inode, keep_blocks: int) -> None:
+        """Free every block mapping lblk >= keep_blocks, and indirect blocks left empty."""
+        for slot in range(NDIR_BLOCKS):
+            if slot >= keep_blocks and inode.block[slot]:
+                self._free(inode, inode.block[slot])
+                inode.block[slot] = 0
+        bases = (self.limits[0], self.limits[1], self.limits[2])
+        for level, slot in ((1, IND_BLOCK), (2, DIND_BLOCK), (3, TIND_BLOCK)):
+            blk = inode.block[slot]
+            if blk and self._truncate_tree(inode, blk, level, bases[level - 1], keep_blocks):
+                inode.block[slot] = 0
+        self.inodes.put(inode)
+
+    def _truncate_tree(self, inode, blk: int, level: int, base: int, keep: int) -> bool:
+        """Free the part of this indirect subtree at or past `keep`; True if blk itself was freed."""
+        span = self.p ** (level - 1)
+        if base >= keep:
+            self._free_subtree(inode, blk, level)
+            return True
+        buf = self.cache.bread(blk, "indirect", inode.ino)
+        ptrs = np.frombuffer(bytes(buf), dtype="<u4")
+        changed = False
+        first = max(0, (keep - base) // span)
+        for i in np.flatnonzero(ptrs[first:]) + first:
+            child = int(ptrs[i])
+            cbase = base + int(i) * span
+            if cbase + span <= keep:
+                continue
+            if level == 1:
+                self._free(inode, child)
+            elif not self._truncate_tree(inode, child, level - 1, cbase, keep):
+                continue
+            buf = self.cache.bread(blk, "indirect", inode.ino)
+            _U32.pack_into(buf, int(i) * 4, 0)
+            changed = True
+        if not changed:
+            return False
+        if not any(np.frombuffer(bytes(buf), dtype="<u4")):   # only holes left: free it, as ext2 does
+            self._free(inode, blk)
+            return True
+        self.cache.mark_dirty(blk, buf, "indirect", inode.ino)
+        return False
+
+    def _free_subtree(self, inode, blk: int, level: int) -> None:
+        if level > 0:
+            ptrs = np.frombuffer(bytes(self.cache.bread(blk, "indirect", inode.ino)), dtype="<u4")
+            for child in ptrs[ptrs != 0]:
+                self._free_subtree(inode, int(child), level - 1)
+        self._free(inode, blk)
+
+    def _free(self, inode, blk: int) -> None:
+        self.space.release_block(blk)
+        self.cache.forget(blk)
+        inode.blocks -= self.spb
+
+    # listing -----------------------------------------------------------------------------
+    def blocks(self, inode):
+        """Yield (lblk, phys) for every mapped data block, and ("IND"|"DIND"|"TIND", phys) for
+        indirect blocks, in the order debugfs's `stat` lists them."""
+        for slot in range(NDIR_BLOCKS):
+            if inode.block[slot]:
+                yield slot, inode.block[slot]
+        for level, slot, name in ((1, IND_BLOCK, "IND"), (2, DIND_BLOCK, "DIND"), (3, TIND_BLOCK, "TIND")):
+            if inode.block[slot]:
+                yield name, inode.block[slot]
+                yield from self._walk(inode, inode.block[slot], level, self.limits[level - 1])
+
+    def _walk(self, inode, blk, level, base):
+        ptrs = np.frombuffer(bytes(self.cache.bread(blk, "indirect", inode.ino)), dtype="<u4")
+        span = self.p ** (level - 1)
+        for i in np.flatnonzero(ptrs):
+            child = int(ptrs[i])
+            if level == 1:
+                yield base + int(i), child
+            else:
+                yield "IND" if level == 2 else "DIND", child
+                yield from self._walk(inode, child, level - 1, base + int(i) * span)
+
+
+def _prev_nonzero(ptrs, slot: int) -> int:
+    for i in range(min(slot, NDIR_BLOCKS) - 1, -1, -1):
+        if ptrs[i]:
+            return ptrs[i]
+    return 0
+
+
+def _prev_nonzero_buf(buf, slot: int) -> int:
+    for i in range(slot - 1, -1, -1):
+        v = _U32.unpack_from(buf, i * 4)[0]
+        if v:
+            return v
+    return 0

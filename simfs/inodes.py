@@ -1,0 +1,81 @@
+"""The inode table: in-core inodes read from and written through to inode-table blocks.
+
+In-core copies live in a bounded LRU; inodes the kernel or an open file holds are pinned
+(their allocator state must survive). Every change is written into the inode-table block in
+the buffer cache at once, so evicting an unpinned copy never loses anything.
+"""
+
+from collections import OrderedDict
+
+from .ondisk.inode import Inode
+
+
+class InodeTable:
+    def __init__(self, geometry, descs, cache, capacity: int = 8192):
+        self.geo = geometry
+        self.descs = descs
+        self.cache = cache
+        self.capacity = capacity
+        self.lru: "OrderedDict[int, Inode]" = OrderedDict()
+        self.pinned: dict[int, Inode] = {}
+
+    def _where(self, ino: int) -> tuple[int, int]:
+        geo = self.geo
+        if not 1 <= ino <= geo.inodes_count:
+            raise ValueError(f"inode {ino} out of range")
+        g, idx = divmod(ino - 1, geo.inodes_per_group)
+        blk = self.descs[g].inode_table + idx // geo.inodes_per_block
+        return blk, (idx % geo.inodes_per_block) * geo.inode_size
+
+    def get(self, ino: int) -> Inode:
+        inode = self.pinned.get(ino)
+        if inode is not None:
+            return inode
+        inode = self.lru.get(ino)
+        if inode is not None:
+            self.lru.move_to_end(ino)
+            return inode
+        blk, off = self._where(ino)
+        buf = self.cache.bread(blk, "inode", ino)
+        inode = Inode.unpack(ino, bytes(buf[off:off + self.geo.inode_size]))
+        self._remember(inode)
+        return inode
+
+    def new(self, ino: int) -> Inode:
+        """A fresh in-core inode for a just-allocated number (old contents are not kept)."""
+        self.lru.pop(ino, None)
+        inode = Inode(ino, self.geo.inode_size)
+        self._remember(inode)
+        return inode
+
+    def put(self, inode: Inode) -> None:
+        """Write the in-core inode into its inode-table block and mark that block dirty."""
+        blk, off = self._where(inode.ino)
+        buf = self.cache.bread(blk, "inode", inode.ino)
+        buf[off:off + self.geo.inode_size] = inode.pack()
+        self.cache.mark_dirty(blk, buf, "inode", inode.ino)
+
+    def block_of(self, ino: int) -> int:
+        return self._where(ino)[0]
+
+    def pin(self, ino: int) -> None:
+        inode = self.get(ino)
+        self.lru.pop(ino, None)
+        self.pinned[ino] = inode
+
+    def unpin(self, ino: int) -> None:
+        inode = self.pinned.pop(ino, None)
+        if inode is not None:
+            self._remember(inode)
+
+    def forget(self, ino: int) -> None:
+        self.lru.pop(ino, None)
+        self.pinned.pop(ino, None)
+
+    def _remember(self, inode: Inode) -> None:
+        if inode.ino in self.pinned:
+            self.pinned[inode.ino] = inode
+            return
+        self.lru[inode.ino] = inode
+        while len(self.lru) > self.capacity:
+            self.lru.popitem(last=False)

@@ -1,0 +1,222 @@
+"""mkfs: write a fresh ext2 revision-1 file system into a (sparse) image file.
+
+The layout follows mke2fs: superblock and descriptor-table copies in groups 0, 1 and powers
+of 3, 5, 7 (sparse_super), then block bitmap, inode bitmap and inode table in every group;
+root directory (inode 2) and lost+found (inode 11, 16 KiB or 12 blocks like mke2fs).
+"""
+
+import os
+import stat
+import time
+import uuid as _uuid
+
+import numpy as np
+
+from ..errors import ImageError
+from .constants import (
+    COMPAT_EXT_ATTR, DYNAMIC_REV, ERRORS_CONTINUE, EXT2_MAGIC, FIRST_INO, FLAGS_SIGNED_HASH,
+    GROUP_DESC_SIZE, HASH_HALF_MD4, INCOMPAT_FILETYPE, LOST_FOUND_INO, OS_LINUX, ROOT_INO,
+    RO_COMPAT_LARGE_FILE, RO_COMPAT_SPARSE_SUPER, STATE_VALID, SUPERBLOCK_OFFSET,
+)
+from .dirent import new_dir_block, put, empty_block
+from .groupdesc import GroupDesc, pack_table
+from .inode import Inode
+from .superblock import Geometry, Superblock
+
+
+def _plan(size_bytes, block_size, blocks_per_group, inode_size, bytes_per_inode, inodes_per_group):
+    if block_size not in (1024, 4096):
+        raise ImageError(f"block size must be 1024 or 4096, not {block_size}")
+    if inode_size not in (128, 256):
+        raise ImageError(f"inode size must be 128 or 256, not {inode_size}")
+    bpg = blocks_per_group or 8 * block_size
+    if bpg % 8 or not (256 <= bpg <= 8 * block_size):
+        raise ImageError(f"blocks per group must be a multiple of 8 from 256 to {8 * block_size}")
+    first = 1 if block_size == 1024 else 0
+    blocks = size_bytes // block_size
+    if blocks < 64 + first:
+        raise ImageError(f"image too small: {size_bytes} bytes (need at least {64 * block_size})")
+    if blocks > 2**32 - 1:
+        raise ImageError("image too large for ext2 without the 64bit feature")
+    groups = -(-(blocks - first) // bpg)
+    if bytes_per_inode is None:
+        bytes_per_inode = 8192 if blocks * block_size < 512 * 2**20 else 16384
+    ipb = block_size // inode_size
+    if inodes_per_group is None:
+        total = max(blocks * block_size // bytes_per_inode, 16 * groups)
+        inodes_per_group = -(-total // groups)
+    # whole inode-table blocks, a multiple of 8, at most one bitmap block's worth
+    inodes_per_group = -(-inodes_per_group // ipb) * ipb
+    inodes_per_group = -(-inodes_per_group // 8) * 8
+    inodes_per_group = min(inodes_per_group, 8 * block_size, (bpg - 16) * ipb)
+    gdt_blocks = -(-groups * GROUP_DESC_SIZE // block_size)
+    overhead = 1 + gdt_blocks + 2 + -(-inodes_per_group * inode_size // block_size)
+    last = blocks - first - (groups - 1) * bpg
+    if groups > 1 and last < overhead + 50:   # mke2fs drops a uselessly small last group
+        groups -= 1
+        blocks = first + groups * bpg
+    return blocks, bpg, groups, inodes_per_group
+
+
+def mkfs(path, size_bytes: int, *, block_size: int = 4096, blocks_per_group: int | None = None,
+         inode_size: int = 256, bytes_per_inode: int | None = None, inodes_per_group: int | None = None,
+         uuid: bytes | str | None = None, hash_seed: bytes | str | None = None, label: bytes = b"",
+         reserved_ratio: float = 0.05, now: int | None = None, uid: int | None = None,
+         gid: int | None = None, writer=None) -> Superblock:
+    """Create the file system; returns its superblock.
+
+    `writer(blkno, data)` receives every block mkfs writes, in order (the timing layer charges
+    them); by default blocks are written straight into the image, which is made sparse.
+    """
+    blocks, bpg, groups, ipg = _plan(size_bytes, block_size, blocks_per_group, inode_size,
+                                     bytes_per_inode, inodes_per_group)
+    now = int(time.time()) if now is None else now
+    uid = os.getuid() if uid is None else uid
+    gid = os.getgid() if gid is None else gid
+
+    sb = Superblock()
+    sb.inodes_count = ipg * groups
+    sb.blocks_count = blocks
+    sb.r_blocks_count = int(blocks * reserved_ratio)
+    sb.first_data_block = 1 if block_size == 1024 else 0
+    sb.log_block_size = sb.log_frag_size = block_size.bit_length() - 11
+    sb.blocks_per_group = sb.frags_per_group = bpg
+    sb.inodes_per_group = ipg
+    sb.wtime = sb.lastcheck = sb.mkfs_time = now
+    sb.max_mnt_count = -1
+    sb.magic = EXT2_MAGIC
+    sb.state = STATE_VALID
+    sb.errors = ERRORS_CONTINUE
+    sb.creator_os = OS_LINUX
+    sb.rev_level = DYNAMIC_REV
+    sb.first_ino = FIRST_INO
+    sb.inode_size = inode_size
+    sb.feature_compat = COMPAT_EXT_ATTR
+    sb.feature_incompat = INCOMPAT_FILETYPE
+    sb.feature_ro_compat = RO_COMPAT_SPARSE_SUPER | RO_COMPAT_LARGE_FILE
+    sb.uuid = _as_uuid(uuid)
+    sb.hash_seed = _as_uuid(hash_seed)
+    sb.def_hash_version = HASH_HALF_MD4
+    sb.flags = FLAGS_SIGNED_HASH
+    sb.volume_name = label
+    if inode_size > 128:
+        sb.min_extra_isize = sb.want_extra_isize = 32
+    geo = Geometry(sb)
+
+    # group layout and bitmaps ------------------------------------------------------------
+    used = np.zeros(blocks, dtype=bool)
+    used[: geo.first_data_block] = True
+    descs = []
+    for g in range(groups):
+        start = geo.group_start(g)
+        b = start + geo.super_and_gdt_blocks(g)
+        d = GroupDesc(block_bitmap=b, inode_bitmap=b + 1, inode_table=b + 2)
+        meta_end = b + 2 + geo.inode_table_blocks
+        used[start:meta_end] = True
+        d.free_inodes = ipg
+        descs.append(d)
+    inode_used = np.zeros(ipg * groups, dtype=bool)
+    inode_used[: FIRST_INO - 1] = True           # inodes 1..10 are reserved
+
+    # root and lost+found: blocks right after group 0's inode table
+    next_free = int(np.argmin(used))
+    root_blk = next_free
+    lpf_nblocks = min(12, max(2, 16384 // block_size)) if block_size == 1024 else max(2, 16384 // block_size)
+    lpf_blks = list(range(root_blk + 1, root_blk + 1 + lpf_nblocks))
+    used[root_blk:root_blk + 1 + lpf_nblocks] = True
+    inode_used[LOST_FOUND_INO - 1] = True
+
+    spb = block_size // 512
+    root = Inode(ROOT_INO, inode_size)
+    root.mode = stat.S_IFDIR | 0o755
+    root.uid, root.gid = uid, gid
+    root.size, root.links, root.blocks = block_size, 3, spb
+    root.atime_ns = root.ctime_ns = root.mtime_ns = root.crtime_ns = now * 10**9
+    root.block[0] = root_blk
+    lpf = Inode(LOST_FOUND_INO, inode_size)
+    lpf.mode = stat.S_IFDIR | 0o700
+    lpf.uid, lpf.gid = 0, 0
+    lpf.size, lpf.links, lpf.blocks = block_size * lpf_nblocks, 2, spb * lpf_nblocks
+    lpf.atime_ns = lpf.ctime_ns = lpf.mtime_ns = lpf.crtime_ns = now * 10**9
+    lpf.block[:lpf_nblocks] = lpf_blks
+
+    root_dir = new_dir_block(block_size, ROOT_INO, ROOT_INO)
+    put(root_dir, 12, ROOT_INO, 12, b"..", 2)
+    put(root_dir, 24, LOST_FOUND_INO, block_size - 24, b"lost+found", 2)
+    lpf_first = new_dir_block(block_size, LOST_FOUND_INO, ROOT_INO)
+
+    for g, d in enumerate(descs):
+        start, n = geo.group_start(g), geo.group_blocks(g)
+        d.free_blocks = int(n - used[start:start + n].sum())
+        d.free_inodes = int(ipg - inode_used[g * ipg:(g + 1) * ipg].sum())
+    descs[0].used_dirs = 2
+    sb.free_blocks_count = sum(d.free_blocks for d in descs)
+    sb.free_inodes_count = sum(d.free_inodes for d in descs)
+
+    # write -------------------------------------------------------------------------------
+    own = writer is None
+    if own:
+        fd = _create_image(path, blocks * block_size)
+        writer = lambda blkno, data: os.pwrite(fd, data, blkno * block_size)  # noqa: E731
+    try:
+        gdt = pack_table(descs, block_size)
+        zero_itable = bytes(geo.inode_table_blocks * block_size)
+        for g, d in enumerate(descs):
+            start, n = geo.group_start(g), geo.group_blocks(g)
+            if geo.has_super(g):
+                sb.block_group_nr = g
+                if block_size == 1024:
+                    writer(start, sb.pack())
+                else:  # block 0 of a 4K group: superblock at byte 1024
+                    blk = bytearray(block_size)
+                    blk[SUPERBLOCK_OFFSET:SUPERBLOCK_OFFSET + 1024] = sb.pack()
+                    writer(start, bytes(blk))
+                writer(start + 1, gdt)
+            writer(d.block_bitmap, bitmap_bytes(used[start:start + n], block_size))
+            writer(d.inode_bitmap, bitmap_bytes(inode_used[g * ipg:(g + 1) * ipg], block_size))
+            writer(d.inode_table, zero_itable)
+        sb.block_group_nr = 0
+        itable = bytearray(block_size)
+        for ino in (ROOT_INO, LOST_FOUND_INO):
+            inode = root if ino == ROOT_INO else lpf
+            off = ((ino - 1) % geo.inodes_per_block) * inode_size
+            blk = descs[0].inode_table + (ino - 1) // geo.inodes_per_block
+            if ino == LOST_FOUND_INO and blk != descs[0].inode_table:
+                writer(descs[0].inode_table, bytes(itable))
+                itable = bytearray(block_size)
+            itable[off:off + inode_size] = inode.pack()
+            writer(blk, bytes(itable))
+        writer(root_blk, bytes(root_dir))
+        writer(lpf_blks[0], bytes(lpf_first))
+        for b in lpf_blks[1:]:
+            writer(b, bytes(empty_block(block_size)))
+    finally:
+        if own:
+            os.close(fd)
+    return sb
+
+
+def bitmap_bytes(used: np.ndarray, block_size: int) -> bytes:
+    """A bitmap block: bit i (LSB first) set when item i is used; padding bits set, as mke2fs does."""
+    bits = np.ones(block_size * 8, dtype=bool)
+    bits[: len(used)] = used
+    return np.packbits(bits, bitorder="little").tobytes()
+
+
+def _as_uuid(value) -> bytes:
+    if value is None:
+        return os.urandom(16)
+    if isinstance(value, str):
+        return _uuid.UUID(value).bytes
+    if len(value) != 16:
+        raise ImageError("a UUID has 16 bytes")
+    return bytes(value)
+
+
+def _create_image(path, size: int) -> int:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as e:
+        raise ImageError(f"{path}: cannot create image: {e.strerror}") from None
+    os.ftruncate(fd, size)
+    return fd

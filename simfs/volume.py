@@ -1,0 +1,737 @@
+"""The mounted volume: every POSIX file-system operation in terms of inodes and blocks.
+
+No FUSE here: the FUSE front end (fuse_ops) is a thin translation onto these methods, and
+tests, replays and benchmarks drive a Volume in-process. Names are bytes; errors are
+FSError(errno). The volume does no permission checks (the kernel does, with
+default_permissions); ownership, modes, times and link counts are its job.
+
+`Volume.open(path, options)` opens an image. Open files and kernel lookups are both
+"holds" (`hold(ino)` / `drop(ino, n)`): an unlinked inode lives until its last hold drops.
+"""
+
+import errno
+import fcntl
+import os
+import stat
+import time
+from dataclasses import dataclass
+
+from policies import make_allocator, make_inode_placer, NoSpace
+from .cache import BufferCache
+from .directory import Directories
+from .errors import FSError, ImageError
+from .filemap import FileMap
+from .freespace import FreeSpace
+from .inodes import InodeTable
+from .ondisk import xattr as xattr_fmt
+from .ondisk.constants import (
+    FT_DIR, INCOMPAT_FILETYPE, LINK_MAX, MAX_NAME_LEN, ROOT_INO, RO_COMPAT_LARGE_FILE,
+    STATE_VALID, SUPERBLOCK_OFFSET, file_type_of_mode,
+)
+from .ondisk.groupdesc import unpack_table
+from .ondisk.superblock import Geometry, Superblock
+
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
+XATTR_CREATE = 1
+XATTR_REPLACE = 2
+ENOATTR = errno.ENODATA
+
+
+@dataclass
+class VolumeOptions:
+    """Choices that shape a mounted volume (mount options map onto these fields)."""
+
+    alloc: str = "first-free"            # block allocator (simfs policies)
+    inode_placement: str = "parent-group"
+    cache_blocks: int = 16384            # buffer cache size in blocks
+    atime: bool = False                  # update access times on read (noatime by default)
+    read_only: bool = False
+
+
+@dataclass
+class Attr:
+    st_ino: int
+    st_mode: int
+    st_nlink: int
+    st_uid: int
+    st_gid: int
+    st_rdev: int
+    st_size: int
+    st_blocks: int
+    st_blksize: int
+    st_atime_ns: int
+    st_mtime_ns: int
+    st_ctime_ns: int
+    generation: int
+
+
+@dataclass
+class StatFS:
+    f_bsize: int
+    f_frsize: int
+    f_blocks: int
+    f_bfree: int
+    f_bavail: int
+    f_files: int
+    f_ffree: int
+    f_favail: int
+    f_namemax: int = MAX_NAME_LEN
+
+
+def _check_name(name: bytes) -> None:
+    if len(name) > MAX_NAME_LEN:
+        raise FSError(errno.ENAMETOOLONG)
+    if not name or b"/" in name or b"\0" in name:
+        raise FSError(errno.EINVAL)
+
+
+class Volume:
+    root_ino = ROOT_INO
+
+    def __init__(self, path, fd, sb: Superblock, options: VolumeOptions):
+        self.path = str(path)
+        self.fd = fd
+        self.sb = sb
+        self.options = options
+        self.geo = geo = Geometry(sb)
+        self.block_size = geo.block_size
+        self.counters: dict[str, int] = {}
+        self.cache = BufferCache(fd, geo.block_size, options.cache_blocks, self.counters)
+        gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
+        self.descs = unpack_table(gdt, geo.groups)
+        self._check_descs()
+        self.space = FreeSpace(geo, self.descs, self.cache, self.counters)
+        self.allocator = make_allocator(options.alloc)
+        self.placer = make_inode_placer(options.inode_placement)
+        self.inodes = InodeTable(geo, self.descs, self.cache)
+        self.filemap = FileMap(geo, self.cache, self.space, self.allocator, self.inodes)
+        self.dirs = Directories(geo, self.cache, self.filemap, self.inodes,
+                                filetype=bool(sb.feature_incompat & INCOMPAT_FILETYPE))
+        self.holds: dict[int, int] = {}
+        self.generation = sb.wtime
+        if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
+            self.max_size = min(self.filemap.max_blocks * geo.block_size, 2**41 - geo.block_size)
+        else:
+            self.max_size = 2**31 - 1
+        self.closed = False
+        if not options.read_only:
+            self.was_clean = bool(sb.state & STATE_VALID)
+            sb.state &= ~STATE_VALID       # "not clean" while mounted, as the kernel marks it
+            sb.mnt_count = (sb.mnt_count + 1) & 0xFFFF
+            sb.mtime = int(time.time())
+            self._write_super()
+            self.cache.sync()
+
+    # opening and closing -----------------------------------------------------------------
+    @classmethod
+    def open(cls, path, options: VolumeOptions | None = None) -> "Volume":
+        options = options or VolumeOptions()
+        name = os.fspath(path)
+        try:
+            fd = os.open(name, os.O_RDONLY if options.read_only else os.O_RDWR)
+        except FileNotFoundError:
+            raise ImageError(f"{name}: no such image file") from None
+        except IsADirectoryError:
+            raise ImageError(f"{name}: is a directory, not an image file") from None
+        except OSError as e:
+            raise ImageError(f"{name}: cannot open image: {e.strerror}") from None
+        try:
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_SH if options.read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ImageError(f"{name}: image already in use (mounted by another simfs?)") from None
+            size = os.fstat(fd).st_size
+            raw = os.pread(fd, 1024, SUPERBLOCK_OFFSET)
+            if len(raw) < 1024:
+                raise ImageError(f"{name}: not an ext2 file system (file is only {size} bytes)")
+            sb = Superblock(raw)
+            sb.validate(name, size)
+            return cls(name, fd, sb, options)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _check_descs(self) -> None:
+        geo = self.geo
+        for g, d in enumerate(self.descs):
+            start, end = geo.group_start(g), geo.group_start(g) + geo.group_blocks(g)
+            for what, b, n in (("block bitmap", d.block_bitmap, 1), ("inode bitmap", d.inode_bitmap, 1),
+                               ("inode table", d.inode_table, geo.inode_table_blocks)):
+                if not (start <= b and b + n <= end):
+                    os.close(self.fd)
+                    raise ImageError(f"{self.path}: corrupt group descriptor {g} ({what} at block {b})")
+
+    def close(self) -> None:
+        """Free orphans, write every dirty structure back, mark the file system clean, unlock."""
+        if self.closed:
+            return
+        if not self.options.read_only:
+            for ino in list(self.holds):
+                self.holds[ino] = 1
+                self.drop(ino)
+            self.sb.state |= STATE_VALID
+            self.sync()
+        self.closed = True
+        os.close(self.fd)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def sync(self) -> None:
+        self._write_super()
+        self.cache.sync()
+
+    def _write_super(self) -> None:
+        sb = self.sb
+        sb.free_blocks_count = self.space.free_blocks if hasattr(self, "space") else sb.free_blocks_count
+        sb.free_inodes_count = self.space.free_inodes if hasattr(self, "space") else sb.free_inodes_count
+        sb.wtime = int(time.time())
+        if self.block_size == 1024:
+            self.cache.write(1, sb.pack(), "super")
+        else:
+            buf = self.cache.bread(0, "super")
+            buf[SUPERBLOCK_OFFSET:SUPERBLOCK_OFFSET + 1024] = sb.pack()
+            self.cache.mark_dirty(0, buf, "super")
+
+    # helpers -----------------------------------------------------------------------------
+    def _now(self) -> int:
+        return time.time_ns()
+
+    def _count(self, key: str, n: int = 1) -> None:
+        self.counters[key] = self.counters.get(key, 0) + n
+
+    def _inode(self, ino: int):
+        if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
+            raise FSError(errno.ENOENT)
+        return self.inodes.get(ino)
+
+    def _dir(self, ino: int):
+        d = self._inode(ino)
+        if not d.is_dir:
+            raise FSError(errno.ENOTDIR)
+        if d.links == 0:
+            raise FSError(errno.ENOENT)   # a removed directory takes no new entries
+        return d
+
+    def _writable(self) -> None:
+        if self.options.read_only:
+            raise FSError(errno.EROFS)
+
+    def _attr(self, inode) -> Attr:
+        return Attr(st_ino=inode.ino, st_mode=inode.mode, st_nlink=inode.links, st_uid=inode.uid,
+                    st_gid=inode.gid, st_rdev=0 if inode.has_block_map else inode.get_rdev(),
+                    st_size=inode.size, st_blocks=inode.blocks, st_blksize=self.block_size,
+                    st_atime_ns=inode.atime_ns, st_mtime_ns=inode.mtime_ns, st_ctime_ns=inode.ctime_ns,
+                    generation=inode.generation)
+
+    def _touch(self, inode, m: bool = True, c: bool = True) -> None:
+        now = self._now()
+        if m:
+            inode.mtime_ns = now
+        if c:
+            inode.ctime_ns = now
+
+    # namespace ---------------------------------------------------------------------------
+    def lookup(self, parent: int, name: bytes) -> Attr:
+        _check_name(name)
+        d = self._inode(parent)
+        if not d.is_dir:
+            raise FSError(errno.ENOTDIR)
+        hit = self.dirs.lookup(d, name)
+        if hit is None:
+            raise FSError(errno.ENOENT)
+        return self._attr(self.inodes.get(hit[0]))
+
+    def getattr(self, ino: int) -> Attr:
+        return self._attr(self._inode(ino))
+
+    def setattr(self, ino: int, *, mode=None, uid=None, gid=None, size=None, atime_ns=None,
+                mtime_ns=None) -> Attr:
+        self._writable()
+        inode = self._inode(ino)
+        if size is not None:
+            if inode.is_dir:
+                raise FSError(errno.EISDIR)
+            if not inode.is_reg:
+                raise FSError(errno.EINVAL)
+            self._truncate(inode, size)
+            self._touch(inode)
+        if mode is not None:
+            inode.mode = stat.S_IFMT(inode.mode) | stat.S_IMODE(mode)
+        if uid is not None:
+            inode.uid = uid
+        if gid is not None:
+            inode.gid = gid
+        if atime_ns is not None:
+            inode.atime_ns = atime_ns
+        if mtime_ns is not None:
+            inode.mtime_ns = mtime_ns
+        inode.ctime_ns = self._now()
+        self.inodes.put(inode)
+        return self._attr(inode)
+
+    def _new_inode(self, parent, name: bytes, mode: int, uid: int, gid: int):
+        """Allocate and link a new inode named `name` in directory `parent`."""
+        self._writable()
+        _check_name(name)
+        d = self._dir(parent)
+        if self.dirs.lookup(d, name) is not None:
+            raise FSError(errno.EEXIST)
+        is_dir = stat.S_ISDIR(mode)
+        if is_dir and d.links >= LINK_MAX:
+            raise FSError(errno.EMLINK)
+        try:
+            ino = self.placer.choose(self.space, parent, is_dir)
+        except NoSpace:
+            raise FSError(errno.ENOSPC) from None
+        self.space.take_inode(ino, is_dir)
+        inode = self.inodes.new(ino)
+        if d.mode & stat.S_ISGID:       # BSD group semantics of a setgid directory
+            gid = d.gid
+            if is_dir:
+                mode |= stat.S_ISGID
+        inode.mode, inode.uid, inode.gid = mode, uid, gid
+        inode.links = 2 if is_dir else 1
+        now = self._now()
+        inode.atime_ns = inode.mtime_ns = inode.ctime_ns = inode.crtime_ns = now
+        self.generation = (self.generation + 1) & 0xFFFFFFFF
+        inode.generation = self.generation
+        try:
+            if is_dir:
+                self.dirs.init(inode, parent)
+            self.inodes.put(inode)
+            self.dirs.add(d, name, ino, file_type_of_mode(mode))
+        except FSError:
+            self.filemap.truncate(inode, 0)
+            self.space.release_inode(ino, is_dir)
+            self.inodes.forget(ino)
+            raise
+        if is_dir:
+            d.links += 1
+        self._touch(d)
+        self.inodes.put(d)
+        return inode
+
+    def create(self, parent: int, name: bytes, mode: int, uid: int, gid: int) -> Attr:
+        return self._attr(self._new_inode(parent, name, stat.S_IFREG | stat.S_IMODE(mode), uid, gid))
+
+    def mkdir(self, parent: int, name: bytes, mode: int, uid: int, gid: int) -> Attr:
+        return self._attr(self._new_inode(parent, name, stat.S_IFDIR | (mode & 0o7777), uid, gid))
+
+    def mknod(self, parent: int, name: bytes, mode: int, rdev: int, uid: int, gid: int) -> Attr:
+        fmt = stat.S_IFMT(mode) or stat.S_IFREG
+        if fmt not in (stat.S_IFREG, stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK):
+            raise FSError(errno.EINVAL)
+        inode = self._new_inode(parent, name, fmt | (mode & 0o7777), uid, gid)
+        if fmt in (stat.S_IFCHR, stat.S_IFBLK):
+            inode.set_rdev(rdev)
+            self.inodes.put(inode)
+        return self._attr(inode)
+
+    def symlink(self, parent: int, name: bytes, target: bytes, uid: int, gid: int) -> Attr:
+        if len(target) >= self.block_size:
+            raise FSError(errno.ENAMETOOLONG)
+        if not target:
+            raise FSError(errno.ENOENT)
+        inode = self._new_inode(parent, name, stat.S_IFLNK | 0o777, uid, gid)
+        try:
+            if len(target) < 60:   # fast symlink: the target lives in i_block
+                raw = target.ljust(60, b"\0")
+                inode.block = [int.from_bytes(raw[i:i + 4], "little") for i in range(0, 60, 4)]
+            else:
+                phys, _ = self.filemap.map_for_write(inode, 0, "symlink")
+                self.cache.write(phys, target.ljust(self.block_size, b"\0"), "symlink", inode.ino)
+            inode.size = len(target)
+            self.inodes.put(inode)
+        except FSError:
+            self.unlink(parent, name)
+            raise
+        return self._attr(inode)
+
+    def readlink(self, ino: int) -> bytes:
+        inode = self._inode(ino)
+        if not inode.is_symlink:
+            raise FSError(errno.EINVAL)
+        if inode.is_fast_symlink(self.block_size):
+            return b"".join(b.to_bytes(4, "little") for b in inode.block)[: inode.size]
+        phys = self.filemap.bmap(inode, 0)
+        return bytes(self.cache.bread(phys, "symlink", ino)[: inode.size])
+
+    def link(self, ino: int, new_parent: int, new_name: bytes) -> Attr:
+        self._writable()
+        _check_name(new_name)
+        inode = self._inode(ino)
+        if inode.is_dir:
+            raise FSError(errno.EPERM)
+        if inode.links >= LINK_MAX:
+            raise FSError(errno.EMLINK)
+        if inode.links == 0:
+            raise FSError(errno.ENOENT)
+        d = self._dir(new_parent)
+        if self.dirs.lookup(d, new_name) is not None:
+            raise FSError(errno.EEXIST)
+        self.dirs.add(d, new_name, ino, file_type_of_mode(inode.mode))
+        inode.links += 1
+        self._touch(inode, m=False)
+        self.inodes.put(inode)
+        self._touch(d)
+        self.inodes.put(d)
+        return self._attr(inode)
+
+    def unlink(self, parent: int, name: bytes) -> None:
+        self._writable()
+        _check_name(name)
+        d = self._dir(parent)
+        hit = self.dirs.lookup(d, name)
+        if hit is None:
+            raise FSError(errno.ENOENT)
+        inode = self.inodes.get(hit[0])
+        if inode.is_dir:
+            raise FSError(errno.EISDIR)
+        self.dirs.remove(d, name)
+        self._touch(d)
+        self.inodes.put(d)
+        self._unref(inode)
+
+    def rmdir(self, parent: int, name: bytes) -> None:
+        self._writable()
+        _check_name(name)
+        if name == b".":
+            raise FSError(errno.EINVAL)
+        if name == b"..":
+            raise FSError(errno.ENOTEMPTY)
+        d = self._dir(parent)
+        hit = self.dirs.lookup(d, name)
+        if hit is None:
+            raise FSError(errno.ENOENT)
+        victim = self.inodes.get(hit[0])
+        if not victim.is_dir:
+            raise FSError(errno.ENOTDIR)
+        if not self.dirs.is_empty(victim):
+            raise FSError(errno.ENOTEMPTY)
+        self.dirs.remove(d, name)
+        d.links -= 1
+        self._touch(d)
+        self.inodes.put(d)
+        victim.links = 0
+        self._touch(victim, m=False)
+        self._unref(victim, dropped_dir=True)
+
+    def _unref(self, inode, dropped_dir: bool = False) -> None:
+        """One name less: free the inode when no name and no hold is left."""
+        if not dropped_dir:
+            inode.links -= 1
+            self._touch(inode, m=False)
+        self.inodes.put(inode)
+        if inode.links == 0 and not self.holds.get(inode.ino):
+            self._free_inode(inode)
+
+    def _free_inode(self, inode) -> None:
+        if inode.is_dir:
+            self.dirs.forget(inode.ino)
+        if inode.has_block_map and not inode.is_fast_symlink(self.block_size):
+            self.filemap.truncate(inode, 0)
+        if inode.file_acl:
+            self._release_xattr_block(inode)
+        inode.dtime = int(time.time())
+        inode.size = 0
+        self.inodes.put(inode)
+        self.space.release_inode(inode.ino, inode.is_dir)
+        self.inodes.forget(inode.ino)
+
+    def _is_ancestor(self, anc: int, ino: int) -> bool:
+        """True if directory `anc` is `ino` or one of its ancestors (walking "..")."""
+        while True:
+            if ino == anc:
+                return True
+            if ino == ROOT_INO:
+                return False
+            d = self.inodes.get(ino)
+            hit = self.dirs.lookup(d, b"..")
+            if hit is None or hit[0] == ino:
+                return False
+            ino = hit[0]
+
+    def rename(self, old_parent: int, old_name: bytes, new_parent: int, new_name: bytes, flags: int = 0) -> None:
+        self._writable()
+        _check_name(old_name)
+        _check_name(new_name)
+        if flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE) or flags == RENAME_NOREPLACE | RENAME_EXCHANGE:
+            raise FSError(errno.EINVAL)
+        if old_name in (b".", b"..") or new_name in (b".", b".."):
+            raise FSError(errno.EBUSY)
+        od, nd = self._dir(old_parent), self._dir(new_parent)
+        src = self.dirs.lookup(od, old_name)
+        if src is None:
+            raise FSError(errno.ENOENT)
+        s = self.inodes.get(src[0])
+        dst = self.dirs.lookup(nd, new_name)
+        if flags & RENAME_EXCHANGE:
+            if dst is None:
+                raise FSError(errno.ENOENT)
+            return self._exchange(od, old_name, s, nd, new_name, self.inodes.get(dst[0]))
+        if dst is not None and flags & RENAME_NOREPLACE:
+            raise FSError(errno.EEXIST)
+        if s.is_dir and old_parent != new_parent and self._is_ancestor(s.ino, new_parent):
+            raise FSError(errno.EINVAL)
+        if dst is not None:
+            if dst[0] == s.ino:
+                return            # both names are links to one inode: POSIX says do nothing
+            t = self.inodes.get(dst[0])
+            if s.is_dir and not t.is_dir:
+                raise FSError(errno.ENOTDIR)
+            if not s.is_dir and t.is_dir:
+                raise FSError(errno.EISDIR)
+            if t.is_dir and not self.dirs.is_empty(t):
+                raise FSError(errno.ENOTEMPTY)
+            self.dirs.replace(nd, new_name, s.ino, file_type_of_mode(s.mode))
+            if t.is_dir:
+                t.links = 0
+                nd.links -= 1        # the victim's ".." goes
+                self._unref(t, dropped_dir=True)
+            else:
+                self._unref(t)
+        else:
+            if s.is_dir and nd.links >= LINK_MAX and old_parent != new_parent:
+                raise FSError(errno.EMLINK)
+            self.dirs.add(nd, new_name, s.ino, file_type_of_mode(s.mode))
+        self.dirs.remove(od, old_name)
+        if s.is_dir and old_parent != new_parent:
+            self.dirs.set_parent(s, new_parent)
+            od.links -= 1
+            nd.links += 1
+        self._touch(s, m=False)
+        self.inodes.put(s)
+        for d in {od.ino: od, nd.ino: nd}.values():
+            self._touch(d)
+            self.inodes.put(d)
+
+    def _exchange(self, od, old_name, s, nd, new_name, t) -> None:
+        if od.ino != nd.ino:
+            if s.is_dir and self._is_ancestor(s.ino, nd.ino) or t.is_dir and self._is_ancestor(t.ino, od.ino):
+                raise FSError(errno.EINVAL)
+        self.dirs.replace(od, old_name, t.ino, file_type_of_mode(t.mode))
+        self.dirs.replace(nd, new_name, s.ino, file_type_of_mode(s.mode))
+        if od.ino != nd.ino:
+            if s.is_dir:
+                self.dirs.set_parent(s, nd.ino)
+                od.links -= 1
+                nd.links += 1
+            if t.is_dir:
+                self.dirs.set_parent(t, od.ino)
+                nd.links -= 1
+                od.links += 1
+        for inode in (s, t):
+            self._touch(inode, m=False)
+            self.inodes.put(inode)
+        for d in {od.ino: od, nd.ino: nd}.values():
+            self._touch(d)
+            self.inodes.put(d)
+
+    # holds: kernel references and open files ---------------------------------------------
+    def hold(self, ino: int, n: int = 1) -> None:
+        if ino not in self.holds:
+            self.inodes.pin(ino)
+        self.holds[ino] = self.holds.get(ino, 0) + n
+
+    def drop(self, ino: int, n: int = 1) -> None:
+        left = self.holds.get(ino, 0) - n
+        if left > 0:
+            self.holds[ino] = left
+            return
+        self.holds.pop(ino, None)
+        if self.options.read_only or not self.space.inode_used[ino - 1]:
+            self.inodes.forget(ino)
+            return
+        inode = self.inodes.get(ino)
+        self.inodes.unpin(ino)
+        if inode.links == 0:
+            self._free_inode(inode)
+
+    # data --------------------------------------------------------------------------------
+    def read(self, ino: int, offset: int, size: int) -> bytes:
+        inode = self._inode(ino)
+        if inode.is_dir:
+            raise FSError(errno.EISDIR)
+        if offset < 0 or size < 0:
+            raise FSError(errno.EINVAL)
+        end = min(inode.size, offset + size)
+        if offset >= end:
+            return b""
+        bs = self.block_size
+        out = bytearray()
+        for lblk in range(offset // bs, (end - 1) // bs + 1):
+            phys = self.filemap.bmap(inode, lblk)
+            lo = max(offset - lblk * bs, 0)
+            hi = min(end - lblk * bs, bs)
+            if phys:
+                out += self.cache.bread(phys, "data", ino)[lo:hi]
+            else:
+                out += bytes(hi - lo)
+        self._count("bytes_read", len(out))
+        if self.options.atime and not self.options.read_only:
+            inode.atime_ns = self._now()
+            self.inodes.put(inode)
+        return bytes(out)
+
+    def write(self, ino: int, offset: int, data: bytes) -> int:
+        self._writable()
+        inode = self._inode(ino)
+        if inode.is_dir:
+            raise FSError(errno.EISDIR)
+        if offset < 0:
+            raise FSError(errno.EINVAL)
+        if not data:
+            return 0
+        if offset + len(data) > self.max_size:
+            if offset >= self.max_size:
+                raise FSError(errno.EFBIG)
+            data = data[: self.max_size - offset]
+        bs = self.block_size
+        done = 0
+        try:
+            while done < len(data):
+                pos = offset + done
+                lblk, lo = divmod(pos, bs)
+                n = min(bs - lo, len(data) - done)
+                phys, new = self.filemap.map_for_write(inode, lblk)
+                if new or n == bs:
+                    buf = self.cache.getblk(phys, "data", ino)
+                else:
+                    buf = self.cache.bread(phys, "data", ino)
+                buf[lo:lo + n] = data[done:done + n]
+                self.cache.mark_dirty(phys, buf, "data", ino)
+                done += n
+        except FSError as e:
+            if e.errno != errno.ENOSPC or done == 0:
+                self._finish_write(inode, offset, done)
+                raise
+        self._finish_write(inode, offset, done)
+        self._count("bytes_written", done)
+        return done
+
+    def _finish_write(self, inode, offset: int, done: int) -> None:
+        if offset + done > inode.size:
+            inode.size = offset + done
+        if done:
+            self._touch(inode)
+            if inode.mode & (stat.S_ISUID | stat.S_ISGID):   # a write drops set-id bits, as the kernel does
+                inode.mode &= ~stat.S_ISUID
+                if inode.mode & stat.S_IXGRP:
+                    inode.mode &= ~stat.S_ISGID
+        self.inodes.put(inode)
+
+    def _truncate(self, inode, size: int) -> None:
+        if size < 0:
+            raise FSError(errno.EINVAL)
+        if size > self.max_size:
+            raise FSError(errno.EFBIG)
+        bs = self.block_size
+        if size < inode.size:
+            self.filemap.truncate(inode, -(-size // bs))
+            if size % bs:   # zero the tail of the last block so a later extension reads zeros
+                phys = self.filemap.bmap(inode, size // bs)
+                if phys:
+                    buf = self.cache.bread(phys, "data", inode.ino)
+                    buf[size % bs:] = bytes(bs - size % bs)
+                    self.cache.mark_dirty(phys, buf, "data", inode.ino)
+        inode.size = size
+        self.inodes.put(inode)
+
+    def fsync(self, ino: int, datasync: bool = False) -> None:
+        inode = self._inode(ino)
+        blocks = [b for _, b in self.filemap.blocks(inode)]
+        blocks.append(self.inodes.block_of(ino))
+        if inode.file_acl:
+            blocks.append(inode.file_acl)
+        self.cache.flush_blocks(blocks)
+
+    # directories -------------------------------------------------------------------------
+    def readdir(self, ino: int, cookie: int = 0):
+        """Yield (name, ino, next_cookie) from `cookie` on; next_cookie resumes after the entry."""
+        d = self._inode(ino)
+        if not d.is_dir:
+            raise FSError(errno.ENOTDIR)
+        for pos, name, eino, _ in self.dirs.entries(d, cookie):
+            yield name, eino, pos + 1
+
+    def statfs(self) -> StatFS:
+        geo = self.geo
+        overhead = geo.first_data_block + sum(geo.super_and_gdt_blocks(g) + 2 + geo.inode_table_blocks
+                                              for g in range(geo.groups))
+        free = self.space.free_blocks
+        return StatFS(f_bsize=geo.block_size, f_frsize=geo.block_size, f_blocks=geo.blocks_count - overhead,
+                      f_bfree=free, f_bavail=max(0, free - self.sb.r_blocks_count),
+                      f_files=geo.inodes_count, f_ffree=self.space.free_inodes, f_favail=self.space.free_inodes)
+
+    # extended attributes -----------------------------------------------------------------
+    def _xattrs(self, inode) -> dict[bytes, bytes]:
+        if not inode.file_acl:
+            return {}
+        try:
+            return xattr_fmt.decode(self.cache.bread(inode.file_acl, "xattr", inode.ino))
+        except ValueError as e:
+            raise FSError(errno.EIO, f"inode {inode.ino}: {e}") from None
+
+    def getxattr(self, ino: int, name: bytes) -> bytes:
+        attrs = self._xattrs(self._inode(ino))
+        if name not in attrs:
+            raise FSError(ENOATTR)
+        return attrs[name]
+
+    def listxattr(self, ino: int) -> list[bytes]:
+        return list(self._xattrs(self._inode(ino)))
+
+    def setxattr(self, ino: int, name: bytes, value: bytes, flags: int = 0) -> None:
+        self._writable()
+        inode = self._inode(ino)
+        if xattr_fmt.split_name(name) is None:
+            raise FSError(errno.EOPNOTSUPP)
+        if len(name) > 255:
+            raise FSError(errno.ERANGE)
+        attrs = self._xattrs(inode)
+        if flags & XATTR_CREATE and name in attrs:
+            raise FSError(errno.EEXIST)
+        if flags & XATTR_REPLACE and name not in attrs:
+            raise FSError(ENOATTR)
+        attrs[name] = bytes(value)
+        self._store_xattrs(inode, attrs)
+
+    def removexattr(self, ino: int, name: bytes) -> None:
+        self._writable()
+        inode = self._inode(ino)
+        attrs = self._xattrs(inode)
+        if name not in attrs:
+            raise FSError(ENOATTR)
+        del attrs[name]
+        self._store_xattrs(inode, attrs)
+
+    def _store_xattrs(self, inode, attrs: dict[bytes, bytes]) -> None:
+        if xattr_fmt.space_needed(attrs) > self.block_size:
+            raise FSError(errno.ENOSPC)
+        if inode.file_acl:
+            refcount = int.from_bytes(self.cache.bread(inode.file_acl, "xattr", inode.ino)[4:8], "little")
+            if refcount > 1 or not attrs:        # shared (copy on write) or no longer needed
+                self._release_xattr_block(inode)
+        if attrs:
+            if not inode.file_acl:
+                inode.file_acl = self.filemap.allocate_extra(inode, "xattr")
+            self.cache.write(inode.file_acl, xattr_fmt.encode(attrs, self.block_size), "xattr", inode.ino)
+        inode.ctime_ns = self._now()
+        self.inodes.put(inode)
+
+    def _release_xattr_block(self, inode) -> None:
+        blk = inode.file_acl
+        buf = self.cache.bread(blk, "xattr", inode.ino)
+        refcount = int.from_bytes(buf[4:8], "little")
+        if refcount > 1:
+            buf[4:8] = (refcount - 1).to_bytes(4, "little")
+            self.cache.mark_dirty(blk, buf, "xattr")
+            inode.blocks -= self.block_size // 512
+        else:
+            self.filemap.free_extra(inode, blk)
+        inode.file_acl = 0
