@@ -1,0 +1,305 @@
+"""The `simfs` command: mkfs, mount, umount, fsck, stats (and subcommands others register).
+
+Bad input (missing or unusable image or mount point, unknown option or value) is one line on
+stderr and exit status 2, like argparse's own usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+from simfs import __version__
+
+EXIT_USAGE = 2
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(i?b?)\s*$", re.I)
+
+
+def parse_size(text: str) -> int:
+    """'64M', '1G', '512KiB', '4096' -> bytes (binary multiples)."""
+    m = _SIZE_RE.match(str(text))
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 64M, 1G, 4096)")
+    num, unit = float(m.group(1)), m.group(2).lower()
+    mult = 1024 ** ("kmgtpe".index(unit) + 1) if unit else 1
+    return int(num * mult)
+
+
+class _Fmt(argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+class UsageFail(Exception):
+    pass
+
+
+def _fail(msg: str, cmd: str = "") -> int:
+    """One-line error for bad input; exit status 2."""
+    print(f"simfs{' ' + cmd if cmd else ''}: {msg}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+# mkfs -----------------------------------------------------------------------------------------
+def cmd_mkfs(a) -> int:
+    from simfs.ondisk.mkfs import mkfs
+    image = os.path.abspath(a.image)
+    if os.path.exists(image) and not a.force:
+        return _fail(f"{a.image} exists; use --force to overwrite it", "mkfs")
+    if os.path.isdir(image):
+        return _fail(f"{a.image} is a directory", "mkfs")
+    if not os.path.isdir(os.path.dirname(image)):
+        return _fail(f"directory {os.path.dirname(image)} does not exist", "mkfs")
+    if a.block_size not in (1024, 4096):
+        return _fail(f"unsupported block size {a.block_size} (1024 or 4096)", "mkfs")
+    from simfs.daemon import image_locked
+    if os.path.exists(image) and image_locked(image):
+        return _fail(f"{a.image} is in use (mounted?)", "mkfs")
+    kw = dict(block_size=a.block_size, inode_size=a.inode_size, bytes_per_inode=a.bytes_per_inode,
+              blocks_per_group=a.blocks_per_group, inodes_per_group=a.inodes_per_group,
+              reserved_ratio=a.reserved_ratio / 100.0, label=a.label.encode())
+    if a.uuid:
+        kw["uuid"] = a.uuid
+    from simfs.errors import ImageError
+    try:
+        sb = mkfs(image, a.size, **kw)
+    except ImageError as e:
+        return _fail(str(e), "mkfs")
+    except OSError as e:
+        return _fail(f"{a.image}: {e.strerror}", "mkfs")
+    if not a.quiet:
+        nb, ni = getattr(sb, "blocks_count", None), getattr(sb, "inodes_count", None)
+        detail = f"{nb} blocks of {a.block_size} bytes, {ni} inodes" if nb and ni else f"{a.size} bytes"
+        print(f"simfs: made an ext2 file system in {a.image}: {detail}")
+    return 0
+
+
+# mount / umount ------------------------------------------------------------------------------
+def cmd_mount(a) -> int:
+    from simfs import daemon, mountopts
+    try:
+        mopts = mountopts.parse(a.options)
+    except mountopts.OptionError as e:
+        return _fail(str(e), "mount")
+    try:
+        return daemon.mount(a.image, a.mountpoint, mopts, foreground=a.foreground)
+    except daemon.UsageError as e:
+        return _fail(str(e), "mount")
+
+
+def cmd_umount(a) -> int:
+    from simfs import daemon
+    try:
+        return daemon.umount(a.mountpoint, lazy=a.lazy, timeout=a.timeout)
+    except daemon.UsageError as e:
+        return _fail(str(e), "umount")
+
+
+# fsck -----------------------------------------------------------------------------------------
+def cmd_fsck(a) -> int:
+    from simfs.daemon import image_locked
+    if not os.path.exists(a.image):
+        return _fail(f"image {a.image} does not exist", "fsck")
+    if image_locked(a.image):
+        print(f"simfs fsck: warning: {a.image} is mounted; results may be inconsistent",
+              file=sys.stderr)
+    try:
+        r = subprocess.run(["e2fsck", "-fn", a.image], capture_output=True, text=True)
+    except FileNotFoundError:
+        return _fail("e2fsck not found (apt-get install e2fsprogs)", "fsck")
+    out = (r.stdout + r.stderr).strip()
+    if a.verbose:
+        print(out)
+    summary = next((ln for ln in reversed(out.splitlines()) if " files (" in ln and "blocks" in ln), "")
+    problems = [ln for ln in out.splitlines()
+                if ln.strip() and not ln.startswith(("Pass ", "e2fsck ")) and ln != summary]
+    if r.returncode == 0:
+        print(f"clean: {summary or a.image}")
+    else:
+        print(f"NOT clean (e2fsck -fn exit status {r.returncode}): {summary}")
+        if not a.verbose:
+            for ln in problems[:40]:
+                print("  " + ln)
+            if len(problems) > 40:
+                print(f"  ... {len(problems) - 40} more lines (use -v)")
+    return r.returncode
+
+
+# stats ----------------------------------------------------------------------------------------
+def _human(key: str, v):
+    if isinstance(v, int) and key.startswith("bytes") and v >= 1024:
+        for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if v >= div:
+                return f"{v:,} ({v / div:.1f} {unit})"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:,.6g}"
+    return str(v)
+
+
+def print_stats(doc: dict, file=None) -> None:
+    """Render a /.simfs/stats document as tables (one per section)."""
+    from rich.console import Console
+    from rich.table import Table
+    console = Console(file=file or sys.stdout, highlight=False)
+    scalars = {k: v for k, v in doc.items() if not isinstance(v, dict)}
+    head = Table(title="simfs", show_header=False, box=None)
+    for k, v in scalars.items():
+        head.add_row(k, _human(k, v))
+    console.print(head)
+    for name, sect in doc.items():
+        if not isinstance(sect, dict):
+            continue
+        t = Table(title=name)
+        t.add_column("name")
+        t.add_column("value", justify="right")
+        flat = {}
+        for k, v in sect.items():
+            if isinstance(v, dict):
+                for k2, v2 in v.items():
+                    flat[f"{k}.{k2}"] = v2
+            else:
+                flat[k] = v
+        if not flat:
+            t.add_row("(none)", "")
+        for k, v in flat.items():
+            t.add_row(str(k), _human(str(k).rpartition(".")[2], v))
+        console.print(t)
+
+
+def cmd_stats(a) -> int:
+    path = os.path.join(a.mountpoint, ".simfs", "stats")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return _fail(f"{a.mountpoint} is not a simfs mount (no .simfs/stats)", "stats")
+    except OSError as e:
+        return _fail(f"cannot read {path}: {e.strerror}", "stats")
+    if a.json:
+        sys.stdout.write(raw.decode())
+        return 0
+    print_stats(json.loads(raw))
+    return 0
+
+
+# parser ---------------------------------------------------------------------------------------
+def _option_help() -> str:
+    from simfs import mountopts
+    try:
+        return mountopts.describe()
+    except Exception as e:   # the volume may not be importable yet
+        return f"(option list unavailable: {e})"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="simfs", formatter_class=_Fmt,
+        description="simfs: an ext2 file system in an image file, mounted with FUSE, whose block "
+                    "I/O is charged to a modelled disk.",
+        epilog="examples:\n"
+               "  simfs mkfs disk.img --size 256M\n"
+               "  simfs mount disk.img /mnt/sim\n"
+               "  tar xf src.tar -C /mnt/sim && simfs stats /mnt/sim\n"
+               "  simfs umount /mnt/sim && simfs fsck disk.img\n"
+               "\n'simfs COMMAND --help' explains each command.")
+    p.add_argument("--version", action="version", version=f"simfs {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    s = sub.add_parser("mkfs", help="make an ext2 image file", formatter_class=_Fmt,
+                       description="Make an ext2 revision-1 file system (filetype, sparse_super, "
+                                   "large_file, ext_attr) in IMAGE.",
+                       epilog="examples:\n  simfs mkfs disk.img --size 256M\n"
+                              "  simfs mkfs small.img --size 64M --block-size 1024 --bytes-per-inode 4096\n"
+                              "  simfs mkfs disk.img --size 1G --force   # overwrite an existing image")
+    s.add_argument("image", metavar="IMAGE")
+    s.add_argument("--size", type=parse_size, required=True, help="image size, e.g. 64M, 1G")
+    s.add_argument("--block-size", "-b", type=parse_size, default=4096, help="1024 or 4096 (default 4096)")
+    s.add_argument("--inode-size", "-I", type=int, default=256, help="128 or 256 (default 256)")
+    s.add_argument("--bytes-per-inode", "-i", type=parse_size, default=None,
+                   help="one inode per this many bytes (mke2fs default rules if omitted)")
+    s.add_argument("--blocks-per-group", type=int, default=None, help="default: 8 x block size")
+    s.add_argument("--inodes-per-group", type=int, default=None)
+    s.add_argument("--reserved-percent", "-m", dest="reserved_ratio", type=float, default=5.0,
+                   help="blocks reserved for root, percent (default 5)")
+    s.add_argument("--label", "-L", default="", help="volume label")
+    s.add_argument("--uuid", default=None, help="file-system UUID (default: random)")
+    s.add_argument("--force", "-F", action="store_true", help="overwrite an existing file")
+    s.add_argument("--quiet", "-q", action="store_true")
+    s.set_defaults(func=cmd_mkfs)
+
+    s = sub.add_parser("mount", help="mount an image (background daemon)", formatter_class=_Fmt,
+                       description="Mount IMAGE on the empty directory MNT. Returns once the file "
+                                   "system is ready; the daemon keeps running in the background and "
+                                   "logs to IMAGE.log (or -o log=FILE).",
+                       epilog="examples:\n  simfs mount disk.img /mnt/sim\n"
+                              "  simfs mount disk.img /mnt/sim -o alloc=first-free,cache_blocks=4096\n"
+                              "  simfs mount disk.img /mnt/sim -o ro,log=/tmp/simfs.log\n"
+                              "  simfs mount disk.img /mnt/sim --foreground   # Ctrl-C unmounts\n\n"
+                              + _option_help())
+    s.add_argument("image", metavar="IMAGE")
+    s.add_argument("mountpoint", metavar="MNT")
+    s.add_argument("-o", dest="options", action="append", default=[], metavar="KEY=VAL,...",
+                   help="mount options (listed below); may be repeated")
+    s.add_argument("--foreground", "-f", action="store_true",
+                   help="stay in the foreground, log to stderr, return after unmount")
+    s.set_defaults(func=cmd_mount)
+
+    s = sub.add_parser("umount", aliases=["unmount"], help="unmount and wait for the image to be written",
+                       formatter_class=_Fmt,
+                       description="Unmount MNT and return only after the daemon has written the "
+                                   "image back and exited.",
+                       epilog="examples:\n  simfs umount /mnt/sim\n  simfs umount --lazy /mnt/sim")
+    s.add_argument("mountpoint", metavar="MNT")
+    s.add_argument("--lazy", "-z", action="store_true",
+                   help="detach now even if busy; the daemon finishes when the last file is closed")
+    s.add_argument("--timeout", type=float, default=None,
+                   help="give up waiting for the daemon after this many seconds")
+    s.set_defaults(func=cmd_umount)
+
+    s = sub.add_parser("fsck", help="check an (unmounted) image with e2fsck -fn",
+                       formatter_class=_Fmt,
+                       description="Run `e2fsck -fn IMAGE` (read-only, forced) and summarise. Exit "
+                                   "status is e2fsck's: 0 clean, 4 errors left uncorrected.",
+                       epilog="examples:\n  simfs fsck disk.img\n  simfs fsck -v disk.img")
+    s.add_argument("image", metavar="IMAGE")
+    s.add_argument("--verbose", "-v", action="store_true", help="print e2fsck's full output")
+    s.set_defaults(func=cmd_fsck)
+
+    s = sub.add_parser("stats", help="print a mount's counters", formatter_class=_Fmt,
+                       description="Print MNT/.simfs/stats: FUSE requests by type, errors, and the "
+                                   "volume's counters (bytes and blocks read and written, blocks "
+                                   "and inodes allocated and freed, cache hits and misses).",
+                       epilog="examples:\n  simfs stats /mnt/sim\n  simfs stats --json /mnt/sim | jq .counters")
+    s.add_argument("mountpoint", metavar="MNT")
+    s.add_argument("--json", action="store_true", help="print the raw JSON")
+    s.set_defaults(func=cmd_stats)
+
+    try:
+        from simfs import cli_disks
+    except ImportError:
+        cli_disks = None
+    if cli_disks is not None and hasattr(cli_disks, "register"):
+        cli_disks.register(sub)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    if not getattr(a, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return a.func(a) or 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,368 @@
+"""Mounting and unmounting: the daemon's life cycle.
+
+`mount()` checks the mount point and image, then (unless foreground) forks: the child
+becomes the daemon (own session, stdio into the log), opens the volume, mounts, starts the
+trio loop and only then tells the parent "ok" through a pipe; any start-up error travels
+back the same pipe and the parent prints it as one line. The daemon runs until the kernel
+unmounts the file system, then closes the volume (which writes everything back and releases
+the image lock) and exits.
+
+`umount()` reads the daemon's pid from /.simfs/info, unmounts with fusermount3, and returns
+only when the daemon has exited and the image lock is free, i.e. the image is fully written.
+SIGTERM/SIGINT/SIGHUP make the daemon unmount itself the same way (lazily if busy); a second
+signal stops serving at once (the volume is still closed cleanly).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+log = logging.getLogger("simfs.daemon")
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit status 2."""
+
+
+# checks ------------------------------------------------------------------------------------
+def check_mountpoint(mnt: str) -> None:
+    if not os.path.lexists(mnt):
+        raise UsageError(f"mount point {mnt} does not exist")
+    if not os.path.isdir(mnt):
+        raise UsageError(f"mount point {mnt} is not a directory")
+    if is_mounted(mnt) or os.path.ismount(mnt):
+        raise UsageError(f"mount point {mnt} is already a mount point")
+    try:
+        if os.listdir(mnt):
+            raise UsageError(f"mount point {mnt} is not empty")
+    except PermissionError:
+        raise UsageError(f"mount point {mnt} is not readable") from None
+
+
+def check_image(image: str) -> None:
+    if not os.path.exists(image):
+        raise UsageError(f"image {image} does not exist")
+    if not os.path.isfile(image):
+        raise UsageError(f"image {image} is not a regular file")
+
+
+def _unescape_mountinfo(s: str) -> str:
+    return (s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
+            .replace("\\134", "\\"))
+
+
+def mounts() -> list[tuple[str, str, str]]:
+    """(mount point, fstype, source) of every mount, from /proc/self/mountinfo."""
+    out = []
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                fields, rfields = left.split(), right.split()
+                if len(fields) >= 5 and len(rfields) >= 2:
+                    out.append((_unescape_mountinfo(fields[4]), rfields[0], _unescape_mountinfo(rfields[1])))
+    except OSError:
+        pass
+    return out
+
+
+def is_mounted(mnt: str, fstype_prefix: str = "") -> bool:
+    real = os.path.realpath(mnt)
+    return any(p == real and t.startswith(fstype_prefix) for p, t, _ in mounts())
+
+
+def default_log_path(image: str) -> str:
+    return image + ".log"
+
+
+# daemon --------------------------------------------------------------------------------------
+def open_volume(image: str, vopts):
+    """Open the image (separate so tests can substitute a volume)."""
+    from simfs.volume import Volume
+    return Volume.open(image, vopts)
+
+
+def setup_logging(log_path: str | None, level: str, stream=None) -> None:
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    fmt = logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    handlers = []
+    if log_path:
+        handlers.append(logging.FileHandler(log_path))
+    if stream is not None:
+        handlers.append(logging.StreamHandler(stream))
+    for h in handlers:
+        h.setFormatter(fmt)
+        root.addHandler(h)
+    root.setLevel(getattr(logging, level.upper(), logging.INFO))
+    if level != "debug":
+        logging.getLogger("pyfuse3").setLevel(logging.INFO)
+
+
+def _fusermount(mnt: str, lazy: bool = False) -> subprocess.CompletedProcess:
+    cmd = ["fusermount3", "-u"] + (["-z"] if lazy else []) + ["--", mnt]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+async def _watch_signals(mnt: str, nursery) -> None:
+    import pyfuse3
+    import trio
+
+    async def unmount_self():
+        r = await trio.to_thread.run_sync(_fusermount, mnt, False)
+        if r.returncode != 0:
+            log.warning("unmount failed (%s); detaching lazily", r.stderr.strip())
+            r = await trio.to_thread.run_sync(_fusermount, mnt, True)
+            if r.returncode != 0:
+                log.error("lazy unmount failed too (%s); stopping", r.stderr.strip())
+                pyfuse3.terminate()
+
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as sigs:
+        seen = 0
+        async for signum in sigs:
+            seen += 1
+            if seen == 1:
+                log.info("%s: unmounting %s", signal.Signals(signum).name, mnt)
+                nursery.start_soon(unmount_self)
+            else:
+                log.warning("%s again: stopping now", signal.Signals(signum).name)
+                pyfuse3.terminate()
+
+
+def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None) -> int:
+    """Open, mount, run until unmounted, close. Raises UsageError for bad input."""
+    import pyfuse3
+    import trio
+
+    from simfs.errors import ImageError
+    from simfs.fuse_ops import Operations
+
+    try:
+        vol = open_volume(image, mopts.volume)
+    except ImageError as e:
+        raise UsageError(str(e)) from None
+    except (ValueError, KeyError) as e:
+        raise UsageError(f"bad mount option value: {e}") from None
+    try:
+        info = {"image": image, "mountpoint": mnt, "log": log_path, "options": mopts.given}
+        ops = Operations(vol, info=info, debug_faults=mopts.debug_faults)
+        fuse_opts = mopts.fuse_options(image)
+        log.info("mounting %s on %s (fuse options %s, volume options %s)", image, mnt,
+                 ",".join(sorted(fuse_opts)), mopts.volume)
+        pyfuse3.init(ops, mnt, fuse_opts)
+    except BaseException:
+        vol.close()
+        raise
+
+    async def run():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_watch_signals, mnt, nursery)
+            if ready is not None:
+                ready()
+            await pyfuse3.main(min_tasks=1, max_tasks=1)
+            nursery.cancel_scope.cancel()
+
+    rc = 0
+    try:
+        trio.run(run)
+        log.info("unmounted; closing the volume")
+    except BaseException:
+        log.exception("FUSE main loop failed")
+        rc = 1
+    finally:
+        try:
+            pyfuse3.close(unmount=True)
+        except Exception:
+            log.exception("pyfuse3.close failed")
+        try:
+            vol.close()
+            log.info("image %s written back and closed; daemon exits", image)
+        except Exception:
+            log.exception("closing the volume failed")
+            rc = 1
+    return rc
+
+
+def mount(image: str, mnt: str, mopts, *, foreground: bool = False) -> int:
+    """`simfs mount`: 0 once mounted (background) or unmounted (foreground)."""
+    image, mnt = os.path.abspath(image), os.path.abspath(mnt)
+    check_mountpoint(mnt)
+    check_image(image)
+    log_path = os.path.abspath(mopts.log) if mopts.log else default_log_path(image)
+    if foreground:
+        setup_logging(log_path if mopts.log else None, mopts.loglevel, stream=sys.stderr)
+
+        def ready():
+            print(f"simfs: {image} mounted on {mnt} (foreground; Ctrl-C or "
+                  f"`simfs umount {mnt}` to stop)", file=sys.stderr, flush=True)
+        return serve(image, mnt, mopts, log_path=log_path if mopts.log else None, ready=ready)
+
+    try:
+        with open(log_path, "a"):
+            pass
+    except OSError as e:
+        raise UsageError(f"cannot write the log {log_path}: {e.strerror}") from None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                   # the daemon
+        os.close(r)
+        rc = 1
+        try:
+            rc = _daemon_main(image, mnt, mopts, log_path, w)
+        except BaseException:
+            pass
+        finally:
+            os._exit(rc)
+    os.close(w)
+    chunks = []
+    while True:
+        b = os.read(r, 4096)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(r)
+    msg = b"".join(chunks).decode(errors="replace").strip()
+    if msg == "ok":
+        return 0
+    if msg.startswith("usage "):
+        raise UsageError(msg[6:])
+    if msg.startswith("error "):
+        print(f"simfs mount: {msg[6:]} (log: {log_path})", file=sys.stderr)
+        return 1
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    print(f"simfs mount: the daemon exited during start-up; see {log_path}", file=sys.stderr)
+    return 1
+
+
+def _daemon_main(image, mnt, mopts, log_path, w) -> int:
+    os.setsid()
+    os.chdir("/")
+    logfd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    nullfd = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nullfd, 0)
+    os.dup2(logfd, 1)
+    os.dup2(logfd, 2)
+    os.close(nullfd)
+    os.close(logfd)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    setup_logging(log_path, mopts.loglevel)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    told = False
+
+    def tell(text: str):
+        nonlocal told
+        if not told:
+            told = True
+            try:
+                os.write(w, text.encode() + b"\n")
+            finally:
+                os.close(w)
+
+    try:
+        return serve(image, mnt, mopts, log_path=log_path, ready=lambda: tell("ok"))
+    except UsageError as e:
+        log.error("%s", e)
+        tell("usage " + str(e).replace("\n", " "))
+        return 2
+    except BaseException as e:
+        log.exception("daemon start-up failed")
+        tell("error " + (f"{type(e).__name__}: {e}").replace("\n", " "))
+        return 1
+
+
+# unmounting ------------------------------------------------------------------------------------
+def read_info(mnt: str) -> dict | None:
+    """The daemon's /.simfs/info, or None if it cannot be read."""
+    try:
+        with open(os.path.join(mnt, ".simfs", "info"), "rb") as f:
+            return json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+        return state not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def image_locked(image: str) -> bool:
+    """True while some process holds the image's lock (a mounted volume)."""
+    try:
+        fd = os.open(image, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return True
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def wait_for_daemon(pid: int | None, image: str | None, timeout: float | None = None,
+                    quiet: bool = False) -> bool:
+    """Wait until the daemon has exited and released the image; False on timeout."""
+    start = time.monotonic()
+    said = False
+    while (pid and _alive(pid)) or (image and image_locked(image)):
+        waited = time.monotonic() - start
+        if timeout is not None and waited > timeout:
+            return False
+        if waited > 2 and not said and not quiet:
+            print(f"simfs umount: waiting for the daemon (pid {pid}) to write back {image} ...",
+                  file=sys.stderr, flush=True)
+            said = True
+        time.sleep(0.02)
+    return True
+
+
+def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None) -> int:
+    """`simfs umount`: unmount, then wait for the daemon to finish writing and exit."""
+    mnt = os.path.abspath(mnt)
+    if not os.path.lexists(mnt):
+        raise UsageError(f"{mnt} does not exist")
+    if not is_mounted(mnt, "fuse"):
+        raise UsageError(f"{mnt} is not mounted" if not is_mounted(mnt)
+                         else f"{mnt} is not a FUSE (simfs) mount")
+    info = read_info(mnt)
+    if info is None:
+        print(f"simfs umount: {mnt} does not answer as simfs (daemon gone?); unmounting anyway",
+              file=sys.stderr)
+    r = _fusermount(mnt, lazy)
+    if r.returncode != 0:
+        detail = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"fusermount3 exit {r.returncode}"
+        busy = "busy" in detail.lower()
+        print(f"simfs umount: cannot unmount {mnt}: {detail}" +
+              (" (close files and leave directories under it, or use --lazy)" if busy else ""),
+              file=sys.stderr)
+        return 1
+    if info is not None:
+        if not wait_for_daemon(info.get("pid"), info.get("image"), timeout):
+            print(f"simfs umount: unmounted, but the daemon (pid {info.get('pid')}) is still "
+                  f"running after {timeout:g} s; see {info.get('log')}", file=sys.stderr)
+            return 1
+    return 0

@@ -1,0 +1,496 @@
+"""pyfuse3 Operations: a thin translation of FUSE requests onto a `Volume`.
+
+Fidelity contract (../shared/DESIGN.md): entry and attribute timeouts are 0, files are opened
+with keep_cache off and without direct_io (so shared writable mmap works), and the kernel
+write-back cache is off, so every access reaches simfs. The volume is synchronous and is
+called directly from the trio handlers: requests are served one at a time, in order.
+
+Lookup counts: every reply that creates a kernel reference (lookup, create, mknod, mkdir,
+symlink, link and each readdirplus entry other than . and ..) takes a `vol.hold`; `forget`
+gives them back with `vol.drop`; open handles are holds too. So an unlinked
+file stays readable while it is open and is freed when the last reference goes.
+
+Every handler is wrapped (`_handler`): FSError becomes FUSEError(errno); any other exception
+is logged with its traceback and answered EIO, and the mount stays up (pyfuse3 would
+otherwise die). Requests are counted by type for /.simfs/stats, except those that touch the
+control directory itself (see control.py).
+
+FUSE's root node id is 1, ext2's root inode is 2: node 1 <-> inode 2, every other number is
+the ext2 inode number (ext2 inode 1 is the bad-blocks inode and is never reachable).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import json
+import logging
+import os
+import stat
+from collections import Counter
+
+import pyfuse3
+
+from simfs import __version__, control
+from simfs.errors import FSError
+
+log = logging.getLogger("simfs.fuse")
+
+FUSE_ROOT = pyfuse3.ROOT_INODE      # 1
+NAME_MAX = 255
+O_ACCMODE = os.O_RDONLY | os.O_WRONLY | os.O_RDWR
+
+
+class InjectedFault(RuntimeError):
+    """Raised by a handler armed through /.simfs/fault (tests only, -o debug_faults)."""
+
+
+def _errname(e: int) -> str:
+    return errno.errorcode.get(e, str(e))
+
+
+def _is_ctl_request(op: str, args: tuple) -> bool:
+    """Whether a request addresses the control directory (then it is not counted)."""
+    if not args:
+        return False
+    a0 = args[0]
+    if op == "forget":
+        return bool(a0) and all(control.is_control(i) for i, _ in a0)
+    if isinstance(a0, int) and control.is_control(a0):
+        return True
+    return (op == "lookup" and a0 == FUSE_ROOT and args[1] == control.NAME)
+
+
+def _handler(fn):
+    """Wrap a synchronous handler body as a pyfuse3 async handler (see module docstring)."""
+    op = fn.__name__
+
+    @functools.wraps(fn)
+    async def wrapper(self, *args):
+        ctl = _is_ctl_request(op, args)
+        (self.ctl_ops if ctl else self.ops)[op] += 1
+        try:
+            if self.faults and not ctl and self.faults.get(op, 0) > 0:
+                self.faults[op] -= 1
+                raise InjectedFault(f"simfs: injected fault in {op} (via /.simfs/fault)")
+            return fn(self, *args)
+        except pyfuse3.FUSEError as e:
+            self.errors[_errname(e.errno)] += 1
+            if op == "forget":
+                return None
+            raise
+        except FSError as e:
+            self.errors[_errname(e.errno)] += 1
+            if op == "forget":
+                return None
+            raise pyfuse3.FUSEError(e.errno) from None
+        except Exception:
+            self.errors["EIO"] += 1
+            self.unexpected += 1
+            log.exception("unexpected exception in %s%r; answering EIO", op, _brief(args))
+            if op == "forget":
+                return None
+            raise pyfuse3.FUSEError(errno.EIO) from None
+
+    wrapper.simfs_op = op
+    return wrapper
+
+
+def _brief(args: tuple) -> tuple:
+    """Arguments for a log line: no contexts, no large buffers."""
+    out = []
+    for a in args:
+        if isinstance(a, (bytes, bytearray)) and len(a) > 64:
+            out.append(f"<{len(a)} bytes>")
+        elif isinstance(a, (pyfuse3.RequestContext, pyfuse3.ReaddirToken)):
+            continue
+        elif isinstance(a, (int, bytes, str, float, bool, type(None))):
+            out.append(a)
+        else:
+            out.append(type(a).__name__)
+    return tuple(out)
+
+
+def _vino(ino: int) -> int:
+    """FUSE node id -> volume inode."""
+    return 2 if ino == FUSE_ROOT else ino
+
+
+class Operations(pyfuse3.Operations):
+    """FUSE requests -> Volume calls. `info` is shown in /.simfs/info."""
+
+    enable_writeback_cache = False
+    supports_dot_lookup = True
+
+    def __init__(self, vol, *, info: dict | None = None, debug_faults: bool = False):
+        super().__init__()
+        self.vol = vol
+        self.root = vol.root_ino
+        self.info = dict(info or {})
+        self.ops: Counter = Counter()
+        self.ctl_ops: Counter = Counter()
+        self.errors: Counter = Counter()
+        self.unexpected = 0
+        self.faults: dict[str, int] = {}
+        #: extra sections of /.simfs/stats: name -> callable returning a JSON-able dict
+        self.stats_sections: dict = {}
+        self.ctl = control.ControlDir(FUSE_ROOT, uid=os.getuid(), gid=os.getgid())
+        self.ctl.add("stats", read=self._render_stats, help="counters as JSON")
+        self.ctl.add("info", read=self._render_info, help="daemon pid, image, options (JSON)")
+        self.ctl.add("sync", write=lambda data: self.vol.sync(), perm=0o222,
+                     help="write anything: write every dirty block back to the image")
+        if debug_faults:
+            self.ctl.add("fault", write=self._arm_fault, perm=0o200,
+                         help="TESTS: write 'OP [N]' to make the next N OP handlers raise")
+
+    # helpers --------------------------------------------------------------------------------
+    def _fuse_ino(self, ino: int) -> int:
+        return FUSE_ROOT if ino == self.root else ino
+
+    def _entry(self, a) -> pyfuse3.EntryAttributes:
+        e = pyfuse3.EntryAttributes()
+        e.st_ino = self._fuse_ino(a.st_ino)
+        e.generation = getattr(a, "generation", 0)
+        e.entry_timeout = 0
+        e.attr_timeout = 0
+        e.st_mode = a.st_mode
+        e.st_nlink = a.st_nlink
+        e.st_uid = a.st_uid
+        e.st_gid = a.st_gid
+        e.st_rdev = a.st_rdev
+        e.st_size = a.st_size
+        e.st_blksize = a.st_blksize
+        e.st_blocks = a.st_blocks
+        e.st_atime_ns = a.st_atime_ns
+        e.st_mtime_ns = a.st_mtime_ns
+        e.st_ctime_ns = a.st_ctime_ns
+        return e
+
+    def _held(self, a) -> pyfuse3.EntryAttributes:
+        """An entry reply that gives the kernel a reference (lookup count +1)."""
+        self.vol.hold(a.st_ino)
+        return self._entry(a)
+
+    def _peek_attr(self, ino: int):
+        """Attributes for a readdirplus entry; uncharged if the volume offers `peek_attr`."""
+        peek = getattr(self.vol, "peek_attr", None)
+        return peek(ino) if peek is not None else self.vol.getattr(ino)
+
+    @staticmethod
+    def _check_name(name: bytes) -> None:
+        if len(name) > NAME_MAX:
+            raise FSError(errno.ENAMETOOLONG)
+
+    def _no_ctl_name(self, parent: int, name: bytes, err: int) -> None:
+        if control.is_control(parent) or (parent == FUSE_ROOT and name == control.NAME):
+            raise FSError(err)
+
+    def _owner(self, parent: int, mode: int, ctx) -> tuple[int, int, int]:
+        """(mode, uid, gid) for a new inode. The volume applies a set-group-ID parent's group;
+        here, like the kernel's inode_init_owner, a non-member creating a group-executable
+        set-group-ID file loses the set-group-ID bit."""
+        uid, gid = ctx.uid, ctx.gid
+        if (ctx.uid != 0 and not stat.S_ISDIR(mode) and
+                (mode & (stat.S_ISGID | stat.S_IXGRP)) == (stat.S_ISGID | stat.S_IXGRP)):
+            pattr = self.vol.getattr(_vino(parent))
+            owner_gid = pattr.st_gid if pattr.st_mode & stat.S_ISGID else gid
+            try:
+                groups = set(pyfuse3.get_sup_groups(ctx.pid))
+            except Exception:
+                groups = set()
+            if owner_gid != ctx.gid and owner_gid not in groups:
+                mode &= ~stat.S_ISGID
+        return mode, uid, gid
+
+    # control-directory content ---------------------------------------------------------------
+    def stats(self) -> dict:
+        """The /.simfs/stats document."""
+        doc = {
+            "simfs": __version__,
+            "image": self.info.get("image"),
+            "ops": dict(sorted(self.ops.items())),
+            "ops_total": sum(self.ops.values()),
+            "errors": dict(sorted(self.errors.items())),
+            "unexpected_exceptions": self.unexpected,
+            "counters": dict(getattr(self.vol, "counters", {}) or {}),
+        }
+        for name, fn in self.stats_sections.items():
+            doc[name] = fn()
+        return doc
+
+    def _render_stats(self) -> bytes:
+        return (json.dumps(self.stats(), indent=1, sort_keys=False) + "\n").encode()
+
+    def _render_info(self) -> bytes:
+        doc = dict(self.info)
+        doc.update(pid=os.getpid(), simfs=__version__,
+                   control_files={f.name.decode(): f.help for f in self.ctl.files.values()})
+        return (json.dumps(doc, indent=1) + "\n").encode()
+
+    def _arm_fault(self, data: bytes) -> None:
+        for line in data.decode(errors="replace").splitlines():
+            words = line.split()
+            if not words:
+                continue
+            if words[0] == "clear":
+                self.faults.clear()
+                continue
+            op = words[0]
+            fn = getattr(type(self), op, None)
+            if getattr(fn, "simfs_op", None) != op or op == "forget":
+                raise FSError(errno.EINVAL, f"no handler {op!r}")
+            try:
+                n = int(words[1]) if len(words) > 1 else 1
+            except ValueError:
+                raise FSError(errno.EINVAL) from None
+            self.faults[op] = n
+            log.warning("fault armed: the next %d %s request(s) will raise", n, op)
+
+    # pyfuse3 lifecycle -------------------------------------------------------------------------
+    def init(self):
+        log.info("FUSE session initialised")
+
+    # namespace ----------------------------------------------------------------------------------
+    @_handler
+    def lookup(self, parent, name, ctx=None):
+        if parent == FUSE_ROOT and name == control.NAME:
+            return self._entry(self.ctl.getattr(control.DIR_INO))
+        if control.is_control(parent):
+            a = self.ctl.lookup(parent, name)
+            return self._held(self.vol.getattr(self.root)) if a is None else self._entry(a)
+        self._check_name(name)
+        return self._held(self.vol.lookup(_vino(parent), name))
+
+    @_handler
+    def forget(self, inode_list):
+        for ino, n in inode_list:
+            if not control.is_control(ino):
+                self.vol.drop(_vino(ino), n)
+
+    @_handler
+    def getattr(self, ino, ctx=None):
+        if control.is_control(ino):
+            return self._entry(self.ctl.getattr(ino))
+        return self._entry(self.vol.getattr(_vino(ino)))
+
+    @_handler
+    def setattr(self, ino, attr, fields, fh, ctx):
+        if control.is_control(ino):
+            if fields.update_mode or fields.update_uid or fields.update_gid:
+                raise FSError(errno.EPERM)
+            return self._entry(self.ctl.getattr(ino))
+        vino = _vino(ino)
+        kw = {}
+        if fields.update_mode:
+            kw["mode"] = stat.S_IMODE(attr.st_mode)
+        if fields.update_uid:
+            kw["uid"] = attr.st_uid
+        if fields.update_gid:
+            kw["gid"] = attr.st_gid
+        if fields.update_size:
+            kw["size"] = attr.st_size
+        if fields.update_atime:
+            kw["atime_ns"] = attr.st_atime_ns
+        if fields.update_mtime:
+            kw["mtime_ns"] = attr.st_mtime_ns
+        if (fields.update_uid or fields.update_gid) and not fields.update_mode:
+            # chown clears set-user-ID, and set-group-ID on group-executables (not on dirs);
+            # with FUSE_HANDLE_KILLPRIV the kernel leaves that to us.
+            cur = self.vol.getattr(vino).st_mode
+            if not stat.S_ISDIR(cur):
+                kill = stat.S_ISUID | (stat.S_ISGID if cur & stat.S_IXGRP else 0)
+                if cur & kill:
+                    kw["mode"] = stat.S_IMODE(cur) & ~kill
+        return self._entry(self.vol.setattr(vino, **kw))
+
+    @_handler
+    def readlink(self, ino, ctx=None):
+        if control.is_control(ino):
+            raise FSError(errno.EINVAL)
+        return self.vol.readlink(_vino(ino))
+
+    @_handler
+    def mknod(self, parent, name, mode, rdev, ctx):
+        self._no_ctl_name(parent, name, errno.EEXIST if not control.is_control(parent) else errno.EPERM)
+        self._check_name(name)
+        mode, uid, gid = self._owner(parent, mode, ctx)
+        return self._held(self.vol.mknod(_vino(parent), name, mode, rdev, uid, gid))
+
+    @_handler
+    def mkdir(self, parent, name, mode, ctx):
+        self._no_ctl_name(parent, name, errno.EEXIST if not control.is_control(parent) else errno.EPERM)
+        self._check_name(name)
+        mode, uid, gid = self._owner(parent, stat.S_IFDIR | stat.S_IMODE(mode), ctx)
+        return self._held(self.vol.mkdir(_vino(parent), name, mode, uid, gid))
+
+    @_handler
+    def unlink(self, parent, name, ctx=None):
+        self._no_ctl_name(parent, name, errno.EPERM)
+        self.vol.unlink(_vino(parent), name)
+
+    @_handler
+    def rmdir(self, parent, name, ctx=None):
+        self._no_ctl_name(parent, name, errno.EPERM)
+        self.vol.rmdir(_vino(parent), name)
+
+    @_handler
+    def symlink(self, parent, name, target, ctx):
+        self._no_ctl_name(parent, name, errno.EEXIST if not control.is_control(parent) else errno.EPERM)
+        self._check_name(name)
+        _, uid, gid = self._owner(parent, stat.S_IFLNK | 0o777, ctx)
+        return self._held(self.vol.symlink(_vino(parent), name, target, uid, gid))
+
+    @_handler
+    def rename(self, parent_old, name_old, parent_new, name_new, flags, ctx=None):
+        self._no_ctl_name(parent_old, name_old, errno.EPERM)
+        self._no_ctl_name(parent_new, name_new, errno.EPERM)
+        self._check_name(name_new)
+        self.vol.rename(_vino(parent_old), name_old, _vino(parent_new), name_new, flags)
+
+    @_handler
+    def link(self, ino, new_parent, new_name, ctx=None):
+        if control.is_control(ino):
+            raise FSError(errno.EPERM)
+        self._no_ctl_name(new_parent, new_name, errno.EEXIST if not control.is_control(new_parent)
+                          else errno.EPERM)
+        self._check_name(new_name)
+        return self._held(self.vol.link(_vino(ino), _vino(new_parent), new_name))
+
+    # files --------------------------------------------------------------------------------------
+    @_handler
+    def open(self, ino, flags, ctx=None):
+        if control.is_control(ino):
+            return pyfuse3.FileInfo(fh=self.ctl.open(ino, flags), direct_io=True, keep_cache=False)
+        vino = _vino(ino)
+        self.vol.hold(vino)             # an open handle is a hold, like a lookup
+        if flags & os.O_TRUNC and (flags & O_ACCMODE) != os.O_RDONLY:
+            # FUSE_ATOMIC_O_TRUNC: the kernel leaves truncation on open to us.
+            try:
+                self.vol.setattr(vino, size=0)
+            except BaseException:
+                self.vol.drop(vino)
+                raise
+        return pyfuse3.FileInfo(fh=vino, direct_io=False, keep_cache=False)
+
+    @_handler
+    def create(self, parent, name, mode, flags, ctx):
+        self._no_ctl_name(parent, name, errno.EEXIST if not control.is_control(parent) else errno.EPERM)
+        self._check_name(name)
+        mode, uid, gid = self._owner(parent, stat.S_IFREG | stat.S_IMODE(mode), ctx)
+        a = self.vol.create(_vino(parent), name, mode, uid, gid)
+        entry = self._held(a)           # the lookup reference
+        self.vol.hold(a.st_ino)         # and the open handle
+        return pyfuse3.FileInfo(fh=a.st_ino, direct_io=False, keep_cache=False), entry
+
+    @_handler
+    def read(self, fh, off, size):
+        if control.is_control(fh):
+            return self.ctl.read(fh, off, size)
+        return self.vol.read(fh, off, size)
+
+    @_handler
+    def write(self, fh, off, buf):
+        if control.is_control(fh):
+            return self.ctl.write(fh, off, buf)
+        return self.vol.write(fh, off, buf)
+
+    @_handler
+    def flush(self, fh):
+        return None
+
+    @_handler
+    def release(self, fh):
+        if control.is_control(fh):
+            self.ctl.release(fh)
+        else:
+            self.vol.drop(fh)
+
+    @_handler
+    def fsync(self, fh, datasync):
+        if not control.is_control(fh):
+            self.vol.fsync(fh, bool(datasync))
+
+    # directories --------------------------------------------------------------------------------
+    @_handler
+    def opendir(self, ino, ctx=None):
+        return ino if control.is_control(ino) else _vino(ino)
+
+    @_handler
+    def readdir(self, fh, start_id, token):
+        if control.is_control(fh):
+            return self._readdir_ctl(start_id, token)
+        for name, ino, next_id in self.vol.readdir(fh, start_id):
+            if fh == self.root and name == control.NAME:
+                continue
+            if name == b"." or name == b"..":
+                e = pyfuse3.EntryAttributes()       # kernel takes no reference for these
+                e.st_ino = self._fuse_ino(ino)
+                e.st_mode = stat.S_IFDIR
+                e.entry_timeout = e.attr_timeout = 0
+                if not pyfuse3.readdir_reply(token, name, e, next_id):
+                    return
+                continue
+            if not pyfuse3.readdir_reply(token, name, self._entry(self._peek_attr(ino)), next_id):
+                return
+            self.vol.hold(ino)
+
+    def _readdir_ctl(self, start_id, token):
+        names = [(b".", control.DIR_INO), (b"..", FUSE_ROOT)] + self.ctl.entries()
+        for i in range(start_id, len(names)):
+            name, ino = names[i]
+            if ino == FUSE_ROOT:
+                e = pyfuse3.EntryAttributes()
+                e.st_ino, e.st_mode = FUSE_ROOT, stat.S_IFDIR
+                e.entry_timeout = e.attr_timeout = 0
+            else:
+                e = self._entry(self.ctl.getattr(ino))
+            if not pyfuse3.readdir_reply(token, name, e, i + 1):
+                return
+
+    @_handler
+    def releasedir(self, fh):
+        return None
+
+    @_handler
+    def fsyncdir(self, fh, datasync):
+        if not control.is_control(fh):
+            self.vol.fsync(fh, bool(datasync))
+
+    @_handler
+    def statfs(self, ctx=None):
+        s = self.vol.statfs()
+        out = pyfuse3.StatvfsData()
+        for k in ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail", "f_files",
+                  "f_ffree", "f_favail"):
+            setattr(out, k, getattr(s, k))
+        out.f_namemax = NAME_MAX
+        return out
+
+    # extended attributes ------------------------------------------------------------------------
+    @_handler
+    def setxattr(self, ino, name, value, ctx=None):
+        if control.is_control(ino):
+            raise FSError(errno.ENOTSUP)
+        self.vol.setxattr(_vino(ino), name, value, 0)
+
+    @_handler
+    def getxattr(self, ino, name, ctx=None):
+        if control.is_control(ino):
+            raise FSError(pyfuse3.ENOATTR)
+        return self.vol.getxattr(_vino(ino), name)
+
+    @_handler
+    def listxattr(self, ino, ctx=None):
+        if control.is_control(ino):
+            return []
+        return self.vol.listxattr(_vino(ino))
+
+    @_handler
+    def removexattr(self, ino, name, ctx=None):
+        if control.is_control(ino):
+            raise FSError(pyfuse3.ENOATTR)
+        self.vol.removexattr(_vino(ino), name)
+
+    @_handler
+    def access(self, ino, mode, ctx=None):
+        return True   # default_permissions: the kernel checks

@@ -1,0 +1,251 @@
+"""Parsing `simfs mount -o key=val,...`.
+
+Every field of `VolumeOptions` is a mount option, found generically through
+`dataclasses.fields` and converted by its type annotation (bool, int, float, str, Literal,
+Enum, Optional). A field may carry `metadata={'choices': [...] or callable, 'help': '...'}`
+to have its values checked here. Front-end keys (`log=`, `fsname=`, ...) are handled by the
+mount itself and never reach the volume. Unknown keys or values raise `OptionError`, whose
+message is one line and names what is valid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+
+
+class OptionError(ValueError):
+    """A mount option is unknown or has a bad value (message meant for the user)."""
+
+
+@dataclass
+class FrontOpt:
+    kind: object          # bool, str, int or a tuple of choices
+    default: object
+    help: str
+
+
+# Options the mount front end consumes itself.
+FRONTEND: dict[str, FrontOpt] = {
+    "log": FrontOpt(str, None, "daemon log file (default: IMAGE.log beside the image)"),
+    "loglevel": FrontOpt(("debug", "info", "warning", "error"), "info", "log verbosity"),
+    "fsname": FrontOpt(str, None, "name shown by mount/df (default: simfs:IMAGE)"),
+    "allow_other": FrontOpt(bool, None, "let other users in (default: on when mounted by root)"),
+    "fuse_debug": FrontOpt(bool, False, "libfuse request tracing into the log (very verbose)"),
+    "debug_faults": FrontOpt(bool, False,
+                             "TESTS ONLY: enable /.simfs/fault, which makes chosen handlers raise"),
+}
+
+# Spellings that set a volume field: alias -> (field, value).
+ALIASES = {"ro": ("read_only", True), "rw": ("read_only", False)}
+
+_TRUE = {"1", "yes", "y", "true", "on"}
+_FALSE = {"0", "no", "n", "false", "off"}
+
+
+@dataclass
+class MountOptions:
+    """The parsed `-o` string: volume options plus the front end's own."""
+
+    volume: object
+    log: str | None = None
+    loglevel: str = "info"
+    fsname: str | None = None
+    allow_other: bool | None = None
+    fuse_debug: bool = False
+    debug_faults: bool = False
+    given: dict = field(default_factory=dict)   # key -> value as the user wrote it
+
+    def fuse_options(self, image: str) -> set[str]:
+        """The option set for `pyfuse3.init` (fidelity contract: kernel checks permissions)."""
+        name = self.fsname or f"simfs:{image}"
+        name = "".join(c if (c.isascii() and c.isprintable() and c not in ",\\") else "_" for c in name)
+        opts = {f"fsname={name}", "subtype=simfs", "default_permissions"}
+        allow_other = self.allow_other if self.allow_other is not None else os.geteuid() == 0
+        if allow_other:
+            opts.add("allow_other")
+        if getattr(self.volume, "read_only", False):
+            opts.add("ro")
+        if self.fuse_debug:
+            opts.add("debug")
+        return opts
+
+
+def _volume_cls():
+    from simfs.volume import VolumeOptions
+    return VolumeOptions
+
+
+def _hints(cls) -> dict:
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # unresolvable annotations: fall back to the defaults' types
+        return {f.name: (type(f.default) if f.default is not dataclasses.MISSING else str)
+                for f in dataclasses.fields(cls)}
+
+
+def _choices(f: dataclasses.Field, typ) -> list | None:
+    ch = f.metadata.get("choices") if f is not None else None
+    if callable(ch):
+        ch = ch()
+    if ch is not None:
+        return list(ch)
+    if typing.get_origin(typ) is typing.Literal:
+        return list(typing.get_args(typ))
+    if isinstance(typ, type) and issubclass(typ, enum.Enum):
+        return [m.value for m in typ]
+    return None
+
+
+def _unoptional(typ):
+    """(inner type, accepts None) for Optional[X] / X | None."""
+    if typing.get_origin(typ) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(typ) if a is not type(None)]
+        if len(args) == 1 and len(typing.get_args(typ)) == 2:
+            return args[0], True
+    return typ, False
+
+
+def parse_bool(key: str, text: str) -> bool:
+    t = text.strip().lower()
+    if t in _TRUE:
+        return True
+    if t in _FALSE:
+        return False
+    raise OptionError(f"bad value for mount option {key}: {text!r} (expected yes/no)")
+
+
+def _convert(key: str, text: str | None, typ, f: dataclasses.Field | None):
+    typ, nullable = _unoptional(typ)
+    if nullable and text is not None and text.lower() in ("none", "default"):
+        return None
+    if typ is bool:
+        return True if text is None else parse_bool(key, text)
+    if text is None:
+        raise OptionError(f"mount option {key} needs a value ({key}=...)")
+    choices = _choices(f, typ)
+    if typ is int:
+        try:
+            val = int(text.replace("_", ""), 0)
+        except ValueError:
+            raise OptionError(f"bad value for mount option {key}: {text!r} (expected an integer)") from None
+    elif typ is float:
+        try:
+            val = float(text)
+        except ValueError:
+            raise OptionError(f"bad value for mount option {key}: {text!r} (expected a number)") from None
+    elif isinstance(typ, type) and issubclass(typ, enum.Enum):
+        for m in typ:
+            if text in (str(m.value), m.name, m.name.lower()):
+                return m
+        raise OptionError(f"bad value for mount option {key}: {text!r} "
+                          f"(valid: {', '.join(str(m.value) for m in typ)})")
+    else:
+        val = text
+    if choices is not None:
+        norm = [str(c) for c in choices]
+        if str(val) not in norm:
+            raise OptionError(f"bad value for mount option {key}: {text!r} (valid: {', '.join(norm)})")
+        val = choices[norm.index(str(val))]
+    return val
+
+
+def volume_fields(volume_cls=None) -> list[dataclasses.Field]:
+    return list(dataclasses.fields(volume_cls or _volume_cls()))
+
+
+def valid_keys(volume_cls=None) -> list[str]:
+    """All accepted keys (volume fields, their no- forms for booleans, aliases, front end)."""
+    cls = volume_cls or _volume_cls()
+    hints = _hints(cls)
+    keys = []
+    for f in dataclasses.fields(cls):
+        keys.append(f.name)
+        if _unoptional(hints.get(f.name, str))[0] is bool:
+            keys.append("no" + f.name)
+    keys += list(ALIASES) + list(FRONTEND)
+    return keys
+
+
+def parse(specs, volume_cls=None) -> MountOptions:
+    """Parse `-o` strings (each "a=1,b,noc") into MountOptions; later keys win."""
+    cls = volume_cls or _volume_cls()
+    hints = _hints(cls)
+    vfields = {f.name: f for f in dataclasses.fields(cls)}
+    vol_kw: dict = {}
+    front: dict = {}
+    given: dict = {}
+    for spec in specs or ():
+        for item in spec.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            key, eq, text = item.partition("=")
+            key = key.strip().replace("-", "_")
+            text = text.strip() if eq else None
+            given[key] = text
+            if key in ALIASES and text is None:
+                fname, val = ALIASES[key]
+                if fname in vfields:
+                    vol_kw[fname] = val
+                    continue
+            if key in vfields:
+                vol_kw[key] = _convert(key, text, hints.get(key, str), vfields[key])
+                continue
+            if key.startswith("no") and key[2:] in vfields and \
+                    _unoptional(hints.get(key[2:], str))[0] is bool and text is None:
+                vol_kw[key[2:]] = False
+                continue
+            if key in FRONTEND:
+                spec_ = FRONTEND[key]
+                if spec_.kind is bool:
+                    front[key] = True if text is None else parse_bool(key, text)
+                elif text is None or text == "":
+                    raise OptionError(f"mount option {key} needs a value ({key}=...)")
+                elif isinstance(spec_.kind, tuple) and text not in spec_.kind:
+                    raise OptionError(f"bad value for mount option {key}: {text!r} "
+                                      f"(valid: {', '.join(spec_.kind)})")
+                else:
+                    front[key] = text
+                continue
+            if key.startswith("no") and key[2:] in FRONTEND and FRONTEND[key[2:]].kind is bool:
+                front[key[2:]] = False
+                continue
+            raise OptionError(f"unknown mount option {key!r}; valid options: "
+                              f"{', '.join(valid_keys(cls))}")
+    try:
+        volume = cls(**vol_kw)
+    except (TypeError, ValueError) as e:
+        raise OptionError(f"bad mount options: {e}") from None
+    return MountOptions(volume=volume, given=given, **front)
+
+
+def describe(volume_cls=None) -> str:
+    """Help text: every option with its default (for `simfs mount --help`)."""
+    try:
+        cls = volume_cls or _volume_cls()
+    except ImportError:
+        cls = None
+    lines = []
+    if cls is not None:
+        hints = _hints(cls)
+        lines.append("volume options:")
+        for f in dataclasses.fields(cls):
+            typ = hints.get(f.name, str)
+            default = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else "")
+            ch = _choices(f, _unoptional(typ)[0])
+            extra = f" (one of: {', '.join(map(str, ch))})" if ch else ""
+            help_ = f.metadata.get("help", "")
+            lines.append(f"  {f.name}={default}{extra}" + (f"  {help_}" if help_ else ""))
+        lines.append("  ro / rw  = read_only=yes / no; noX = X=no for yes/no options")
+    lines.append("front-end options:")
+    for k, spec in FRONTEND.items():
+        kind = "yes/no" if spec.kind is bool else ("|".join(spec.kind) if isinstance(spec.kind, tuple)
+                                                   else "VALUE")
+        lines.append(f"  {k}={kind}  {spec.help}")
+    return "\n".join(lines)
