@@ -1,6 +1,5 @@
 """Errors simfs raises: POSIX errors for file operations, ImageError for a bad image."""
 
-import errno as _errno
 import os
 
 
@@ -21,6 +20,3 @@ class ImageError(Exception):
     The message is meant for the user as it stands (one line, no traceback).
     """
 
-
-def enoent(detail=""):
-    return FSError(_errno.ENOENT, detail)

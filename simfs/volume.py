@@ -619,10 +619,6 @@ class Volume:
             inode.size = offset + done
         if done:
             self._touch(inode)
-            if inode.mode & (stat.S_ISUID | stat.S_ISGID):   # a write drops set-id bits, as the kernel does
-                inode.mode &= ~stat.S_ISUID
-                if inode.mode & stat.S_IXGRP:
-                    inode.mode &= ~stat.S_ISGID
         self.inodes.put(inode)
 
     def _truncate(self, inode, size: int) -> None:
