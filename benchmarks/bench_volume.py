@@ -1,0 +1,62 @@
+"""In-process Volume throughput: 10,000 small files (1-16 KiB) and one 256 MiB file.
+
+Run: python -m benchmarks.bench_volume [--files N] [--big-mib N]
+Prints files/s, MB/s and peak memory (ru_maxrss). Real time on a shared machine is noisy:
+compare runs side by side, not against a fixed figure.
+"""
+
+import argparse
+import random
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from simfs.ondisk.mkfs import mkfs
+from simfs.volume import Volume
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=10_000)
+    ap.add_argument("--big-mib", type=int, default=256)
+    args = ap.parse_args()
+    rng = random.Random(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        img = Path(tmp) / "bench.img"
+        mkfs(img, (args.big_mib + 400) << 20, block_size=4096, uuid=bytes(16), hash_seed=bytes(16))
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        with Volume.open(img) as vol:
+            payload = rng.randbytes(16384)
+            t0 = time.perf_counter()
+            total = 0
+            for i in range(args.files):
+                if i % 100 == 0:
+                    d = vol.mkdir(vol.root_ino, b"d%04d" % (i // 100), 0o755, 0, 0).st_ino
+                ino = vol.create(d, b"file%05d.c" % i, 0o644, 0, 0).st_ino
+                n = rng.randint(1024, 16384)
+                vol.write(ino, 0, payload[:n])
+                total += n
+            vol.sync()
+            t_small = time.perf_counter() - t0
+            big = vol.create(vol.root_ino, b"big", 0o644, 0, 0).st_ino
+            chunk = rng.randbytes(128 * 1024)
+            t0 = time.perf_counter()
+            for off in range(0, args.big_mib << 20, len(chunk)):
+                vol.write(big, off, chunk)
+            vol.sync()
+            t_big = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            for off in range(0, args.big_mib << 20, len(chunk)):
+                vol.read(big, off, len(chunk))
+            t_read = time.perf_counter() - t0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"small files : {args.files} files, {total / 2**20:.1f} MiB in {t_small:.2f} s "
+          f"= {args.files / t_small:,.0f} files/s, {total / 2**20 / t_small:.1f} MiB/s")
+    print(f"big write   : {args.big_mib} MiB in {t_big:.2f} s = {args.big_mib / t_big:.1f} MiB/s")
+    print(f"big read    : {args.big_mib} MiB in {t_read:.2f} s = {args.big_mib / t_read:.1f} MiB/s")
+    print(f"peak memory : {rss / 1024:.0f} MiB (before the volume: {rss0 / 1024:.0f} MiB)")
+
+
+if __name__ == "__main__":
+    main()
