@@ -58,11 +58,16 @@ class SpaceView(Protocol):
 
 
 class BlockAllocator:
-    """Base class: subclasses set name/summary and implement allocate()."""
+    """Base class: subclasses set name/summary and implement allocate().
+
+    `placer` names the inode-placement policy that belongs with this allocator (FFS dirpref
+    with FFS, Orlov with Linux ext2); a mount may override it.
+    """
 
     name = ""
     summary = ""
     decides = "write"
+    placer = "parent-group"
 
     def new_inode_state(self) -> Any:
         return None

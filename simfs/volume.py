@@ -43,7 +43,7 @@ class VolumeOptions:
     """Choices that shape a mounted volume (mount options map onto these fields)."""
 
     alloc: str = "first-free"            # block allocator (simfs policies)
-    inode_placement: str = "parent-group"
+    inode_placement: str = ""            # "" = the allocator's own placement policy
     cache_blocks: int = 16384            # buffer cache size in blocks
     atime: bool = False                  # update access times on read (noatime by default)
     read_only: bool = False
@@ -103,7 +103,7 @@ class Volume:
         self._check_descs()
         self.space = FreeSpace(geo, self.descs, self.cache, self.counters)
         self.allocator = make_allocator(options.alloc)
-        self.placer = make_inode_placer(options.inode_placement)
+        self.placer = make_inode_placer(options.inode_placement or self.allocator.placer)
         self.inodes = InodeTable(geo, self.descs, self.cache)
         self.filemap = FileMap(geo, self.cache, self.space, self.allocator, self.inodes)
         self.dirs = Directories(geo, self.cache, self.filemap, self.inodes,
