@@ -37,6 +37,9 @@ from simfs.errors import FSError
 log = logging.getLogger("simfs.fuse")
 
 FUSE_ROOT = pyfuse3.ROOT_INODE      # 1
+# POSIX ACLs are not supported (like ext2 mounted noacl): refusing them makes cp -a, tar and
+# rsync fall back to chmod, where a stored-but-ignored ACL would leave the mode unset.
+ACL_XATTRS = (b"system.posix_acl_access", b"system.posix_acl_default")
 NAME_MAX = 255
 O_ACCMODE = os.O_RDONLY | os.O_WRONLY | os.O_RDWR
 
@@ -471,12 +474,16 @@ class Operations(pyfuse3.Operations):
     def setxattr(self, ino, name, value, ctx=None):
         if control.is_control(ino):
             raise FSError(errno.ENOTSUP)
+        if name in ACL_XATTRS:
+            raise FSError(errno.EOPNOTSUPP)
         self.vol.setxattr(_vino(ino), name, value, 0)
 
     @_handler
     def getxattr(self, ino, name, ctx=None):
         if control.is_control(ino):
             raise FSError(pyfuse3.ENOATTR)
+        if name in ACL_XATTRS:
+            raise FSError(errno.EOPNOTSUPP)
         return self.vol.getxattr(_vino(ino), name)
 
     @_handler
@@ -489,6 +496,8 @@ class Operations(pyfuse3.Operations):
     def removexattr(self, ino, name, ctx=None):
         if control.is_control(ino):
             raise FSError(pyfuse3.ENOATTR)
+        if name in ACL_XATTRS:
+            raise FSError(errno.EOPNOTSUPP)
         self.vol.removexattr(_vino(ino), name)
 
     @_handler

@@ -238,6 +238,8 @@ def describe(volume_cls=None) -> str:
             typ = hints.get(f.name, str)
             default = f.default if f.default is not dataclasses.MISSING else (
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else "")
+            if isinstance(default, bool):
+                default = "yes" if default else "no"
             ch = _choices(f, _unoptional(typ)[0])
             extra = f" (one of: {', '.join(map(str, ch))})" if ch else ""
             help_ = f.metadata.get("help", "")
