@@ -1,0 +1,1 @@
+"""Benchmarks: run each with `python -m benchmarks.NAME`."""
