@@ -1,35 +1,61 @@
-"""The buffer cache: the only way Volume reads and writes blocks of the image.
+"""The buffer cache: the only way Volume reads and writes blocks of the image, and its model.
 
-Every block a file-system operation touches passes through `bread` (read, or hit) and
-`mark_dirty` (to be written back). Dirty blocks reach the image in `flush`/`sync`, or when the
-cache is full and must evict. Each buffer remembers what it holds (`kind`: data, inode, dir,
-bitmap, gdt, super, indirect, xattr) and for which inode, so that statistics and traces can
-say why a block moved. The timing model sits behind `_read_blocks`/`_write_blocks`.
+Every block an operation touches passes through `bread` (a hit costs nothing, a miss waits
+for the disk) and `mark_dirty` (written back later). Each buffer remembers what it holds
+(`kind`: data, inode, dir, bitmap, gdt, super, indirect, xattr, symlink) and for which
+inode, so statistics and traces can say why a block moved.
+
+Write-back follows the mount's policy:
+  sync     metadata an operation changes (inodes, directory and indirect blocks) is written
+           synchronously at the end of the operation, as FFS's default mount does; data,
+           bitmaps and descriptors are delayed
+  async    everything is delayed (an async mount)
+  softdep  everything is delayed, but write-back goes out in soft-updates order: bitmaps
+           and descriptors, then inode blocks, then directory blocks, then the rest, each
+           pass in elevator order
+Delayed blocks leave when the 30-second syncer runs, when dirty buffers pass the background
+threshold (the writer keeps going) or the hard limit (the writer waits), on eviction, and on
+sync/fsync/unmount. Contiguous dirty blocks leave as one request of at most `maxio` blocks.
 """
 
 import os
 from collections import OrderedDict
 
-KINDS = ("data", "dir", "inode", "indirect", "bitmap", "gdt", "super", "xattr", "symlink")
+METADATA = ("inode", "dir", "indirect", "xattr", "symlink")
+WRITEBACK_POLICIES = ("sync", "async", "softdep")
+_SOFTDEP_PASSES = (("bitmap", "gdt"), ("inode",), ("dir",))
 
 
 class Buffer:
-    __slots__ = ("blkno", "data", "kind", "ino", "dirty")
+    __slots__ = ("blkno", "data", "kind", "ino", "dirty", "dirtied_at", "ready_at")
 
     def __init__(self, blkno: int, data: bytearray, kind: str, ino: int):
-        self.blkno, self.data, self.kind, self.ino, self.dirty = blkno, data, kind, ino, False
+        self.blkno, self.data, self.kind, self.ino = blkno, data, kind, ino
+        self.dirty, self.dirtied_at, self.ready_at = False, 0.0, 0.0
 
 
 class BufferCache:
-    """An LRU of block buffers over an open image file descriptor."""
-
-    def __init__(self, fd: int, block_size: int, capacity_blocks: int = 16384, counters=None):
+    def __init__(self, fd: int, block_size: int, capacity_blocks: int, stats, clock, *,
+                 writeback: str = "sync", maxio_blocks: int = 32, sync_interval: float = 30.0,
+                 dirty_background: float = 0.10, dirty_limit: float = 0.40):
+        if writeback not in WRITEBACK_POLICIES:
+            raise ValueError(f"unknown write-back policy '{writeback}'; choose one of: "
+                             f"{', '.join(WRITEBACK_POLICIES)}")
         self.fd = fd
         self.bs = block_size
         self.capacity = max(64, capacity_blocks)
+        self.stats = stats
+        self.clock = clock
+        self.writeback = writeback
+        self.maxio = max(1, maxio_blocks)
+        self.sync_interval = sync_interval
+        self.bg_dirty = max(1, int(self.capacity * dirty_background))
+        self.hard_dirty = max(2, int(self.capacity * dirty_limit))
         self.buffers: "OrderedDict[int, Buffer]" = OrderedDict()
         self.ndirty = 0
-        self.counters = counters if counters is not None else {}
+        self.op_sync: set[int] = set()       # metadata to write before the operation returns
+        self.sync_kinds: tuple = ()
+        self.last_syncer = 0.0
 
     # reading -------------------------------------------------------------------------------
     def bread(self, blkno: int, kind: str, ino: int = 0) -> bytearray:
@@ -37,12 +63,41 @@ class BufferCache:
         buf = self.buffers.get(blkno)
         if buf is not None:
             self.buffers.move_to_end(blkno)
-            self._count("cache_hits")
+            self.stats.count("cache_hits")
+            if buf.ready_at > self.clock.now:     # read-ahead still on its way
+                self.clock.wait_until(buf.ready_at)
             return buf.data
-        self._count("cache_misses")
-        data = bytearray(self._read_blocks(blkno, 1, kind, ino))
-        self._insert(Buffer(blkno, data, kind, ino))
-        return data
+        self.stats.count("cache_misses")
+        self.clock.io("R", blkno, 1, kind, ino)
+        return self._load(blkno, 1, kind, ino, 0.0)[0].data
+
+    def read_run(self, blkno: int, count: int, kind: str, ino: int, wait: bool) -> None:
+        """Bring a physically contiguous run into the cache with as few requests as possible:
+        one per stretch of missing blocks, at most maxio blocks each. Without wait the
+        requests are read-ahead: the caller goes on, a later bread waits for the data."""
+        i = 0
+        while i < count:
+            if blkno + i in self.buffers:
+                i += 1
+                continue
+            j = i
+            while j < count and j - i < self.maxio and blkno + j not in self.buffers:
+                j += 1
+            self.stats.count("cache_misses" if wait else "readahead_blocks", j - i)
+            finish = self.clock.io("R", blkno + i, j - i, kind, ino, wait=wait)
+            self._load(blkno + i, j - i, kind, ino, 0.0 if wait else finish)
+            i = j
+
+    def _load(self, blkno: int, count: int, kind: str, ino: int, ready_at: float) -> list[Buffer]:
+        raw = os.pread(self.fd, count * self.bs, blkno * self.bs).ljust(count * self.bs, b"\0")
+        self.stats.count("blocks_read", count)
+        out = []
+        for i in range(count):
+            buf = Buffer(blkno + i, bytearray(raw[i * self.bs:(i + 1) * self.bs]), kind, ino)
+            buf.ready_at = ready_at
+            self._insert(buf)
+            out.append(buf)
+        return out
 
     def getblk(self, blkno: int, kind: str, ino: int = 0) -> bytearray:
         """A zeroed buffer for a block that is about to be overwritten whole (no read)."""
@@ -50,11 +105,11 @@ class BufferCache:
         if buf is not None:
             self.buffers.move_to_end(blkno)
             buf.data[:] = bytes(self.bs)
-            buf.kind, buf.ino = kind, ino
+            buf.kind, buf.ino, buf.ready_at = kind, ino, 0.0
             return buf.data
-        data = bytearray(self.bs)
-        self._insert(Buffer(blkno, data, kind, ino))
-        return data
+        buf = Buffer(blkno, bytearray(self.bs), kind, ino)
+        self._insert(buf)
+        return buf.data
 
     def peek(self, blkno: int, count: int = 1) -> bytes:
         """Read blocks without charging or caching (mount-time loading of bitmaps and tables)."""
@@ -80,7 +135,10 @@ class BufferCache:
             buf.ino = ino
         if not buf.dirty:
             buf.dirty = True
+            buf.dirtied_at = self.clock.now
             self.ndirty += 1
+        if buf.kind in self.sync_kinds:
+            self.op_sync.add(blkno)
 
     def write(self, blkno: int, data: bytes, kind: str, ino: int = 0) -> None:
         """Replace a whole block's contents and mark it dirty."""
@@ -93,22 +151,58 @@ class BufferCache:
         buf = self.buffers.pop(blkno, None)
         if buf is not None and buf.dirty:
             self.ndirty -= 1
+        self.op_sync.discard(blkno)
 
+    # the operation boundary ----------------------------------------------------------------
+    def begin_op(self, sync_kinds: tuple) -> None:
+        """Which kinds of block this operation must write before it returns (policy sync)."""
+        self.sync_kinds = sync_kinds if self.writeback == "sync" else ()
+
+    def end_op(self) -> None:
+        if self.op_sync:
+            self._write_back(sorted(b for b in self.op_sync if b in self.buffers and self.buffers[b].dirty),
+                             wait=True)
+            self.op_sync.clear()
+        self.sync_kinds = ()
+        now = self.clock.now
+        if now - self.last_syncer >= self.sync_interval:
+            self.last_syncer = now
+            self._flush_dirty(wait=False, older_than=now - self.sync_interval)
+        if self.ndirty > self.hard_dirty:
+            self.stats.count("writeback_throttled")
+            self._flush_oldest(self.ndirty - self.bg_dirty // 2, wait=True)
+        elif self.ndirty > self.bg_dirty:
+            self._flush_oldest(self.ndirty - self.bg_dirty // 2, wait=False)
+
+    # flushing --------------------------------------------------------------------------------
     def sync(self) -> None:
-        """Write every dirty buffer, in block order, clustering contiguous runs."""
-        dirty = sorted(b for b, buf in self.buffers.items() if buf.dirty)
-        self._write_back(dirty)
+        """Write every dirty buffer and wait for all of it to reach the media."""
+        self._flush_dirty(wait=False)
+        self.clock.drain()
 
     def flush_blocks(self, blknos) -> None:
-        """Write the named blocks if they are dirty (fsync of one file)."""
-        self._write_back(sorted(b for b in set(blknos) if b in self.buffers and self.buffers[b].dirty))
+        """Write the named blocks if they are dirty and wait until they are on the media (fsync)."""
+        self._write_back(sorted(b for b in set(blknos) if b in self.buffers and self.buffers[b].dirty), wait=False)
+        self.clock.drain()
 
     def drop_clean(self) -> None:
         """Drop every clean buffer (drop_caches)."""
         for b in [b for b, buf in self.buffers.items() if not buf.dirty]:
             del self.buffers[b]
 
-    # internals -----------------------------------------------------------------------------
+    def _flush_dirty(self, wait: bool, older_than: float | None = None) -> None:
+        dirty = [buf for buf in self.buffers.values()
+                 if buf.dirty and (older_than is None or buf.dirtied_at <= older_than)]
+        if self.writeback == "softdep":
+            for kinds in _SOFTDEP_PASSES:
+                self._write_back(sorted(b.blkno for b in dirty if b.kind in kinds), wait)
+            dirty = [b for b in dirty if b.dirty]
+        self._write_back(sorted(b.blkno for b in dirty), wait)
+
+    def _flush_oldest(self, n: int, wait: bool) -> None:
+        oldest = sorted((b for b in self.buffers.values() if b.dirty), key=lambda b: b.dirtied_at)[:max(n, 1)]
+        self._write_back(sorted(b.blkno for b in oldest), wait)
+
     def _insert(self, buf: Buffer) -> None:
         self.buffers[buf.blkno] = buf
         self.buffers.move_to_end(buf.blkno)
@@ -116,38 +210,29 @@ class BufferCache:
             self._evict()
 
     def _evict(self) -> None:
-        """Evict least recently used buffers; dirty ones are written back first, in a batch."""
+        """Evict least recently used buffers; dirty ones are written back first, as one batch."""
         excess = len(self.buffers) - self.capacity
         victims = []
         for b in self.buffers:
-            if len(victims) >= max(excess, self.capacity // 8):
+            if len(victims) >= max(excess, self.capacity // 16):
                 break
             victims.append(b)
-        self._write_back(sorted(b for b in victims if self.buffers[b].dirty))
+        self._write_back(sorted(b for b in victims if self.buffers[b].dirty), wait=False)
         for b in victims:
             del self.buffers[b]
 
-    def _write_back(self, blknos: list[int]) -> None:
+    def _write_back(self, blknos: list[int], wait: bool) -> None:
+        """Write sorted dirty blocks: contiguous runs up to maxio blocks become one request."""
         i = 0
         while i < len(blknos):
             j = i + 1
-            while j < len(blknos) and blknos[j] == blknos[j - 1] + 1:
+            while j < len(blknos) and blknos[j] == blknos[j - 1] + 1 and j - i < self.maxio:
                 j += 1
             run = [self.buffers[b] for b in blknos[i:j]]
-            self._write_blocks(blknos[i], b"".join(bytes(b.data) for b in run), run)
+            os.pwrite(self.fd, b"".join(bytes(b.data) for b in run), blknos[i] * self.bs)
+            self.clock.io("W", blknos[i], len(run), run[0].kind, run[0].ino, wait=wait)
             for b in run:
                 b.dirty = False
             self.ndirty -= len(run)
+            self.stats.count("blocks_written", len(run))
             i = j
-
-    def _read_blocks(self, blkno: int, count: int, kind: str, ino: int) -> bytes:
-        self._count("blocks_read", count)
-        data = os.pread(self.fd, count * self.bs, blkno * self.bs)
-        return data.ljust(count * self.bs, b"\0")
-
-    def _write_blocks(self, blkno: int, data: bytes, run: list[Buffer]) -> None:
-        self._count("blocks_written", len(run))
-        os.pwrite(self.fd, data, blkno * self.bs)
-
-    def _count(self, key: str, n: int = 1) -> None:
-        self.counters[key] = self.counters.get(key, 0) + n

@@ -12,11 +12,11 @@ from .ondisk.groupdesc import GroupDesc
 
 
 class FreeSpace:
-    def __init__(self, geometry, descs: list[GroupDesc], cache, counters: dict):
+    def __init__(self, geometry, descs: list[GroupDesc], cache, stats):
         self.geometry = geo = geometry
         self.descs = descs
         self.cache = cache
-        self.counters = counters
+        self.stats = stats
         self.block_used = np.zeros(geo.blocks_count, dtype=bool)
         self.inode_used = np.zeros(geo.inodes_count, dtype=bool)
         self._load()
@@ -74,24 +74,24 @@ class FreeSpace:
         if self.block_used[b]:
             raise AssertionError(f"block {b} handed out twice")
         self._set_block(b, True)
-        self.counters["blocks_allocated"] = self.counters.get("blocks_allocated", 0) + 1
+        self.stats.count("blocks_allocated")
 
     def release_block(self, b: int) -> None:
         if not self.block_used[b] or self.is_metadata(b):
             raise AssertionError(f"freeing block {b} which is not an allocated data block")
         self._set_block(b, False)
-        self.counters["blocks_freed"] = self.counters.get("blocks_freed", 0) + 1
+        self.stats.count("blocks_freed")
 
     def take_inode(self, ino: int, is_dir: bool) -> None:
         if self.inode_used[ino - 1] or ino < FIRST_INO:
             raise AssertionError(f"inode {ino} handed out twice")
         self._set_inode(ino, True, is_dir)
-        self.counters["inodes_allocated"] = self.counters.get("inodes_allocated", 0) + 1
+        self.stats.count("inodes_allocated")
 
     def release_inode(self, ino: int, is_dir: bool) -> None:
         assert self.inode_used[ino - 1], f"freeing free inode {ino}"
         self._set_inode(ino, False, is_dir)
-        self.counters["inodes_freed"] = self.counters.get("inodes_freed", 0) + 1
+        self.stats.count("inodes_freed")
 
     def _set_block(self, b: int, used: bool) -> None:
         geo = self.geometry

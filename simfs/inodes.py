@@ -41,6 +41,14 @@ class InodeTable:
         self._remember(inode)
         return inode
 
+    def peek(self, ino: int) -> Inode:
+        """The inode, from the in-core copy or straight from the image, without charging or caching."""
+        inode = self.pinned.get(ino) or self.lru.get(ino)
+        if inode is not None:
+            return inode
+        blk, off = self._where(ino)
+        return Inode.unpack(ino, self.cache.peek(blk)[off:off + self.geo.inode_size])
+
     def new(self, ino: int) -> Inode:
         """A fresh in-core inode for a just-allocated number (old contents are not kept)."""
         self.lru.pop(ino, None)
@@ -71,6 +79,9 @@ class InodeTable:
     def forget(self, ino: int) -> None:
         self.lru.pop(ino, None)
         self.pinned.pop(ino, None)
+
+    def drop_unpinned(self) -> None:
+        self.lru.clear()
 
     def _remember(self, inode: Inode) -> None:
         if inode.ino in self.pinned:

@@ -11,18 +11,25 @@ default_permissions); ownership, modes, times and link counts are its job.
 
 import errno
 import fcntl
+import functools
+import json
 import os
 import stat
 import time
 from dataclasses import dataclass
 
+import disk_models
+
 from policies import make_allocator, make_inode_placer, NoSpace
-from .cache import BufferCache
+from .cache import METADATA, BufferCache
+from .clock import SimClock
 from .directory import Directories
 from .errors import FSError, ImageError
 from .filemap import FileMap
 from .freespace import FreeSpace
 from .inodes import InodeTable
+from .stats import Stats
+from .trace import TraceWriter
 from .ondisk import xattr as xattr_fmt
 from .ondisk.constants import (
     FT_DIR, INCOMPAT_FILETYPE, LINK_MAX, MAX_NAME_LEN, ROOT_INO, RO_COMPAT_LARGE_FILE,
@@ -40,13 +47,48 @@ ENOATTR = errno.ENODATA
 
 @dataclass
 class VolumeOptions:
-    """Choices that shape a mounted volume (mount options map onto these fields)."""
+    """Choices that shape a mounted volume; mount options (-o key=value) map onto these fields."""
 
-    alloc: str = "first-free"            # block allocator (simfs policies)
+    alloc: str = "first-free"            # block allocator (see `simfs policies`)
     inode_placement: str = ""            # "" = the allocator's own placement policy
-    cache_blocks: int = 16384            # buffer cache size in blocks
+    disk: str = "sata7200"               # disk model preset, with overrides: "sata7200,rpm=5400"
+    cache: int = 128 << 20               # buffer cache size in bytes
+    writeback: str = "sync"              # sync | async | softdep (see simfs.cache)
+    maxio: int = 128 << 10               # largest request clustering and read-ahead build, bytes
+    cpu_op_us: float = 10.0              # simulated CPU time charged per operation, microseconds
+    sync_interval: float = 30.0          # the syncer's period, simulated seconds
+    trace: str = ""                      # write a request trace (CSV) to this path
+    stats: str = ""                      # write the final statistics (JSON) here at unmount
     atime: bool = False                  # update access times on read (noatime by default)
     read_only: bool = False
+
+
+# Which kinds of metadata an operation must write before returning, under writeback=sync
+# (FFS's default mount: bwrite of the inode and directory block on namespace changes, of a
+# new indirect block on file growth; data, bitmaps and descriptors are delayed).
+_NAMESPACE_SYNC = METADATA
+_SYNC_KINDS = {"create": _NAMESPACE_SYNC, "mkdir": _NAMESPACE_SYNC, "mknod": _NAMESPACE_SYNC,
+               "symlink": _NAMESPACE_SYNC, "link": _NAMESPACE_SYNC, "unlink": _NAMESPACE_SYNC,
+               "rmdir": _NAMESPACE_SYNC, "rename": _NAMESPACE_SYNC, "write": ("indirect",)}
+
+
+def operation(fn):
+    """Charge an operation: CPU time, its synchronous waits, and policy write-back at the end."""
+    name = fn.__name__
+    sync_kinds = _SYNC_KINDS.get(name, ())
+
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        clock = self.clock
+        start = clock.now
+        clock.cpu(self.cpu_op)
+        self.cache.begin_op(sync_kinds)
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            self.cache.end_op()
+            self.stats.op(name, clock.now - start, clock.now)
+    return wrapper
 
 
 @dataclass
@@ -96,12 +138,18 @@ class Volume:
         self.options = options
         self.geo = geo = Geometry(sb)
         self.block_size = geo.block_size
-        self.counters: dict[str, int] = {}
-        self.cache = BufferCache(fd, geo.block_size, options.cache_blocks, self.counters)
+        self.disk = disk_models.make_disk(options.disk)
+        self.stats = Stats()
+        self.trace = TraceWriter(options.trace) if options.trace else None
+        self.clock = SimClock(self.disk, self.stats, geo.block_size // 512, self.trace)
+        self.cpu_op = options.cpu_op_us * 1e-6
+        self.cache = BufferCache(fd, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
+                                 writeback=options.writeback, maxio_blocks=options.maxio // geo.block_size,
+                                 sync_interval=options.sync_interval)
         gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
         self.descs = unpack_table(gdt, geo.groups)
         self._check_descs()
-        self.space = FreeSpace(geo, self.descs, self.cache, self.counters)
+        self.space = FreeSpace(geo, self.descs, self.cache, self.stats)
         self.allocator = make_allocator(options.alloc)
         self.placer = make_inode_placer(options.inode_placement or self.allocator.placer)
         self.inodes = InodeTable(geo, self.descs, self.cache)
@@ -174,6 +222,11 @@ class Volume:
             self.sync()
         self.closed = True
         os.close(self.fd)
+        if self.trace is not None:
+            self.trace.close()
+        if self.options.stats:
+            with open(self.options.stats, "w") as f:
+                json.dump(self.stats_snapshot(), f, indent=1)
 
     def __enter__(self):
         return self
@@ -182,8 +235,33 @@ class Volume:
         self.close()
 
     def sync(self) -> None:
+        """Write everything back and wait until it is on the media."""
+        start = self.clock.now
         self._write_super()
         self.cache.sync()
+        self.stats.op("sync", self.clock.now - start, self.clock.now)
+
+    # control (the /.simfs/ directory) --------------------------------------------------------
+    def drop_caches(self) -> None:
+        """Write back, then forget every cached block, inode and directory index: cold cache."""
+        self.sync()
+        self.cache.drop_clean()
+        self.inodes.drop_unpinned()
+        self.dirs.indexes.clear()
+        self.dirs.indexed_entries = 0
+
+    def mark(self, name: str) -> None:
+        """Start a named phase: counters from here on are kept apart."""
+        self.stats.mark(name, self.clock.now)
+
+    def reset_stats(self) -> None:
+        self.stats.reset(self.clock.now)
+
+    def stats_snapshot(self) -> dict:
+        return self.stats.snapshot(self.clock.now, {
+            "disk": self.options.disk, "alloc": self.allocator.name, "writeback": self.options.writeback,
+            "block_size": self.block_size, "dirty_blocks": self.cache.ndirty,
+            "cached_blocks": len(self.cache.buffers)})
 
     def _write_super(self) -> None:
         sb = self.sb
@@ -202,7 +280,12 @@ class Volume:
         return time.time_ns()
 
     def _count(self, key: str, n: int = 1) -> None:
-        self.counters[key] = self.counters.get(key, 0) + n
+        self.stats.count(key, n)
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Totals of every counter over all phases."""
+        return self.stats.totals()
 
     def _inode(self, ino: int):
         if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
@@ -236,6 +319,7 @@ class Volume:
             inode.ctime_ns = now
 
     # namespace ---------------------------------------------------------------------------
+    @operation
     def lookup(self, parent: int, name: bytes) -> Attr:
         _check_name(name)
         d = self._inode(parent)
@@ -246,9 +330,18 @@ class Volume:
             raise FSError(errno.ENOENT)
         return self._attr(self.inodes.get(hit[0]))
 
+    def peek_attr(self, ino: int) -> Attr:
+        """Attributes without charging an inode read: readdirplus hands these to the kernel,
+        and the tool's own later lookup or stat is what pays (the fidelity contract)."""
+        if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
+            raise FSError(errno.ENOENT)
+        return self._attr(self.inodes.peek(ino))
+
+    @operation
     def getattr(self, ino: int) -> Attr:
         return self._attr(self._inode(ino))
 
+    @operation
     def setattr(self, ino: int, *, mode=None, uid=None, gid=None, size=None, atime_ns=None,
                 mtime_ns=None) -> Attr:
         self._writable()
@@ -316,12 +409,15 @@ class Volume:
         self.inodes.put(d)
         return inode
 
+    @operation
     def create(self, parent: int, name: bytes, mode: int, uid: int, gid: int) -> Attr:
         return self._attr(self._new_inode(parent, name, stat.S_IFREG | stat.S_IMODE(mode), uid, gid))
 
+    @operation
     def mkdir(self, parent: int, name: bytes, mode: int, uid: int, gid: int) -> Attr:
         return self._attr(self._new_inode(parent, name, stat.S_IFDIR | (mode & 0o7777), uid, gid))
 
+    @operation
     def mknod(self, parent: int, name: bytes, mode: int, rdev: int, uid: int, gid: int) -> Attr:
         fmt = stat.S_IFMT(mode) or stat.S_IFREG
         if fmt not in (stat.S_IFREG, stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK):
@@ -332,6 +428,7 @@ class Volume:
             self.inodes.put(inode)
         return self._attr(inode)
 
+    @operation
     def symlink(self, parent: int, name: bytes, target: bytes, uid: int, gid: int) -> Attr:
         if len(target) >= self.block_size:
             raise FSError(errno.ENAMETOOLONG)
@@ -352,6 +449,7 @@ class Volume:
             raise
         return self._attr(inode)
 
+    @operation
     def readlink(self, ino: int) -> bytes:
         inode = self._inode(ino)
         if not inode.is_symlink:
@@ -361,6 +459,7 @@ class Volume:
         phys = self.filemap.bmap(inode, 0)
         return bytes(self.cache.bread(phys, "symlink", ino)[: inode.size])
 
+    @operation
     def link(self, ino: int, new_parent: int, new_name: bytes) -> Attr:
         self._writable()
         _check_name(new_name)
@@ -382,6 +481,7 @@ class Volume:
         self.inodes.put(d)
         return self._attr(inode)
 
+    @operation
     def unlink(self, parent: int, name: bytes) -> None:
         self._writable()
         _check_name(name)
@@ -397,6 +497,7 @@ class Volume:
         self.inodes.put(d)
         self._unref(inode)
 
+    @operation
     def rmdir(self, parent: int, name: bytes) -> None:
         self._writable()
         _check_name(name)
@@ -456,6 +557,7 @@ class Volume:
                 return False
             ino = hit[0]
 
+    @operation
     def rename(self, old_parent: int, old_name: bytes, new_parent: int, new_name: bytes, flags: int = 0) -> None:
         self._writable()
         _check_name(old_name)
@@ -553,6 +655,7 @@ class Volume:
             self._free_inode(inode)
 
     # data --------------------------------------------------------------------------------
+    @operation
     def read(self, ino: int, offset: int, size: int) -> bytes:
         inode = self._inode(ino)
         if inode.is_dir:
@@ -563,21 +666,53 @@ class Volume:
         if offset >= end:
             return b""
         bs = self.block_size
+        first, last = offset // bs, (end - 1) // bs
+        phys = self._prefetch(inode, first, last)
         out = bytearray()
-        for lblk in range(offset // bs, (end - 1) // bs + 1):
-            phys = self.filemap.bmap(inode, lblk)
+        for lblk in range(first, last + 1):
             lo = max(offset - lblk * bs, 0)
             hi = min(end - lblk * bs, bs)
-            if phys:
-                out += self.cache.bread(phys, "data", ino)[lo:hi]
-            else:
-                out += bytes(hi - lo)
+            p = phys[lblk - first]
+            out += self.cache.bread(p, "data", ino)[lo:hi] if p else bytes(hi - lo)
         self._count("bytes_read", len(out))
         if self.options.atime and not self.options.read_only:
             inode.atime_ns = self._now()
             self.inodes.put(inode)
         return bytes(out)
 
+    def _prefetch(self, inode, first: int, last: int) -> list[int]:
+        """Bring blocks first..last into the cache as clustered reads, and read ahead.
+
+        A read that continues the previous one (or starts the file) is sequential: the
+        read-ahead window doubles up to maxio. Physically contiguous blocks are read with one
+        request; a file laid out in one-block runs gets one request per block, so clustering
+        and read-ahead buy nothing (seed 000's mechanism). Returns the physical blocks of
+        first..last (0 for holes)."""
+        if inode.incore is None:
+            inode.incore = {"alloc": self.allocator.new_inode_state()}
+        ra = inode.incore.setdefault("ra", [0, 0])        # next expected block, window
+        maxio = self.cache.maxio
+        nblocks = -(-inode.size // self.block_size)
+        if first == ra[0] or first == 0:
+            window = min(max(2 * ra[1], 4), maxio)
+        else:
+            window = 0
+        ra[0], ra[1] = last + 1, window
+        stop = min(last + 1 + window, nblocks)
+        phys = [self.filemap.bmap(inode, lblk) for lblk in range(first, stop)]
+        i = 0
+        while i < len(phys):
+            if not phys[i]:
+                i += 1
+                continue
+            j = i + 1
+            while j < len(phys) and phys[j] == phys[j - 1] + 1 and j - i < maxio:
+                j += 1
+            self.cache.read_run(phys[i], j - i, "data", inode.ino, wait=first + i <= last)
+            i = j
+        return phys[: last - first + 1]
+
+    @operation
     def write(self, ino: int, offset: int, data: bytes) -> int:
         self._writable()
         inode = self._inode(ino)
@@ -638,6 +773,7 @@ class Volume:
         inode.size = size
         self.inodes.put(inode)
 
+    @operation
     def fsync(self, ino: int, datasync: bool = False) -> None:
         inode = self._inode(ino)
         blocks = [b for _, b in self.filemap.blocks(inode)]
@@ -647,14 +783,15 @@ class Volume:
         self.cache.flush_blocks(blocks)
 
     # directories -------------------------------------------------------------------------
-    def readdir(self, ino: int, cookie: int = 0):
-        """Yield (name, ino, next_cookie) from `cookie` on; next_cookie resumes after the entry."""
+    @operation
+    def readdir(self, ino: int, cookie: int = 0) -> list[tuple[bytes, int, int]]:
+        """[(name, ino, next_cookie)] from `cookie` on; next_cookie resumes after the entry."""
         d = self._inode(ino)
         if not d.is_dir:
             raise FSError(errno.ENOTDIR)
-        for pos, name, eino, _ in self.dirs.entries(d, cookie):
-            yield name, eino, pos + 1
+        return [(name, eino, pos + 1) for pos, name, eino, _ in self.dirs.entries(d, cookie)]
 
+    @operation
     def statfs(self) -> StatFS:
         geo = self.geo
         overhead = geo.first_data_block + sum(geo.super_and_gdt_blocks(g) + 2 + geo.inode_table_blocks
@@ -673,15 +810,18 @@ class Volume:
         except ValueError as e:
             raise FSError(errno.EIO, f"inode {inode.ino}: {e}") from None
 
+    @operation
     def getxattr(self, ino: int, name: bytes) -> bytes:
         attrs = self._xattrs(self._inode(ino))
         if name not in attrs:
             raise FSError(ENOATTR)
         return attrs[name]
 
+    @operation
     def listxattr(self, ino: int) -> list[bytes]:
         return list(self._xattrs(self._inode(ino)))
 
+    @operation
     def setxattr(self, ino: int, name: bytes, value: bytes, flags: int = 0) -> None:
         self._writable()
         inode = self._inode(ino)
@@ -697,6 +837,7 @@ class Volume:
         attrs[name] = bytes(value)
         self._store_xattrs(inode, attrs)
 
+    @operation
     def removexattr(self, ino: int, name: bytes) -> None:
         self._writable()
         inode = self._inode(ino)

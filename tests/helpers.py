@@ -18,3 +18,36 @@ def assert_fsck_clean(image) -> None:
     rc, out = e2fsck(image)
     assert rc == 0, f"e2fsck -fn {image} exited {rc}:\n{out}"
 
+
+
+def copy_tree_into(vol, src, parent=None, chunk: int = 65536) -> int:
+    """Copy a real directory tree into a Volume in-process, as an unpacking tar would
+    (mkdir, create, sequential writes, symlinks, hard links, then times). Returns files copied."""
+    import os
+    import stat as st
+    parent = parent or vol.root_ino
+    seen = {}
+    count = 0
+    for name in sorted(os.listdir(src)):
+        path = os.path.join(src, name)
+        s = os.lstat(path)
+        bname = os.fsencode(name)
+        if st.S_ISDIR(s.st_mode):
+            ino = vol.mkdir(parent, bname, st.S_IMODE(s.st_mode), 0, 0).st_ino
+            count += copy_tree_into(vol, path, ino, chunk)
+        elif st.S_ISLNK(s.st_mode):
+            vol.symlink(parent, bname, os.fsencode(os.readlink(path)), 0, 0)
+        elif (s.st_dev, s.st_ino) in seen:
+            vol.link(seen[(s.st_dev, s.st_ino)], parent, bname)
+        else:
+            ino = vol.create(parent, bname, st.S_IMODE(s.st_mode), 0, 0).st_ino
+            with open(path, "rb") as f:
+                off = 0
+                while data := f.read(chunk):
+                    vol.write(ino, off, data)
+                    off += len(data)
+            vol.setattr(ino, mtime_ns=s.st_mtime_ns, atime_ns=s.st_atime_ns)
+            if s.st_nlink > 1:
+                seen[(s.st_dev, s.st_ino)] = ino
+            count += 1
+    return count

@@ -286,7 +286,7 @@ def test_readdir_cookies_survive_changes(tmp_path):
         for n in names:
             vol.create(d, n, 0o644, 0, 0)
         seen, cookie = [], 0
-        it = vol.readdir(d, 0)
+        it = iter(vol.readdir(d, 0))
         for _ in range(150):
             name, _, cookie = next(it)
             seen.append(name)

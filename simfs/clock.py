@@ -1,0 +1,41 @@
+"""The simulated clock of one mount, and the only path from the buffer cache to the disk model.
+
+An operation costs a small CPU charge plus the time it waits for synchronous requests.
+Background requests (write-back, read-ahead) are issued at the current time and occupy the
+disk; a later synchronous request queues behind them (the disk model reports the wait).
+"""
+
+
+class SimClock:
+    def __init__(self, disk, stats, sectors_per_block: int, trace=None):
+        self.disk = disk
+        self.stats = stats
+        self.spb = sectors_per_block
+        self.trace = trace
+        self.now = 0.0
+
+    def cpu(self, seconds: float) -> None:
+        self.now += seconds
+
+    def wait_until(self, t: float) -> None:
+        if t > self.now:
+            self.now = t
+
+    def io(self, op: str, blkno: int, nblocks: int, cause: str, ino: int = 0, wait: bool = True,
+           sync: bool = False) -> float:
+        """Issue one request for nblocks file-system blocks at blkno; returns its finish time.
+
+        With wait the caller blocks until it finishes (the clock advances)."""
+        lba, sectors = blkno * self.spb, nblocks * self.spb
+        r = self.disk.submit(op, lba, sectors, self.now, sync)
+        self.stats.disk(op, lba, sectors, r, cause)
+        if self.trace is not None:
+            self.trace.record(op, lba, sectors, r, cause, ino, self.stats.phase.name)
+        if wait:
+            self.wait_until(r.finish)
+        return r.finish
+
+    def drain(self) -> None:
+        """Wait for every request issued so far and for the drive's write cache (sync, fsync, unmount)."""
+        self.wait_until(self.disk.busy_until)
+        self.wait_until(self.disk.flush(self.now))

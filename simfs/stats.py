@@ -1,0 +1,102 @@
+"""Counters of a mounted volume, kept per phase (`mark` starts a named phase).
+
+Everything the volume, buffer cache and clock count goes through `Stats.count`; operation
+times and disk-request breakdowns through `op` and `disk`. `snapshot()` gives the JSON
+form shown in /.simfs/stats: totals, then each phase.
+"""
+
+from collections import defaultdict
+
+DISK_COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interface", "rmw")
+SEEK_SECTORS = 128   # seekwatcher's rule: a seek is a jump of more than 128 sectors
+
+
+class Phase:
+    def __init__(self, name: str, start: float):
+        self.name = name
+        self.start = start
+        self.end = start
+        self.counters: dict[str, int] = defaultdict(int)
+        self.ops: dict[str, list] = {}                 # name -> [count, simulated seconds]
+        self.disk_time: dict[str, float] = defaultdict(float)
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "start": self.start,
+            "elapsed": self.end - self.start,
+            "waited": sum(t for _, t in self.ops.values()),
+            "operations": {k: {"count": c, "time": t} for k, (c, t) in sorted(self.ops.items())},
+            "counters": dict(sorted(self.counters.items())),
+            "disk_time": dict(self.disk_time),
+        }
+
+
+class Stats:
+    def __init__(self, now: float = 0.0):
+        self.phases = [Phase("all", now)]
+        self.last_end_lba = None
+
+    @property
+    def phase(self) -> Phase:
+        return self.phases[-1]
+
+    def count(self, key: str, n: int = 1) -> None:
+        self.phase.counters[key] += n
+
+    def op(self, name: str, seconds: float, now: float) -> None:
+        entry = self.phase.ops.get(name)
+        if entry is None:
+            self.phase.ops[name] = [1, seconds]
+        else:
+            entry[0] += 1
+            entry[1] += seconds
+        self.phase.end = now
+
+    def disk(self, op: str, lba: int, sectors: int, result, cause: str) -> None:
+        c = self.phase.counters
+        c["disk_reads" if op == "R" else "disk_writes"] += 1
+        c["sectors_read" if op == "R" else "sectors_written"] += sectors
+        c[f"disk_requests_{cause}"] += 1
+        if self.last_end_lba is not None and abs(lba - self.last_end_lba) > SEEK_SECTORS:
+            c["seeks"] += 1
+        self.last_end_lba = lba + sectors
+        if result.cache_hit:
+            c["drive_cache_hits"] += 1
+        dt = self.phase.disk_time
+        for name in DISK_COMPONENTS:
+            dt[name] += getattr(result, name)
+        dt["busy"] += result.finish - result.start
+
+    def mark(self, name: str, now: float) -> None:
+        """Start a new phase at `now`."""
+        self.phase.end = max(self.phase.end, now)
+        self.phases.append(Phase(name, now))
+
+    def reset(self, now: float) -> None:
+        self.phases = [Phase("all", now)]
+
+    def totals(self) -> dict[str, int]:
+        out: dict[str, int] = defaultdict(int)
+        for p in self.phases:
+            for k, v in p.counters.items():
+                out[k] += v
+        return dict(out)
+
+    def snapshot(self, now: float, extra: dict | None = None) -> dict:
+        self.phase.end = max(self.phase.end, now)
+        total = Phase("total", self.phases[0].start)
+        total.end = now
+        for p in self.phases:
+            for k, v in p.counters.items():
+                total.counters[k] += v
+            for k, (c, t) in p.ops.items():
+                e = total.ops.setdefault(k, [0, 0.0])
+                e[0] += c
+                e[1] += t
+            for k, v in p.disk_time.items():
+                total.disk_time[k] += v
+        out = {"now": now, "total": total.as_dict(), "phases": [p.as_dict() for p in self.phases]}
+        if extra:
+            out.update(extra)
+        return out
