@@ -2,8 +2,12 @@
 
 Every field of `VolumeOptions` is a mount option, found generically through
 `dataclasses.fields` and converted by its type annotation (bool, int, float, str, Literal,
-Enum, Optional). A field may carry `metadata={'choices': [...] or callable, 'help': '...'}`
-to have its values checked here. Front-end keys (`log=`, `fsname=`, ...) are handled by the
+Enum, Optional; integers take K/M/G/T suffixes). A field may carry metadata:
+`choices` (list or callable) and `check` (callable raising ValueError) validate its value
+here, `help` describes it, and `suboptions=True` lets its value hold commas, as in
+`-o disk=sata7200,rpm=5400,alloc=cg`: items with keys that are not options continue the
+previous value; `path=True` makes a relative path absolute (the daemon runs in /).
+Front-end keys (`log=`, `fsname=`, ...) are handled by the
 mount itself and never reach the volume. Unknown keys or values raise `OptionError`, whose
 message is one line and names what is valid.
 """
@@ -42,6 +46,11 @@ FRONTEND: dict[str, FrontOpt] = {
 
 # Spellings that set a volume field: alias -> (field, value).
 ALIASES = {"ro": ("read_only", True), "rw": ("read_only", False)}
+
+# Defaults for fields that do not (yet) say so in their metadata.
+SUBOPTION_FIELDS = {"disk"}
+PATH_FIELDS = {"trace", "stats"}     # made absolute here: the daemon runs in /
+CHECKS = {"disk": ("disk_models", "resolve")}
 
 _TRUE = {"1", "yes", "y", "true", "on"}
 _FALSE = {"0", "no", "n", "false", "off"}
@@ -119,6 +128,41 @@ def parse_bool(key: str, text: str) -> bool:
     raise OptionError(f"bad value for mount option {key}: {text!r} (expected yes/no)")
 
 
+_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_int(text: str) -> int:
+    """'4096', '0x1000', '64M', '128KiB', '1_000' -> int (binary suffixes)."""
+    t = text.strip().replace("_", "").lower()
+    for tail in ("ib", "b"):
+        if t.endswith(tail) and len(t) > len(tail) and t[-len(tail) - 1] in _SUFFIX:
+            t = t[:-len(tail)]
+            break
+    if t and t[-1] in _SUFFIX:
+        num = float(t[:-1])
+        if num < 0:
+            raise ValueError(text)
+        return int(num * _SUFFIX[t[-1]])
+    return int(t, 0)
+
+
+def _check(key: str, value, f: dataclasses.Field | None) -> None:
+    check = f.metadata.get("check") if f is not None else None
+    if check is None and key in CHECKS:
+        import importlib
+        mod, name = CHECKS[key]
+        try:
+            check = getattr(importlib.import_module(mod), name)
+        except (ImportError, AttributeError):
+            check = None
+    if check is not None:
+        try:
+            check(value)
+        except (ValueError, KeyError) as e:
+            msg = e.args[0] if e.args else str(e)
+            raise OptionError(f"bad value for mount option {key}: {msg}") from None
+
+
 def _convert(key: str, text: str | None, typ, f: dataclasses.Field | None):
     typ, nullable = _unoptional(typ)
     if nullable and text is not None and text.lower() in ("none", "default"):
@@ -130,9 +174,10 @@ def _convert(key: str, text: str | None, typ, f: dataclasses.Field | None):
     choices = _choices(f, typ)
     if typ is int:
         try:
-            val = int(text.replace("_", ""), 0)
+            val = parse_int(text)
         except ValueError:
-            raise OptionError(f"bad value for mount option {key}: {text!r} (expected an integer)") from None
+            raise OptionError(f"bad value for mount option {key}: {text!r} "
+                              f"(expected an integer, K/M/G suffixes allowed)") from None
     elif typ is float:
         try:
             val = float(text)
@@ -179,7 +224,9 @@ def parse(specs, volume_cls=None) -> MountOptions:
     vol_kw: dict = {}
     front: dict = {}
     given: dict = {}
+    raw_sub: dict[str, str] = {}        # suboption fields: their raw text, commas and all
     for spec in specs or ():
+        absorbing = None                # the suboption field the last item belonged to
         for item in spec.split(","):
             item = item.strip()
             if not item:
@@ -187,7 +234,18 @@ def parse(specs, volume_cls=None) -> MountOptions:
             key, eq, text = item.partition("=")
             key = key.strip().replace("-", "_")
             text = text.strip() if eq else None
+            if absorbing and key not in vfields and key not in FRONTEND and key not in ALIASES \
+                    and not (key.startswith("no") and (key[2:] in vfields or key[2:] in FRONTEND)):
+                raw_sub[absorbing] += "," + item
+                given[absorbing] = raw_sub[absorbing]
+                continue
+            absorbing = None
             given[key] = text
+            if key in vfields and text is not None and (
+                    vfields[key].metadata.get("suboptions") or key in SUBOPTION_FIELDS):
+                raw_sub[key] = text
+                absorbing = key
+                continue
             if key in ALIASES and text is None:
                 fname, val = ALIASES[key]
                 if fname in vfields:
@@ -217,10 +275,18 @@ def parse(specs, volume_cls=None) -> MountOptions:
                 continue
             raise OptionError(f"unknown mount option {key!r}; valid options: "
                               f"{', '.join(valid_keys(cls))}")
+    for key, text in raw_sub.items():
+        vol_kw[key] = _convert(key, text, hints.get(key, str), vfields[key])
+    for key, val in vol_kw.items():
+        _check(key, val, vfields[key])
+        if isinstance(val, str) and val and (vfields[key].metadata.get("path") or key in PATH_FIELDS):
+            vol_kw[key] = os.path.abspath(val)
     try:
         volume = cls(**vol_kw)
     except (TypeError, ValueError) as e:
         raise OptionError(f"bad mount options: {e}") from None
+    if front.get("log"):
+        front["log"] = os.path.abspath(front["log"])
     return MountOptions(volume=volume, given=given, **front)
 
 
@@ -244,7 +310,8 @@ def describe(volume_cls=None) -> str:
             extra = f" (one of: {', '.join(map(str, ch))})" if ch else ""
             help_ = f.metadata.get("help", "")
             lines.append(f"  {f.name}={default}{extra}" + (f"  {help_}" if help_ else ""))
-        lines.append("  ro / rw  = read_only=yes / no; noX = X=no for yes/no options")
+        lines.append("  ro / rw  = read_only=yes / no; noX = X=no for yes/no options; "
+                     "numbers take K/M/G suffixes")
     lines.append("front-end options:")
     for k, spec in FRONTEND.items():
         kind = "yes/no" if spec.kind is bool else ("|".join(spec.kind) if isinstance(spec.kind, tuple)

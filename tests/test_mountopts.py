@@ -1,0 +1,133 @@
+"""The -o parser: generic mapping onto VolumeOptions fields, front-end keys, errors."""
+
+import dataclasses
+import enum
+import os
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+import pytest
+
+from simfs import mountopts
+from simfs.mountopts import OptionError, parse
+
+
+class Mode(enum.Enum):
+    FAST = "fast"
+    SLOW = "slow"
+
+
+@dataclass
+class Opts:
+    alloc: str = "first-free"
+    cache: int = 1024
+    ratio: float = 0.5
+    atime: bool = False
+    read_only: bool = False
+    order: Literal["hash", "linear"] = "linear"
+    mode: Mode = Mode.FAST
+    limit: Optional[int] = None
+    policy: str = field(default="a", metadata={"choices": lambda: ["a", "b"]})
+    spec: str = field(default="x", metadata={"suboptions": True})
+    checked: str = field(default="ok", metadata={"check": lambda v: (_ for _ in ()).throw(ValueError("nope"))
+                                                  if v == "bad" else None})
+    out: str = field(default="", metadata={"path": True})
+
+
+def p(*specs):
+    return parse(list(specs), volume_cls=Opts)
+
+
+def test_defaults():
+    o = p()
+    assert o.volume == Opts() and o.log is None and o.loglevel == "info" and not o.debug_faults
+
+
+def test_types_converted_from_annotations():
+    o = p("alloc=cg,cache=64K,ratio=0.25,atime,order=hash,mode=slow,limit=7,policy=b")
+    v = o.volume
+    assert (v.alloc, v.cache, v.ratio, v.atime, v.order, v.mode, v.limit, v.policy) == \
+        ("cg", 65536, 0.25, True, "hash", Mode.SLOW, 7, "b")
+    assert p("limit=none").volume.limit is None
+    assert p("cache=0x100").volume.cache == 256
+    assert p("cache=2MiB").volume.cache == 2 << 20
+
+
+def test_bool_spellings_and_aliases():
+    assert p("atime=yes").volume.atime is True
+    assert p("atime=off").volume.atime is False
+    assert p("atime,noatime").volume.atime is False        # later wins
+    assert p("ro").volume.read_only is True
+    assert p("ro", "rw").volume.read_only is False
+
+
+def test_front_end_options():
+    o = p("log=rel.log,loglevel=debug,fsname=x,noallow_other,debug_faults,fuse_debug")
+    assert o.log == os.path.abspath("rel.log")
+    assert (o.loglevel, o.fsname, o.allow_other, o.debug_faults, o.fuse_debug) == \
+        ("debug", "x", False, True, True)
+    fo = o.fuse_options("/img")
+    assert {"fsname=x", "subtype=simfs", "default_permissions", "debug"} <= fo
+    assert "allow_other" not in fo
+
+
+def test_fuse_options_defaults():
+    fo = p("ro").fuse_options("/a,b/img\u00e9")
+    assert "ro" in fo and "default_permissions" in fo
+    assert ("allow_other" in fo) == (os.geteuid() == 0)
+    name = next(x for x in fo if x.startswith("fsname="))
+    assert "," not in name and name.isascii()
+
+
+def test_suboptions_take_following_unknown_items():
+    o = p("spec=base,k1=v1,k2=v2,cache=8,atime")
+    assert o.volume.spec == "base,k1=v1,k2=v2" and o.volume.cache == 8 and o.volume.atime
+    assert o.given["spec"] == "base,k1=v1,k2=v2"
+
+
+def test_path_fields_made_absolute():
+    assert p("out=trace.csv").volume.out == os.path.abspath("trace.csv")
+
+
+@pytest.mark.parametrize("spec,msg", [
+    ("bogus", "unknown mount option 'bogus'; valid options: alloc, cache"),
+    ("cache=lots", "bad value for mount option cache"),
+    ("ratio=x", "bad value for mount option ratio"),
+    ("atime=maybe", "expected yes/no"),
+    ("order=random", "valid: hash, linear"),
+    ("mode=medium", "valid: fast, slow"),
+    ("policy=c", "valid: a, b"),
+    ("checked=bad", "bad value for mount option checked: nope"),
+    ("cache", "needs a value"),
+    ("log", "needs a value"),
+    ("loglevel=loud", "valid: debug, info"),
+])
+def test_errors_are_one_line(spec, msg):
+    with pytest.raises(OptionError) as e:
+        p(spec)
+    assert msg in str(e.value) and "\n" not in str(e.value)
+
+
+def test_unknown_option_lists_every_valid_key():
+    with pytest.raises(OptionError) as e:
+        p("zzz=1")
+    text = str(e.value)
+    for key in [f.name for f in dataclasses.fields(Opts)] + ["noatime", "ro", "rw", "log", "debug_faults"]:
+        assert key in text
+
+
+def test_describe_lists_fields_and_front_end():
+    text = mountopts.describe(Opts)
+    assert "order=linear (one of: hash, linear)" in text
+    assert "atime=no" in text and "log=VALUE" in text and "debug_faults" in text
+
+
+def test_real_volume_options_parse():
+    from simfs.volume import VolumeOptions
+    names = [f.name for f in dataclasses.fields(VolumeOptions)]
+    o = parse(["alloc=first-free,noatime"])
+    assert isinstance(o.volume, VolumeOptions) and o.volume.atime is False
+    for n in names:
+        assert n in mountopts.valid_keys()
+    with pytest.raises(OptionError):
+        parse(["definitely_not_an_option=1"])
