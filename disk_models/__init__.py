@@ -1,0 +1,97 @@
+"""Disk models: how long a block request takes on a modelled drive, and why.
+
+A pure library: no I/O, no wall clock, no randomness.  The clock/I-O-queue layer above calls it.
+
+    from disk_models import make_disk, DiskRequest
+    disk = make_disk("sata7200,rpm=5400,write_cache=off")   # preset + overrides
+    r = disk.access(DiskRequest("R", lba=2048, sectors=8, issue_time=0.0))
+    r.finish, r.total, r.seek, r.rotation, r.cache_hit       # seconds (simulated)
+    r = disk.submit("W", 4096, 256, r.finish, sync=False)     # same, without a request object
+    done = disk.flush(now)                                    # drain the write cache
+    disk.reset()                                              # power-on state
+
+API
+  make_disk(spec) -> DiskModel   spec: "preset[,key=value...]" or {"preset": name, key: value}.
+                                 Unknown preset or key, or a bad value -> ValueError saying what is valid.
+  resolve(spec) -> DiskSpec      the values and their provenance, without building a model.
+  PRESETS                        name -> Preset (summary, drive, values, provenance).
+  PARAMS                         name -> Param (unit, help, limits): the keys a spec may override.
+  describe(spec) -> str          every parameter, its value and its provenance, plus derived figures.
+
+  DiskModel.access(DiskRequest) / .submit(op, lba, sectors, issue_time, sync) -> DiskResult
+      op "R"/"W"; lba and sectors in 512-byte sectors, partition-relative; issue times must not
+      decrease.  The drive serves one command at a time; `queue` is the wait for the previous
+      one (and for destaging in progress).  `sync` is FUA: written through even with the cache on.
+  DiskResult: issue, start, finish, queue, overhead, seek, rotation, transfer, interface, rmw,
+      cache_hit, .total (= finish - issue = the sum of the components).
+  DiskModel.flush(now) -> float   when every cached write is on the media.
+  DiskModel.busy_until            when the drive accepts the next command.
+
+Models: RotatingDrive (zones, Lee seek curve, rotation from absolute time, skews, segmented
+read-ahead cache, write-back cache), AdvancedFormatDrive (4K physical sectors, 512e, partition
+offset, read-modify-write), IdealDisk (costs nothing).
+"""
+
+from __future__ import annotations
+
+from .advanced_format import AdvancedFormatDrive
+from .base import DiskModel, DiskRequest, DiskResult
+from .ideal import IdealDisk
+from .params import IDEAL_PARAMS, PARAMS, DiskSpec, format_value, parse_spec, parse_value, validate
+from .presets import PRESETS, Preset
+from .rotating import RotatingDrive
+
+
+def resolve(spec) -> DiskSpec:
+    """A preset with its overrides applied and checked; provenance says where each value came from."""
+    if isinstance(spec, DiskSpec):
+        return spec
+    name, overrides = parse_spec(spec)
+    preset = PRESETS.get(name)
+    if preset is None:
+        raise ValueError(f"unknown disk preset {name!r}; choose one of: {', '.join(PRESETS)}")
+    valid = IDEAL_PARAMS if preset.kind == "ideal" else tuple(PARAMS)
+    values, prov, applied = dict(preset.values), dict(preset.provenance), {}
+    for key, raw in overrides.items():
+        if key not in valid:
+            raise ValueError(f"unknown disk parameter {key!r} for {name}; valid keys: {', '.join(valid)}")
+        values[key] = parse_value(PARAMS[key], raw)
+        prov[key] = f"override ({key}={raw}); preset value {format_value(preset.values[key])}"
+        applied[key] = values[key]
+    if preset.kind != "ideal":
+        validate(values)
+    return DiskSpec(preset.name, preset.kind, preset.drive, values, prov, applied)
+
+
+def make_disk(spec) -> DiskModel:
+    """Build a fresh model from "preset[,key=value...]" or a mapping (see module docstring)."""
+    s = resolve(spec)
+    if s.kind == "ideal":
+        return IdealDisk(s)
+    if s.values["physical_sector"] == 4096:
+        return AdvancedFormatDrive(s)
+    return RotatingDrive(s)
+
+
+def describe(spec) -> str:
+    """Every parameter with value, unit and provenance, then the figures the model derives."""
+    s = resolve(spec)
+    lines = [f"{s.name}: {s.drive}", ""]
+    width = max(len(k) for k in s.values)
+    for key, value in s.values.items():
+        p = PARAMS[key]
+        shown = "auto" if value is None else format_value(value)
+        unit = f" {p.unit}" if p.unit and value is not None else ""
+        lines.append(f"  {key:<{width}}  {shown + unit:<16}  {s.provenance.get(key, '')}")
+    model = make_disk(s)
+    derived = model.derived()
+    if derived:
+        lines += ["", "derived by the model:"]
+        dw = max(len(k) for k in derived)
+        for key, (value, unit, how) in derived.items():
+            lines.append(f"  {key:<{dw}}  {(str(value) + (' ' + unit if unit else '')):<16}  {how}")
+    return "\n".join(lines)
+
+
+__all__ = ["AdvancedFormatDrive", "DiskModel", "DiskRequest", "DiskResult", "DiskSpec", "IdealDisk", "PARAMS",
+           "PRESETS", "Preset", "RotatingDrive", "describe", "make_disk", "resolve"]

@@ -1,0 +1,371 @@
+"""A rotating drive: zoned platters, Lee seek curve, rotation from absolute time, segmented
+read-ahead buffer and a write-back cache.
+
+Two resources, two clocks:
+  _host_free  when the drive accepts the next command (no command queue: PATA, or SATA without
+              NCQ); a request's `queue` is the wait for it, and for any destage in progress.
+  _mech_free  when the actuator finishes the work it has committed to (a media request or a
+              destage operation).
+Read-ahead is soft work: the mechanism streams on after a read miss until it reaches the target
+or something else needs it, and then stops where it had got to.  Destaging happens whenever the
+mechanism is free and dirty data is waiting ("eager"), and is simulated lazily: each command first
+plays out the destage operations that would have started before it arrived.
+
+Everything is plain float arithmetic so that a sequential stream served from read-ahead costs a
+few microseconds of Python per request.
+"""
+
+from __future__ import annotations
+
+from .base import DiskModel, DiskResult
+from .drive_cache import SegmentCache, WriteCache
+from .layout import SECTOR, build_layout
+from .seek import SeekCurve
+
+MS = 1e-3
+MB = 1e6
+#: Most sectors one destage operation writes (512 KiB, the size of a large host request).
+DESTAGE_MAX = 1024
+#: Rotational waits this close to a whole revolution are float noise on a stream: no wait.
+_FULL_TURN = 1.0 - 1e-7
+
+
+class RotatingDrive(DiskModel):
+    """A conventional drive with 512-byte sectors (see AdvancedFormatDrive for 4K sectors)."""
+
+    #: logical sectors per physical sector
+    phys = 1
+
+    def __init__(self, spec):
+        v = spec.values
+        self.spec = spec
+        self.name = spec.name
+        self.capacity = v["capacity"]
+        self.offset = v["partition_offset"]
+        self.sectors = self.capacity - self.offset
+        self.rpm = v["rpm"]
+        self.t_rev = 60.0 / self.rpm
+        self._inv_rev = 1.0 / self.t_rev
+        t2t, avg, full = v["seek_t2t"] * MS, v["seek_avg"] * MS, v["seek_full"] * MS
+        self.head_switch = v["head_switch"] * MS
+        self.write_settle = v["write_settle"] * MS
+        self.layout = build_layout(self.capacity, v["heads"], self.rpm, v["zones"], v["od_rate"] * MB,
+                                   v["id_rate"] * MB, self.head_switch, t2t,
+                                   align=v["physical_sector"] // SECTOR)
+        self.seek = SeekCurve(t2t, avg, full, self.layout.cylinders)
+        self.ovh = v["overhead"] * MS
+        self.ovh_hit = v["overhead_hit"] * MS
+        self.iface = SECTOR / (v["interface"] * MB)          # seconds per sector on the bus
+        cache = int(v["cache"] * 2 ** 20) // SECTOR
+        self.nseg = v["segments"] if cache else 0
+        self.seg_sectors = cache // v["segments"] if cache else 0
+        ra = v["readahead"]
+        ra = self.seg_sectors if ra is None else int(ra * 1024) // SECTOR
+        self.readahead = min(ra, self.seg_sectors)
+        self.wc_on = bool(v["write_cache"]) and cache > 0
+        wb = v["write_buffer"]
+        self.wc_sectors = cache // 2 if wb is None else int(wb * 2 ** 20) // SECTOR
+        if self.wc_on and self.wc_sectors < 8:
+            self.wc_on = False
+        self.reset()
+
+    # -- state ----------------------------------------------------------------------------
+    def reset(self) -> None:
+        self._host_free = 0.0
+        self._mech_free = 0.0
+        self._cyl = 0
+        self._head = 0
+        self._cursor = 0                  # LBA after the last media access (destage elevator)
+        self._segs = SegmentCache(max(1, self.nseg), self.seg_sectors)
+        self._wc = WriteCache(self.wc_sectors if self.wc_on else 0)
+        self._ra_seg = None               # segment of the current stream
+        self._ra_on = False               # read-ahead running (or ran to its target, lazily)
+        self._ra_lba0 = 0                 # a sector of the stream ...
+        self._ra_t0 = 0.0                 # ... and when it started under the head
+        self._ra_tend = 0.0               # when read-ahead reaches the segment's end
+
+    @property
+    def busy_until(self) -> float:
+        return self._host_free
+
+    # -- requests -------------------------------------------------------------------------
+    def submit(self, op, lba, sectors, issue_time, sync=False):
+        if sectors <= 0 or lba < 0 or lba + sectors > self.sectors:
+            self.check(op, lba, sectors)
+        a = lba + self.offset
+        b = a + sectors
+        ts = self._host_free
+        if issue_time > ts:
+            ts = issue_time
+        if self._wc.dirty:
+            self._advance(ts)
+        if op == "R":
+            seg = self._ra_seg
+            if self._ra_on and seg.start <= a <= seg.end and (b <= seg.end or self._ra_tend > ts):
+                return self._stream_hit(seg, a, b, issue_time, ts)
+            return self._read(a, b, issue_time, ts)
+        if op == "W":
+            return self._write(a, b, issue_time, ts, sync)
+        self.check(op, lba, sectors)
+
+    def _stream_hit(self, seg, a, b, t, ts):
+        """A read inside (or extending) the segment being read ahead: wait for the data if
+        read-ahead has not got there yet, and keep reading ahead of the stream."""
+        L = self.layout
+        x = b - 1
+        if x >= self._ra_lba0:
+            tl = self._ra_t0 + L.start_time(self._ra_lba0, x)
+            self._ra_lba0 = x             # rebase, so the next lookup is short
+            self._ra_t0 = tl
+            tav = tl + L.zst[L.zone(x)]
+        else:
+            tav = 0.0
+        ovh = self.ovh_hit
+        ifc = (b - a) * self.iface
+        ready = ts + ovh + ifc
+        if tav > ready:
+            finish, wait = tav, tav - ready
+        else:
+            finish, wait = ready, 0.0
+        want = b + self.readahead
+        if want > self.capacity:
+            want = self.capacity
+        if want > seg.end:
+            if self._ra_tend > ts:
+                seg.end = want
+                self._ra_tend = self._ra_t0 + L.stream_time(self._ra_lba0, want)
+            else:
+                self._restart_ra(seg, ts, want)
+            if seg.start < want - self.seg_sectors:
+                seg.start = want - self.seg_sectors
+        self._host_free = finish
+        return DiskResult(t, ts, finish, ts - t, ovh, 0.0, 0.0, wait, ifc, 0.0, True)
+
+    def _read(self, a, b, t, ts):
+        seg = self._segs.find(a) if self.nseg else None
+        if seg is not None and seg is self._ra_seg and self._ra_on:
+            self._stop_ra(ts)             # read-ahead finished before this command came
+        if (seg is not None and b <= seg.end) or (self._wc.dirty and self._wc.covers(a, b)):
+            if seg is not None:
+                self._segs.touch(seg)
+            ovh = self.ovh_hit
+            ifc = (b - a) * self.iface
+            finish = ts + ovh + ifc
+            self._host_free = finish
+            return DiskResult(t, ts, finish, ts - t, ovh, 0.0, 0.0, 0.0, ifc, 0.0, True)
+        # media read: a miss, or the rest of a segment's stream from where it stopped
+        m0 = seg.end if seg is not None else a
+        L = self.layout
+        ovh = self.ovh
+        tw = ts + ovh
+        self._stop_ra(tw)
+        if self._mech_free > tw:
+            tw = self._mech_free
+        seek, rot = self._position(tw, m0, False)
+        t1 = tw + seek + rot
+        xfer = L.stream_time(m0, b)
+        t2 = t1 + xfer
+        extra = (b - a) * self.iface - xfer
+        if extra < 0.0:
+            extra = 0.0
+        finish = t2 + extra
+        self._cyl, self._head = L.track(b - 1)
+        self._cursor = b
+        self._mech_free = t2
+        self._host_free = finish
+        if self.nseg:
+            if seg is None:
+                seg = self._segs.allocate(a)
+            else:
+                self._segs.touch(seg)
+            want = b + self.readahead
+            if want > self.capacity:
+                want = self.capacity
+            seg.end = want if want > b else b
+            if seg.start < want - self.seg_sectors:
+                seg.start = want - self.seg_sectors
+            self._ra_seg = seg
+            if want > b:
+                self._ra_on = True
+                self._ra_lba0 = m0
+                self._ra_t0 = t1
+                self._ra_tend = t1 + L.stream_time(m0, want)
+        return DiskResult(t, tw - ovh, finish, tw - ovh - t, ovh, seek, rot, xfer, extra, 0.0, False)
+
+    def _write(self, a, b, t, ts, sync):
+        n = b - a
+        wc = self._wc
+        if self.wc_on and not sync and n <= wc.capacity:
+            # write-back: the command ends when the data is in the buffer
+            ovh = self.ovh_hit
+            tw = ts + ovh
+            if wc.dirty + n > wc.capacity:
+                while wc.dirty + n > wc.capacity:
+                    self._destage_one()
+                if self._mech_free > tw:
+                    tw = self._mech_free
+            ifc = n * self.iface
+            finish = tw + ifc
+            if wc.dirty:
+                self._advance(finish)
+            if self._ra_on:
+                self._stop_ra(finish)     # the mechanism turns to destaging
+            wc.add(a, b)
+            if self._mech_free < finish:
+                self._mech_free = finish
+            self._host_free = finish
+            return DiskResult(t, tw - ovh, finish, tw - ovh - t, ovh, 0.0, 0.0, 0.0, ifc, 0.0, True)
+        # write-through (cache off) or FUA
+        ovh = self.ovh
+        tw = ts + ovh
+        self._stop_ra(tw)
+        if self._mech_free > tw:
+            tw = self._mech_free
+        if wc.dirty:
+            wc.discard(a, b)
+        seek, rot, xfer, rmw, t2 = self._media_write(a, b, tw)
+        extra = tw + n * self.iface - t2
+        if extra < 0.0:
+            extra = 0.0
+        finish = t2 + extra
+        self._mech_free = t2
+        self._host_free = finish
+        return DiskResult(t, tw - ovh, finish, tw - ovh - t, ovh, seek, rot, xfer, extra, rmw, False)
+
+    def flush(self, now: float) -> float:
+        ts = now if now > self._host_free else self._host_free
+        wc = self._wc
+        if wc.dirty:
+            self._advance(ts)
+            while wc.dirty:
+                self._destage_one()
+        finish = ts + self.ovh_hit
+        if self._mech_free > finish:
+            finish = self._mech_free
+        self._host_free = finish
+        return finish
+
+    # -- mechanism ------------------------------------------------------------------------
+    def _position(self, t: float, lba: int, write: bool) -> tuple[float, float]:
+        """Seek and rotational wait to reach the start of `lba`, starting at time t.  Moves the
+        head to lba's track."""
+        cyl, head, ang = self.layout.locate(lba)
+        d = cyl - self._cyl
+        if d:
+            seek = self.seek(d if d > 0 else -d)
+            if write:
+                seek += self.write_settle
+        elif head != self._head:
+            seek = self.head_switch
+        else:
+            seek = 0.0
+        self._cyl = cyl
+        self._head = head
+        w = (ang - (t + seek) * self._inv_rev) % 1.0
+        if w > _FULL_TURN:
+            w = 0.0
+        return seek, w * self.t_rev
+
+    def _media_write(self, a: int, b: int, t: float):
+        """Write [a, b) to the platters starting at t: (seek, rotation, transfer, rmw, end)."""
+        seek, rot = self._position(t, a, True)
+        L = self.layout
+        xfer = L.stream_time(a, b)
+        self._cyl, self._head = L.track(b - 1)
+        self._cursor = b
+        return seek, rot, xfer, 0.0, t + seek + rot + xfer
+
+    def _stop_ra(self, t: float) -> None:
+        """The mechanism is needed at t: read-ahead stops where it has got to."""
+        if not self._ra_on:
+            return
+        self._ra_on = False
+        seg = self._ra_seg
+        if t >= self._ra_tend:
+            reached, tend = seg.end, self._ra_tend
+        else:
+            reached = self.layout.reach(self._ra_lba0, t - self._ra_t0)
+            if reached > seg.end:
+                reached = seg.end
+            if reached < seg.start:
+                reached = seg.start
+            seg.end = reached
+            tend = t
+        last = reached - 1 if reached > self._ra_lba0 else self._ra_lba0
+        self._cyl, self._head = self.layout.track(last)
+        self._cursor = reached
+        if tend > self._mech_free:
+            self._mech_free = tend
+
+    def _restart_ra(self, seg, t: float, want: int) -> None:
+        """Read-ahead had filled the segment and stopped; the host has read on, so resume."""
+        self._stop_ra(t)
+        tw = t if t > self._mech_free else self._mech_free
+        x = seg.end
+        seek, rot = self._position(tw, x, False)
+        self._ra_lba0 = x
+        self._ra_t0 = tw + seek + rot
+        seg.end = want
+        self._ra_seg = seg
+        self._ra_on = True
+        self._ra_tend = self._ra_t0 + self.layout.stream_time(x, want)
+
+    # -- write cache ----------------------------------------------------------------------
+    def _advance(self, t: float) -> None:
+        """Play out the destage operations that start before t."""
+        if self._ra_on:
+            self._stop_ra(self._mech_free)
+        wc = self._wc
+        while wc.dirty and self._mech_free < t:
+            self._destage_one()
+
+    def _destage_one(self) -> None:
+        """One destage operation, chosen by the elevator, starting when the mechanism is free."""
+        wc = self._wc
+        i = wc.pick(self._cursor)
+        a, e = wc.starts[i], wc.ends[i]
+        b = self._chunk_end(i, a, e)
+        t = self._mech_free
+        pre = self._prereads(a, b, e)
+        if pre:
+            self._mech_free = self._preread(pre, t)
+            self._cursor = b
+            return
+        _, _, _, _, t2 = self._media_write(a, b, t)
+        wc.remove_head(i, b)
+        self._mech_free = t2
+
+    def _chunk_end(self, i: int, a: int, e: int) -> int:
+        return e if e - a <= DESTAGE_MAX else a + DESTAGE_MAX
+
+    def _prereads(self, a: int, b: int, e: int):
+        """Physical sectors to read before [a, b) can be written (none on a 512-byte drive)."""
+        return ()
+
+    def _preread(self, parts, t: float) -> float:
+        return t
+
+    # -- description ----------------------------------------------------------------------
+    def derived(self) -> dict:
+        """Figures the model computes from the parameters: name -> (value, unit, how)."""
+        L = self.layout
+        ms = lambda s: round(s * 1e3, 4)  # noqa: E731
+        return {
+            "revolution": (ms(self.t_rev), "ms", "60 / rpm; mean rotational wait is half of it"),
+            "cylinders": (L.cylinders, "", "capacity / (heads x mean sectors per track), equal per zone"),
+            "spt_od": (L.zspt[0], "sectors", "outer zone sectors per track, solved for od_rate"),
+            "spt_id": (L.zspt[-1], "sectors", "inner zone sectors per track, solved for id_rate"),
+            "media_od": (round(L.zspt[0] * SECTOR / self.t_rev / MB, 2), "MB/s", "instantaneous, outer zone"),
+            "media_id": (round(L.zspt[-1] * SECTOR / self.t_rev / MB, 2), "MB/s", "instantaneous, inner zone"),
+            "sustained_od": (round(L.zone_rate(0) / MB, 2), "MB/s", "with skews: heads*spt*512/(heads*t_rev+skews)"),
+            "sustained_id": (round(L.zone_rate(L.nzones - 1) / MB, 2), "MB/s", "with skews"),
+            "track_skew_od": (L.ztsk[0], "sectors", "head_switch rounded up to sectors"),
+            "cyl_skew_od": (L.zcsk[0], "sectors", "seek_t2t rounded up to sectors"),
+            "seek_a": (round(self.seek.a * 1e3, 6), "ms", "Lee curve: a*sqrt(x-1)"),
+            "seek_b": (round(self.seek.b * 1e3, 9), "ms", "Lee curve: b*(x-1)"),
+            "seek_mean": (ms(self.seek.mean_random_pairs()), "ms", "mean over random distinct cylinder pairs"),
+            "segment": (self.seg_sectors * SECTOR // 1024, "KiB", "cache / segments"),
+            "readahead_sectors": (self.readahead, "sectors", "read-ahead after a media read"),
+            "write_buffer_sectors": (self.wc_sectors if self.wc_on else 0, "sectors",
+                                     "dirty-data limit (0: write-through)"),
+        }
