@@ -1,0 +1,126 @@
+"""The simfs command without mounting: version, help, mkfs, fsck, stats rendering."""
+
+import io
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from simfs import __version__
+from simfs.cli import build_parser, parse_size, print_stats
+from tests.conftest import run_simfs
+
+needs_e2fsck = pytest.mark.skipif(shutil.which("e2fsck") is None, reason="e2fsprogs not installed")
+
+
+def test_version():
+    r = run_simfs("--version")
+    assert r.stdout.strip() == f"simfs {__version__}"
+
+
+@pytest.mark.parametrize("cmd", ["mkfs", "mount", "umount", "fsck", "stats"])
+def test_help_has_examples(cmd):
+    r = run_simfs(cmd, "--help")
+    assert "examples:" in r.stdout and f"simfs {cmd}" in r.stdout
+
+
+def test_top_level_help_lists_commands():
+    r = run_simfs("--help")
+    for cmd in ("mkfs", "mount", "umount", "fsck", "stats"):
+        assert cmd in r.stdout
+    assert "examples:" in r.stdout
+
+
+def test_mount_help_lists_options():
+    out = run_simfs("mount", "--help").stdout
+    for key in ("alloc=", "log=", "debug_faults", "ro / rw"):
+        assert key in out
+
+
+def test_no_command_is_usage_error():
+    assert run_simfs(check=False).returncode == 2
+
+
+@pytest.mark.parametrize("text,value", [("4096", 4096), ("64M", 64 << 20), ("1G", 1 << 30),
+                                        ("512KiB", 512 << 10), ("1.5k", 1536)])
+def test_parse_size(text, value):
+    assert parse_size(text) == value
+
+
+@needs_e2fsck
+def test_mkfs_then_fsck_clean(tmp_path):
+    img = tmp_path / "x.img"
+    r = run_simfs("mkfs", img, "--size", "32M", "--block-size", "1024")
+    assert "ext2" in r.stdout and img.exists()
+    r = run_simfs("fsck", img)
+    assert r.stdout.startswith("clean:")
+    r = run_simfs("mkfs", img, "--size", "32M", check=False)
+    assert r.returncode == 2 and "--force" in r.stderr
+    run_simfs("mkfs", "-q", img, "--size", "32M", "--force")
+
+
+@pytest.mark.parametrize("args,match", [
+    (["--size", "32M", "--block-size", "2048"], "block size"),
+    (["--size", "1K"], "too small"),
+])
+def test_mkfs_bad_input(tmp_path, args, match):
+    r = run_simfs("mkfs", tmp_path / "y.img", *args, check=False)
+    assert r.returncode == 2 and match in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_mkfs_bad_size_is_argparse_error(tmp_path):
+    r = run_simfs("mkfs", tmp_path / "z.img", "--size", "lots", check=False)
+    assert r.returncode == 2 and "not a size" in r.stderr
+
+
+@needs_e2fsck
+def test_fsck_reports_damage(tmp_path):
+    img = tmp_path / "d.img"
+    run_simfs("mkfs", "-q", img, "--size", "32M")
+    with open(img, "r+b") as f:          # wreck the root directory's inode (inode 2)
+        data = bytearray(f.read())
+        sb = 1024
+        ipg = int.from_bytes(data[sb + 40:sb + 44], "little")
+        assert ipg
+        bs = 1024 << int.from_bytes(data[sb + 24:sb + 28], "little")
+        gd = bs if bs > 1024 else 2048
+        itable = int.from_bytes(data[gd + 8:gd + 12], "little")
+        isize = int.from_bytes(data[sb + 88:sb + 90], "little")
+        off = itable * bs + isize
+        data[off:off + 2] = b"\0\0"              # root's i_mode = 0
+        f.seek(0)
+        f.write(data)
+    r = run_simfs("fsck", img, check=False)
+    assert r.returncode != 0 and r.stdout.startswith("NOT clean")
+
+
+def test_fsck_missing_image(tmp_path):
+    r = run_simfs("fsck", tmp_path / "none.img", check=False)
+    assert r.returncode == 2
+
+
+def test_stats_on_a_plain_directory(tmp_path):
+    r = run_simfs("stats", tmp_path, check=False)
+    assert r.returncode == 2 and "not a simfs mount" in r.stderr
+
+
+def test_print_stats_renders_every_section():
+    doc = {"simfs": "0", "image": "/i", "ops": {"lookup": 3, "read": 1}, "ops_total": 4,
+           "errors": {}, "counters": {"bytes_read": 5 << 20, "blocks_allocated": 7},
+           "time": {"simulated_s": 1.5, "by_op": {"read": 0.5}}}
+    buf = io.StringIO()
+    print_stats(doc, file=buf)
+    out = buf.getvalue()
+    for word in ("ops", "lookup", "counters", "5.0 MiB", "blocks_allocated", "time", "by_op.read", "(none)"):
+        assert word in out, word
+
+
+def test_disks_subcommand_registered_if_available():
+    try:
+        import simfs.cli_disks  # noqa: F401
+    except ImportError:
+        pytest.skip("simfs.cli_disks not present")
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert "disks" in sub.choices
