@@ -167,7 +167,7 @@ def print_stats(doc: dict, file=None) -> None:
                 flat[k] = v
         if not flat:
             t.add_row("(none)", "")
-        for k, v in flat.items():
+        for k, v in sorted(flat.items()):
             t.add_row(str(k), _human(str(k).rpartition(".")[2], v))
         console.print(t)
 
