@@ -7,6 +7,7 @@ operation still reads the directory blocks a linear ext2 directory would read.
 """
 
 import errno
+import zlib
 from collections import OrderedDict
 
 from .errors import FSError
@@ -31,14 +32,17 @@ def _block_free(block: bytes, filetype: bool) -> int:
 
 
 class Directories:
-    def __init__(self, geometry, cache, filemap, inodes, filetype: bool = True, capacity_entries: int = 500_000):
+    def __init__(self, geometry, cache, filemap, inodes, filetype: bool = True, indexed: bool = False,
+                 capacity_entries: int = 500_000):
         self.geo = geometry
         self.bs = geometry.block_size
         self.cache = cache
         self.filemap = filemap
         self.inodes = inodes
         self.filetype = filetype
+        self.indexed = indexed      # charge lookups as an htree/b-tree would: root block + leaf
         self.capacity = capacity_entries
+        self.generations: dict[int, int] = {}   # directory -> change counter (readdir listings)
         self.indexes: "OrderedDict[int, DirIndex]" = OrderedDict()
         self.indexed_entries = 0
 
@@ -52,7 +56,11 @@ class Directories:
             raise FSError(errno.EIO, f"directory {d.ino} has a hole at block {lidx}")
         return self.cache.bread(phys, "dir", d.ino)
 
+    def generation(self, ino: int) -> int:
+        return self.generations.get(ino, 0)
+
     def _dirty(self, d, lidx: int, buf) -> None:
+        self.generations[d.ino] = self.generations.get(d.ino, 0) + 1
         self.cache.mark_dirty(self.filemap.bmap(d, lidx), buf, "dir", d.ino)
         if d.flags & INDEX_FL:   # we write linear entries: the htree index no longer holds
             d.flags &= ~INDEX_FL
@@ -88,13 +96,15 @@ class Directories:
         return idx
 
     def forget(self, ino: int) -> None:
+        self.generations.pop(ino, None)
         idx = self.indexes.pop(ino, None)
         if idx is not None:
             self.indexed_entries -= len(idx.names)
 
     def _touch_upto(self, d, lidx: int) -> None:
-        """Read the blocks a linear lookup scans: 0..lidx."""
-        for i in range(lidx + 1):
+        """Read the blocks a lookup reads: a linear scan reads 0..lidx; an indexed directory
+        reads its root block and the one leaf that holds the name."""
+        for i in ((0, lidx) if self.indexed and lidx > 0 else range(lidx + 1)):
             self.read_block(d, i)
 
     # operations --------------------------------------------------------------------------
@@ -102,7 +112,10 @@ class Directories:
         """(inode, file type) of name in directory d, or None."""
         idx = self._index(d)
         hit = idx.names.get(name)
-        self._touch_upto(d, (hit[2] // self.bs) if hit else self.nblocks(d) - 1)
+        if hit:
+            self._touch_upto(d, hit[2] // self.bs)
+        else:   # a miss scans everything, or reads the root and the leaf the hash picks
+            self._touch_upto(d, (zlib.crc32(name) % self.nblocks(d)) if self.indexed else self.nblocks(d) - 1)
         return (hit[0], hit[1]) if hit else None
 
     def add(self, d, name: bytes, ino: int, ftype: int) -> None:

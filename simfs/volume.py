@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import disk_models
 
 from policies import make_allocator, make_inode_placer, NoSpace
+from policies.dirhash import DirHasher
+from policies.dirorder import BadCookie, make_dir_order
 from .cache import METADATA, BufferCache
 from .clock import SimClock
 from .directory import Directories
@@ -54,6 +56,7 @@ class VolumeOptions:
     disk: str = "sata7200"               # disk model preset, with overrides: "sata7200,rpm=5400"
     cache: int = 128 << 20               # buffer cache size in bytes
     writeback: str = "sync"              # sync | async | softdep (see simfs.cache)
+    dirorder: str = "linear"             # readdir order: linear | hash | inode | name
     maxio: int = 128 << 10               # largest request clustering and read-ahead build, bytes
     cpu_op_us: float = 10.0              # simulated CPU time charged per operation, microseconds
     sync_interval: float = 30.0          # the syncer's period, simulated seconds
@@ -154,8 +157,11 @@ class Volume:
         self.placer = make_inode_placer(options.inode_placement or self.allocator.placer)
         self.inodes = InodeTable(geo, self.descs, self.cache)
         self.filemap = FileMap(geo, self.cache, self.space, self.allocator, self.inodes)
+        self.dirorder = make_dir_order(options.dirorder)
+        self.hasher = DirHasher.from_superblock(sb.def_hash_version, sb.flags, sb.hash_seed)
         self.dirs = Directories(geo, self.cache, self.filemap, self.inodes,
-                                filetype=bool(sb.feature_incompat & INCOMPAT_FILETYPE))
+                                filetype=bool(sb.feature_incompat & INCOMPAT_FILETYPE),
+                                indexed=self.dirorder.name != "linear")
         self.holds: dict[int, int] = {}
         self.generation = sb.wtime
         if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
@@ -260,6 +266,7 @@ class Volume:
     def stats_snapshot(self) -> dict:
         return self.stats.snapshot(self.clock.now, {
             "disk": self.options.disk, "alloc": self.allocator.name, "writeback": self.options.writeback,
+            "dirorder": self.dirorder.name,
             "block_size": self.block_size, "dirty_blocks": self.cache.ndirty,
             "cached_blocks": len(self.cache.buffers)})
 
@@ -784,12 +791,27 @@ class Volume:
 
     # directories -------------------------------------------------------------------------
     @operation
-    def readdir(self, ino: int, cookie: int = 0) -> list[tuple[bytes, int, int]]:
-        """[(name, ino, next_cookie)] from `cookie` on; next_cookie resumes after the entry."""
+    def readdir(self, ino: int, cookie: int = 0, state=None) -> list[tuple[bytes, int, int]]:
+        """[(name, ino, next_cookie)] after `cookie` (0: from the start), in the mount's
+        directory order; next_cookie resumes after that entry, even if the directory changes.
+        `state` (from `opendir_state`, one per open handle) keeps a sorted listing between
+        calls; the name order needs it to resume."""
         d = self._inode(ino)
         if not d.is_dir:
             raise FSError(errno.ENOTDIR)
-        return [(name, eino, pos + 1) for pos, name, eino, _ in self.dirs.entries(d, cookie)]
+        if self.dirorder.name == "linear":
+            return [(name, eino, pos + 1) for pos, name, eino, _ in self.dirs.entries(d, cookie)]
+        entries = ((name, eino, ftype, pos) for pos, name, eino, ftype in self.dirs.entries(d, 0))
+        try:
+            listing = self.dirorder.iterate(entries, after=cookie, hash_ctx=self.hasher, state=state,
+                                            generation=(ino, self.dirs.generation(ino)))
+            return [(e[0], e[1], c) for e, c in listing]
+        except BadCookie:
+            raise FSError(errno.EINVAL) from None
+
+    def opendir_state(self):
+        """Per-handle readdir state for the directory-order policy."""
+        return self.dirorder.new_state()
 
     @operation
     def statfs(self) -> StatFS:
