@@ -40,7 +40,7 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("cache", float, "MiB", "on-board buffer; 0 = none (no read-ahead, write-through)", 0.0, 65536),
     Param("segments", int, "", "read segments the buffer is divided into", 1, 1024),
     Param("readahead", float, "KiB", "read-ahead after a media read, continued while a sequential stream "
-          "reads on; default one segment; 0 = off", 0.0, 1 << 30, optional=True),
+          "reads on; default half a segment; 0 = off", 0.0, 1 << 30, optional=True),
     Param("write_cache", bool, "", "write-back caching (on) or write-through (off)"),
     Param("write_buffer", float, "MiB", "dirty data the write cache may hold; default half the buffer",
           0.0, 65536, optional=True),

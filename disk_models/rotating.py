@@ -60,7 +60,9 @@ class RotatingDrive(DiskModel):
         self.nseg = v["segments"] if cache else 0
         self.seg_sectors = cache // v["segments"] if cache else 0
         ra = v["readahead"]
-        ra = self.seg_sectors if ra is None else int(ra * 1024) // SECTOR
+        # default: half a segment ahead of the host; the other half keeps what was read last,
+        # so re-reads and short backward jumps (an indirect block read ahead of its data) hit
+        ra = self.seg_sectors // 2 if ra is None else int(ra * 1024) // SECTOR
         self.readahead = min(ra, self.seg_sectors)
         self.wc_on = bool(v["write_cache"]) and cache > 0
         wb = v["write_buffer"]
