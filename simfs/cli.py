@@ -142,6 +142,46 @@ def _human(key: str, v):
     return str(v)
 
 
+def _table(title, columns, rows):
+    from rich.table import Table
+    t = Table(title=title)
+    for i, c in enumerate(columns):
+        t.add_column(c, justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(*[str(x) for x in r])
+    if not rows:
+        t.add_row("(none)", *[""] * (len(columns) - 1))
+    return t
+
+
+def _time_tables(sect: dict) -> list:
+    """Tables for the simulated-time section (Volume.stats_snapshot)."""
+    out = []
+    setting = [(k, _human(k, v)) for k, v in sect.items() if not isinstance(v, (dict, list))]
+    out.append(_table("simulated time", ["name", "value"], setting))
+    phases = list(sect.get("phases") or [])
+    total = sect.get("total")
+    rows = []
+    for p in phases + ([total] if isinstance(total, dict) and len(phases) != 1 else []):
+        c = p.get("counters", {})
+        ops = sum(o.get("count", 0) for o in p.get("operations", {}).values())
+        rows.append((p.get("name", "?"), f"{p.get('elapsed', 0):.6f}", f"{p.get('waited', 0):.6f}",
+                     f"{ops:,}", f"{c.get('disk_reads', 0):,}", f"{c.get('disk_writes', 0):,}",
+                     f"{c.get('seeks', 0):,}"))
+    out.append(_table("phases (simulated seconds)",
+                      ["phase", "elapsed", "waited", "ops", "disk reads", "disk writes", "seeks"], rows))
+    if isinstance(total, dict):
+        ops = total.get("operations", {})
+        out.append(_table("operations (total, simulated)", ["op", "count", "seconds", "mean ms"],
+                          [(k, f"{o.get('count', 0):,}", f"{o.get('time', 0):.6f}",
+                            f"{1000 * o.get('time', 0) / o['count']:.3f}" if o.get("count") else "")
+                           for k, o in sorted(ops.items())]))
+        dt = total.get("disk_time", {})
+        out.append(_table("disk time (total, simulated seconds)", ["component", "seconds"],
+                          [(k, f"{v:.6f}") for k, v in dt.items()]))
+    return out
+
+
 def print_stats(doc: dict, file=None) -> None:
     """Render a /.simfs/stats document as tables (one per section)."""
     from rich.console import Console
@@ -155,9 +195,13 @@ def print_stats(doc: dict, file=None) -> None:
     for name, sect in doc.items():
         if not isinstance(sect, dict):
             continue
-        t = Table(title=name)
-        t.add_column("name")
-        t.add_column("value", justify="right")
+        if name == "time" and "phases" in sect:
+            try:
+                for t in _time_tables(sect):
+                    console.print(t)
+                continue
+            except Exception:     # an unexpected shape: fall back to the generic table
+                pass
         flat = {}
         for k, v in sect.items():
             if isinstance(v, dict):
@@ -165,11 +209,8 @@ def print_stats(doc: dict, file=None) -> None:
                     flat[f"{k}.{k2}"] = v2
             else:
                 flat[k] = v
-        if not flat:
-            t.add_row("(none)", "")
-        for k, v in sorted(flat.items()):
-            t.add_row(str(k), _human(str(k).rpartition(".")[2], v))
-        console.print(t)
+        console.print(_table(name, ["name", "value"],
+                             [(str(k), _human(str(k).rpartition(".")[2], v)) for k, v in sorted(flat.items())]))
 
 
 def cmd_stats(a) -> int:

@@ -137,11 +137,24 @@ class Operations(pyfuse3.Operations):
         self.faults: dict[str, int] = {}
         #: extra sections of /.simfs/stats: name -> callable returning a JSON-able dict
         self.stats_sections: dict = {}
+        if hasattr(vol, "stats_snapshot"):
+            self.stats_sections["time"] = vol.stats_snapshot
+        self.dir_handles: dict[int, tuple[int, object]] = {}   # fh -> (inode, readdir state)
+        self._next_dir_fh = 1
         self.ctl = control.ControlDir(FUSE_ROOT, uid=os.getuid(), gid=os.getgid())
         self.ctl.add("stats", read=self._render_stats, help="counters as JSON")
         self.ctl.add("info", read=self._render_info, help="daemon pid, image, options (JSON)")
         self.ctl.add("sync", write=lambda data: self.vol.sync(), perm=0o222,
                      help="write anything: write every dirty block back to the image")
+        if hasattr(vol, "drop_caches"):
+            self.ctl.add("drop_caches", write=lambda data: self.vol.drop_caches(), perm=0o200,
+                         help="write anything: write back, then empty simfs's caches (cold cache)")
+        if hasattr(vol, "reset_stats"):
+            self.ctl.add("reset", write=self._reset, perm=0o200,
+                         help="write anything: zero the counters and simulated-time statistics")
+        if hasattr(vol, "mark"):
+            self.ctl.add("mark", write=self._mark, perm=0o200,
+                         help="write a phase name: later statistics are kept under it")
         if debug_faults:
             self.ctl.add("fault", write=self._arm_fault, perm=0o200,
                          help="TESTS: write 'OP [N]' to make the next N OP handlers raise")
@@ -229,6 +242,17 @@ class Operations(pyfuse3.Operations):
         doc.update(pid=os.getpid(), simfs=__version__,
                    control_files={f.name.decode(): f.help for f in self.ctl.files.values()})
         return (json.dumps(doc, indent=1) + "\n").encode()
+
+    def _reset(self, data: bytes) -> None:
+        self.vol.reset_stats()
+        self.ops.clear()
+        self.errors.clear()
+
+    def _mark(self, data: bytes) -> None:
+        name = data.decode(errors="replace").strip()
+        if not name:
+            raise FSError(errno.EINVAL, "empty phase name")
+        self.vol.mark(name)
 
     def _arm_fault(self, data: bytes) -> None:
         for line in data.decode(errors="replace").splitlines():
@@ -416,14 +440,24 @@ class Operations(pyfuse3.Operations):
     # directories --------------------------------------------------------------------------------
     @_handler
     def opendir(self, ino, ctx=None):
-        return ino if control.is_control(ino) else _vino(ino)
+        if control.is_control(ino):
+            return ino
+        vino = _vino(ino)
+        new_state = getattr(self.vol, "opendir_state", None)
+        fh = self._next_dir_fh
+        self._next_dir_fh += 1
+        self.dir_handles[fh] = (vino, new_state() if new_state else None)
+        return fh
 
     @_handler
     def readdir(self, fh, start_id, token):
         if control.is_control(fh):
             return self._readdir_ctl(start_id, token)
-        for name, ino, next_id in self.vol.readdir(fh, start_id):
-            if fh == self.root and name == control.NAME:
+        dino, state = self.dir_handles[fh]
+        listing = (self.vol.readdir(dino, start_id, state=state) if state is not None
+                   else self.vol.readdir(dino, start_id))
+        for name, ino, next_id in listing:
+            if dino == self.root and name == control.NAME:
                 continue
             if name == b"." or name == b"..":
                 e = pyfuse3.EntryAttributes()       # kernel takes no reference for these
@@ -452,12 +486,12 @@ class Operations(pyfuse3.Operations):
 
     @_handler
     def releasedir(self, fh):
-        return None
+        self.dir_handles.pop(fh, None)
 
     @_handler
     def fsyncdir(self, fh, datasync):
         if not control.is_control(fh):
-            self.vol.fsync(fh, bool(datasync))
+            self.vol.fsync(self.dir_handles[fh][0], bool(datasync))
 
     @_handler
     def statfs(self, ctx=None):

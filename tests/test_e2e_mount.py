@@ -310,3 +310,27 @@ def test_foreground_mount(tmp_path):
     assert rc == 0, out
     r = subprocess.run(["debugfs", "-R", "cat /fg.txt", str(image)], capture_output=True, text=True)
     assert r.stdout == "foreground\n"
+
+
+def test_control_mark_reset_drop_caches(simfs_mount):
+    m = simfs_mount
+    ctl = m.mnt / ".simfs"
+    names = set(os.listdir(ctl))
+    if not {"mark", "reset", "drop_caches"} <= names:
+        pytest.skip("the volume has no phases/caches to steer")
+    (m.mnt / "a").write_bytes(b"a" * 100_000)
+    (ctl / "mark").write_text("readback\n")
+    (ctl / "drop_caches").write_text("1\n")
+    assert (m.mnt / "a").read_bytes() == b"a" * 100_000
+    doc = m.stats()
+    phases = [p["name"] for p in doc["time"]["phases"]]
+    assert phases[-1] == "readback"
+    last = doc["time"]["phases"][-1]
+    assert last["counters"].get("cache_misses", 0) > 0        # the cache really was cold
+    with pytest.raises(OSError) as e:
+        (ctl / "mark").write_text("\n")
+    assert e.value.errno == errno.EINVAL
+    (ctl / "reset").write_text("1\n")
+    doc = m.stats()
+    assert doc["ops"].get("write", 0) == 0 and [p["name"] for p in doc["time"]["phases"]] == ["all"]
+    assert "simulated time" in run_simfs("stats", m.mnt).stdout
