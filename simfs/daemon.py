@@ -34,11 +34,13 @@ class UsageError(Exception):
 
 # checks ------------------------------------------------------------------------------------
 def check_mountpoint(mnt: str) -> None:
+    if is_mounted(mnt):
+        raise UsageError(f"mount point {mnt} is already a mount point")
     if not os.path.lexists(mnt):
         raise UsageError(f"mount point {mnt} does not exist")
     if not os.path.isdir(mnt):
         raise UsageError(f"mount point {mnt} is not a directory")
-    if is_mounted(mnt) or os.path.ismount(mnt):
+    if os.path.ismount(mnt):
         raise UsageError(f"mount point {mnt} is already a mount point")
     try:
         if os.listdir(mnt):
@@ -52,6 +54,22 @@ def check_image(image: str) -> None:
         raise UsageError(f"image {image} does not exist")
     if not os.path.isfile(image):
         raise UsageError(f"image {image} is not a regular file")
+
+
+def _path_options(vopts) -> dict:
+    from simfs.mountopts import PATH_FIELDS
+    import dataclasses
+    return {f.name: getattr(vopts, f.name) for f in dataclasses.fields(vopts)
+            if (f.metadata.get("path") or f.name in PATH_FIELDS) and getattr(vopts, f.name)}
+
+
+def _check_outside(mnt: str, **paths) -> None:
+    """The daemon must not write into its own mount (it would wait on itself)."""
+    root = os.path.realpath(mnt).rstrip("/") + "/"
+    for what, p in paths.items():
+        real = os.path.realpath(os.path.abspath(p))
+        if real.startswith(root) or real == root.rstrip("/"):
+            raise UsageError(f"the {what} file {p} must not be inside the mount point {mnt}")
 
 
 def _unescape_mountinfo(s: str) -> str:
@@ -198,6 +216,7 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False) -> int:
     check_mountpoint(mnt)
     check_image(image)
     log_path = os.path.abspath(mopts.log) if mopts.log else default_log_path(image)
+    _check_outside(mnt, image=image, log=log_path, **_path_options(mopts.volume))
     if foreground:
         setup_logging(log_path if mopts.log else None, mopts.loglevel, stream=sys.stderr)
 
@@ -343,7 +362,7 @@ def wait_for_daemon(pid: int | None, image: str | None, timeout: float | None = 
 def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None) -> int:
     """`simfs umount`: unmount, then wait for the daemon to finish writing and exit."""
     mnt = os.path.abspath(mnt)
-    if not os.path.lexists(mnt):
+    if not is_mounted(mnt) and not os.path.lexists(mnt):
         raise UsageError(f"{mnt} does not exist")
     if not is_mounted(mnt, "fuse"):
         raise UsageError(f"{mnt} is not mounted" if not is_mounted(mnt)

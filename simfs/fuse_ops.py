@@ -41,7 +41,6 @@ FUSE_ROOT = pyfuse3.ROOT_INODE      # 1
 # rsync fall back to chmod, where a stored-but-ignored ACL would leave the mode unset.
 ACL_XATTRS = (b"system.posix_acl_access", b"system.posix_acl_default")
 NAME_MAX = 255
-O_ACCMODE = os.O_RDONLY | os.O_WRONLY | os.O_RDWR
 
 
 class InjectedFault(RuntimeError):
@@ -390,8 +389,9 @@ class Operations(pyfuse3.Operations):
             return pyfuse3.FileInfo(fh=self.ctl.open(ino, flags), direct_io=True, keep_cache=False)
         vino = _vino(ino)
         self.vol.hold(vino)             # an open handle is a hold, like a lookup
-        if flags & os.O_TRUNC and (flags & O_ACCMODE) != os.O_RDONLY:
-            # FUSE_ATOMIC_O_TRUNC: the kernel leaves truncation on open to us.
+        if flags & os.O_TRUNC:
+            # FUSE_ATOMIC_O_TRUNC: the kernel leaves truncation on open to us (and, like
+            # Linux, O_RDONLY|O_TRUNC truncates too; the kernel checked write permission).
             try:
                 self.vol.setattr(vino, size=0)
             except BaseException:

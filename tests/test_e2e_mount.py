@@ -334,3 +334,26 @@ def test_control_mark_reset_drop_caches(simfs_mount):
     doc = m.stats()
     assert doc["ops"].get("write", 0) == 0 and [p["name"] for p in doc["time"]["phases"]] == ["all"]
     assert "simulated time" in run_simfs("stats", m.mnt).stdout
+
+
+def test_umount_after_daemon_was_killed(tmp_path):
+    """A daemon killed with SIGKILL leaves a dead mount (ENOTCONN): simfs umount clears it,
+    and the mount point can be used again."""
+    image = make_image(tmp_path / "k.img", "64M")
+    mnt = tmp_path / "k.mnt"
+    mnt.mkdir()
+    m = SimfsMount(image, mnt)
+    try:
+        m.mount()
+        pid = m.info()["pid"]
+        os.kill(pid, signal.SIGKILL)
+        assert _wait(lambda: not _alive(pid))
+        r = run_simfs("mount", image, mnt, check=False)
+        assert r.returncode == 2 and "already a mount point" in r.stderr
+        r = run_simfs("umount", mnt)
+        assert "daemon gone" in r.stderr
+        assert os.path.realpath(mnt) not in fuse_mounts()
+        m.mount()
+        m.umount()
+    finally:
+        m.force_cleanup()
