@@ -30,6 +30,12 @@ DESTAGE_MAX = 1024
 _FULL_TURN = 1.0 - 1e-7
 
 
+def _start(begin: float, accepted: float) -> float:
+    """When the drive began a command: `begin` (its work start less the overhead), never before
+    it accepted the command (float rounding of (t + ovh) - ovh must not make queue negative)."""
+    return begin if begin > accepted else accepted
+
+
 class RotatingDrive(DiskModel):
     """A conventional drive with 512-byte sectors (see AdvancedFormatDrive for 4K sectors)."""
 
@@ -192,7 +198,8 @@ class RotatingDrive(DiskModel):
                 self._ra_lba0 = m0
                 self._ra_t0 = t1
                 self._ra_tend = t1 + L.stream_time(m0, want)
-        return DiskResult(t, tw - ovh, finish, tw - ovh - t, ovh, seek, rot, xfer, extra, 0.0, False)
+        start = _start(tw - ovh, ts)
+        return DiskResult(t, start, finish, start - t, ovh, seek, rot, xfer, extra, 0.0, False)
 
     def _write(self, a, b, t, ts, sync):
         n = b - a
@@ -216,7 +223,8 @@ class RotatingDrive(DiskModel):
             if self._mech_free < finish:
                 self._mech_free = finish
             self._host_free = finish
-            return DiskResult(t, tw - ovh, finish, tw - ovh - t, ovh, 0.0, 0.0, 0.0, ifc, 0.0, True)
+            start = _start(tw - ovh, ts)
+            return DiskResult(t, start, finish, start - t, ovh, 0.0, 0.0, 0.0, ifc, 0.0, True)
         # write-through (cache off) or FUA
         ovh = self.ovh
         tw = ts + ovh
@@ -232,7 +240,8 @@ class RotatingDrive(DiskModel):
         finish = t2 + extra
         self._mech_free = t2
         self._host_free = finish
-        return DiskResult(t, tw - ovh, finish, tw - ovh - t, ovh, seek, rot, xfer, extra, rmw, False)
+        start = _start(tw - ovh, ts)
+        return DiskResult(t, start, finish, start - t, ovh, seek, rot, xfer, extra, rmw, False)
 
     def flush(self, now: float) -> float:
         ts = now if now > self._host_free else self._host_free
