@@ -26,6 +26,8 @@ API
       cache_hit, .total (= finish - issue = the sum of the components).
   DiskModel.flush(now) -> float   when every cached write is on the media.
   DiskModel.busy_until            when the drive accepts the next command.
+  RotatingDrive also exposes .layout (zones: .zone(lba), .zone_rate(z), .stream_time(a, b)),
+      .seek (the Lee curve, seconds per cylinder distance), .t_rev, and .derived() for `show`.
 
 Models: RotatingDrive (zones, Lee seek curve, rotation from absolute time, skews, segmented
 read-ahead cache, write-back cache), AdvancedFormatDrive (4K physical sectors, 512e, partition

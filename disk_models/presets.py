@@ -31,8 +31,8 @@ def _preset(name, kind, summary, drive, table):
     return Preset(name, kind, summary, drive, values, prov)
 
 
-_AF_CAL = ("calibration: random O_SYNC 4 KiB writes at 4K+512 cost 2.3-2.5x the aligned ones in a 1 GiB span "
-           "(OSNews 2010 measured 22-24 s vs 7-8 s per 1000, about 3x)")
+_AF_CAL = ("calibration: 1000 random FUA 4 KiB writes at 4K+512 in a 1 GiB span cost 2.4x the aligned ones "
+           "(OSNews 2010: 22-24 s vs 7-8 s, ~3x); whole disk 1.7x; see disk_models/advanced_format.py")
 
 WD1200JB = _preset("wd1200jb", "rotating",
     "WD Caviar WD1200JB: 7200 rpm PATA, 120 GB, 8 MB cache, 2003 (seed 000 era)",
@@ -93,7 +93,7 @@ SATA7200 = _preset("sata7200", "rotating",
 SAS10K = _preset("sas10k", "rotating",
     "10,000 rpm 2.5\" SAS enterprise drive, 146 GB, 16 MB cache, ~2008-2010",
     "Seagate Savvio 10K.3 class (ST9146803SS), 146 GB 2.5\" SAS, interpolated from Savvio 10K.1 and 10K.4 sheets", {
-    "capacity": (286_749_488, "[inferred] Savvio 146 GB guaranteed sector count, from memory of Seagate manuals (unverified)"),
+    "capacity": (286_749_488, "[inferred] the block count Linux reports for 146 GB SAS drives, from memory (unverified)"),
     "rpm": (10000.0, f"[read] Savvio 10K.x: average latency 3.0 ms = half of 6 ms ({REF} 2.2)"),
     "heads": (4, f"[inferred] 2 platters; {REF} 2.2 leaves 2 or 4 open"),
     "zones": (24, "[inferred] as DiskSim's validated Atlas 10K (24 zones)"),
