@@ -5,8 +5,9 @@ pyfuse3 has no ioctl, so a mount is inspected and steered through a small virtua
 lists it. Its files are served with direct_io and st_size 0 (procfs style): a readable file's
 content is rendered when it is opened; every write() to a writable file runs its action.
 
-Files are registered with `add()`; the FUSE layer registers `stats`, `info` and `sync` (and
-`fault` under `-o debug_faults`), the timing issue adds `reset`, `drop_caches`, `mark`.
+Files are registered with `add()`; the FUSE layer registers `stats`, `info`, `sync`,
+`drop_caches`, `reset`, `mark` (the last three when the volume offers them) and `fault`
+under `-o debug_faults`.
 Virtual inode and handle numbers start at 2**48, far above any ext2 inode number (32 bits),
 so they can never collide with the image's. Nothing here knows about pyfuse3.
 """
