@@ -1,10 +1,18 @@
 """Allocation and directory-order policies, looked up by name."""
 
 from .base import BlockAllocator, BlockRequest, InodePlacer, NoSpace
+from .ffs_alloc import Cg, Cg2010, Cg2013
+from .ffs_dirpref import FfsDirpref
 from .firstfree import FirstFree, ParentGroup
+from .freebsd_ext2fs import Ext2fs2010, Ext2fs2010Fixed, Ext2fsDirpref
+from .linux_ext2 import Ext2
+from .linux_ialloc import Orlov
+from .sequential import Sequential, SequentialInodes
 
-ALLOCATORS = {cls.name: cls for cls in (FirstFree,)}
-INODE_PLACERS = {cls.name: cls for cls in (ParentGroup,)}
+ALLOCATORS = {cls.name: cls for cls in (FirstFree, Sequential, Cg2010, Cg2013, Cg, Ext2,
+                                        Ext2fs2010, Ext2fs2010Fixed)}
+INODE_PLACERS = {cls.name: cls for cls in (ParentGroup, SequentialInodes, FfsDirpref, Orlov,
+                                           Ext2fsDirpref)}
 
 
 def unknown(kind: str, name: str, known) -> ValueError:

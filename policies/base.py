@@ -48,8 +48,10 @@ class SpaceView(Protocol):
     """The free-space maps as policies see them (see simfs.freespace.FreeSpace)."""
 
     geometry: Any
+    descs: list              # group descriptors (block_bitmap, inode_bitmap, inode_table, counts)
     block_used: np.ndarray   # bool per block, True = in use (metadata included)
     inode_used: np.ndarray   # bool per inode (index ino-1)
+    free_blocks: int         # free blocks on the volume
 
     def group_free_blocks(self, g: int) -> int: ...
     def group_free_inodes(self, g: int) -> int: ...
@@ -74,6 +76,19 @@ class BlockAllocator:
 
     def allocate(self, space: SpaceView, req: BlockRequest, state: Any) -> int:
         raise NotImplementedError
+
+    def release(self, state: Any) -> None:
+        """The file was truncated or its last writer closed it: drop what the allocator holds
+        for it (ext2_discard_reservation). Default: nothing is held."""
+
+    def reallocate(self, space: SpaceView, req: BlockRequest, state: Any,
+                   cluster: list[tuple[int, int]]) -> list[int] | None:
+        """Cluster reallocation (ffs_reallocblks): given [(lblk, phys), ...] of a delayed-write
+        cluster about to be extended and `req` describing its first block, return new free,
+        contiguous physical blocks for the whole cluster, or None to leave it as it is. The
+        allocator changes nothing; the volume takes the new blocks, rewrites the pointers and
+        frees the old ones. Default: refuse."""
+        return None
 
 
 class InodePlacer:

@@ -1,0 +1,344 @@
+"""Linux ext2 block allocation with reservation windows (2.6.19 and later; ext3 is the same).
+
+Replicates fs/ext2/inode.c `ext2_find_goal`, `ext2_find_near`, `ext2_alloc_blocks`,
+`ext2_splice_branch` and fs/ext2/balloc.c `ext2_new_blocks`, `ext2_try_to_allocate_with_rsv`,
+`alloc_new_reservation`, `find_next_reservable_window`, `search_reserve_window`,
+`ext2_try_to_allocate`, `find_next_usable_block` (torvalds/linux, 2.6.2x; the ext3 functions
+of reference/allocation-policies.md §2.3 are the same algorithm with ext3_ prefixes).
+
+Goal (ext2_find_goal, once per get_block branch)
+    regular file and lblk == last_alloc_logical_block + 1 (and a last physical block):
+    last_alloc_physical_block + 1; else ext2_find_near: the nearest non-zero earlier pointer in
+    the same map (as is, not +1), else the indirect block holding the pointer, else
+    group_first_block(inode group) + (pid % 16) * (blocks_per_group / 16) -- the "colour".
+    The indirect blocks and the data block of one branch are allocated together
+    (ext2_alloc_blocks): here each following block of the branch asks for the previous + 1.
+    After the data block, last_alloc_{logical,physical}_block are set (ext2_splice_branch).
+Reservation windows (regular files only: i_block_alloc_info exists for S_ISREG)
+    Per-inode window [start, end] of rsv_goal_size blocks (EXT2_DEFAULT_RESERVE_BLOCKS = 8),
+    kept in one volume-wide ordered set (the rb-tree, with its [0, 0] head). A block is taken
+    inside the inode's window; a new window is made (alloc_new_reservation) when there is
+    none, the goal is outside it, or the last attempt in it failed: the first gap of `size`
+    blocks at or after the goal between other windows that holds a free block; the size
+    doubles (up to EXT2_MAX_RESERVE_BLOCKS = 1027) when more than half the old window was
+    used. Inside a window the goal is taken if free, else the next free block in the window
+    (ext2_try_to_allocate scans forward from the goal); without a goal find_next_usable_block:
+    a free bit up to the next 64-bit boundary, else a free byte, else any free bit; without a
+    window it then backs up over at most 7 free bits. ext2_new_blocks tries the goal's group,
+    then every other group in order (skipping those with <= window/2 free blocks), and
+    finally again without the reservation.
+
+Window life cycle: ext2 discards the window on truncate, on last close of a writer, and when
+the in-core inode goes (ext2_discard_reservation). The volume calls `release(state)` (if it
+does) for the first two; the third happens by itself here because the window is dropped when
+the per-inode state object is garbage-collected with its in-core inode.
+
+pid: the colour uses current->pid, which the volume does not pass; one writer process is
+modelled, with `pid` (default 0) as a class attribute.
+"""
+
+import bisect
+import weakref
+
+import numpy as np
+
+from .base import BlockAllocator, BlockRequest, NoSpace, SpaceView
+from .groupscan import first_free, group_bits
+
+DEFAULT_RESERVE_BLOCKS = 8      # EXT2_DEFAULT_RESERVE_BLOCKS
+MAX_RESERVE_BLOCKS = 1027       # EXT2_MAX_RESERVE_BLOCKS
+NOT_ALLOCATED = 0               # EXT2_RESERVE_WINDOW_NOT_ALLOCATED
+
+
+class Window:
+    """struct ext2_reserve_window_node."""
+
+    __slots__ = ("start", "end", "goal_size", "alloc_hit", "__weakref__")
+
+    def __init__(self, goal_size: int = DEFAULT_RESERVE_BLOCKS):
+        self.start = NOT_ALLOCATED
+        self.end = NOT_ALLOCATED
+        self.goal_size = goal_size
+        self.alloc_hit = 0
+
+    @property
+    def empty(self) -> bool:
+        return self.end == NOT_ALLOCATED
+
+
+class BlockAllocInfo:
+    """struct ext2_block_alloc_info (+ the branch being built by one get_block call)."""
+
+    __slots__ = ("last_lblk", "last_phys", "rsv", "branch_lblk", "branch_last", "__weakref__")
+
+    def __init__(self):
+        self.last_lblk = 0
+        self.last_phys = 0
+        self.rsv = Window()
+        self.branch_lblk = -1
+        self.branch_last = 0
+
+
+class WindowTree:
+    """The per-filesystem reservation tree: windows ordered by start, never overlapping."""
+
+    def __init__(self):
+        head = Window()                 # s_rsv_window_head, [0, 0], always present
+        self.starts = [head.start]
+        self.nodes = [head]
+
+    def index(self, w: Window) -> int:
+        i = bisect.bisect_left(self.starts, w.start)
+        while self.nodes[i] is not w:
+            i += 1
+        return i
+
+    def search(self, goal: int) -> int:
+        """search_reserve_window: the window with the greatest start <= goal (index)."""
+        return bisect.bisect_right(self.starts, goal) - 1
+
+    def add(self, w: Window) -> None:
+        i = bisect.bisect_left(self.starts, w.start)
+        self.starts.insert(i, w.start)
+        self.nodes.insert(i, w)
+
+    def remove(self, w: Window) -> None:
+        i = self.index(w)
+        del self.starts[i]
+        del self.nodes[i]
+        w.start = w.end = NOT_ALLOCATED
+
+
+class Ext2(BlockAllocator):
+    name = "ext2"
+    summary = ("Linux ext2/ext3 (2.6.19+): goal = last+1 if sequential else nearest earlier "
+               "pointer/indirect/group colour (ext2_find_goal), 8-block reservation windows")
+    placer = "orlov"
+    pid = 0                             # current->pid for the colour (one writer modelled)
+
+    def __init__(self):
+        self.tree = WindowTree()
+        self._live: dict[int, Window] = {}
+
+    # per-inode state ------------------------------------------------------------------------
+    def new_inode_state(self) -> BlockAllocInfo:
+        info = BlockAllocInfo()
+        weakref.finalize(info, _discard_window, weakref.ref(self), info.rsv)
+        return info
+
+    def release(self, state) -> None:
+        """ext2_discard_reservation (truncate, last close of a writer)."""
+        if isinstance(state, BlockAllocInfo):
+            self._discard(state.rsv)
+
+    def _discard(self, w: Window) -> None:
+        if not w.empty:
+            self.tree.remove(w)
+
+    # get_block ------------------------------------------------------------------------------
+    def allocate(self, space: SpaceView, req: BlockRequest, st) -> int:
+        geo = space.geometry
+        regular = not req.is_dir and req.kind != "symlink"
+        info = st if (regular and isinstance(st, BlockAllocInfo)) else None
+        if req.kind == "xattr":         # ext2_xattr_set2: goal = the inode group's first block
+            return self._new_block(space, geo.group_start(req.inode_group), info)
+        lbn = req.lblk
+        if info is not None and info.branch_lblk == lbn and info.branch_last:
+            goal = info.branch_last + 1                     # rest of the branch (ext2_alloc_blocks)
+        elif info is not None and lbn == info.last_lblk + 1 and info.last_phys:
+            goal = info.last_phys + 1                       # ext2_find_goal
+        elif req.map_prev:                                  # ext2_find_near
+            goal = req.map_prev
+        elif req.map_block:
+            goal = req.map_block
+        else:
+            goal = geo.group_start(req.inode_group) + (self.pid % 16) * (geo.blocks_per_group // 16)
+        b = self._new_block(space, goal, info)
+        if info is not None:
+            if req.kind == "indirect":
+                info.branch_lblk, info.branch_last = lbn, b
+            else:
+                info.branch_lblk, info.branch_last = -1, 0
+                info.last_lblk, info.last_phys = lbn, b     # ext2_splice_branch
+        return b
+
+    # ext2_new_blocks ------------------------------------------------------------------------
+    def _new_block(self, space, goal: int, info) -> int:
+        geo = space.geometry
+        bpg = geo.blocks_per_group
+        fdb = geo.first_data_block
+        my_rsv = info.rsv if info is not None and info.rsv.goal_size > 0 else None
+        windowsz = my_rsv.goal_size if my_rsv is not None else 0
+        if goal < fdb or goal >= geo.blocks_count:
+            goal = fdb
+        group = (goal - fdb) // bpg
+        goal_group = group
+        while True:
+            free = space.group_free_blocks(group)
+            if my_rsv is not None and free < windowsz and my_rsv.empty:
+                my_rsv = None
+            if free > 0:
+                r = self._try_with_rsv(space, group, (goal - fdb) % bpg, my_rsv)
+                if r >= 0:
+                    return self._done(geo, group, r, my_rsv)
+            for _ in range(geo.groups):
+                group += 1
+                if group >= geo.groups:
+                    group = 0
+                if space.group_free_blocks(group) <= windowsz // 2:
+                    continue
+                r = self._try_with_rsv(space, group, -1, my_rsv)
+                if r >= 0:
+                    return self._done(geo, group, r, my_rsv)
+            if my_rsv is None:
+                raise NoSpace()
+            my_rsv, windowsz, group = None, 0, goal_group   # forget reservations, retry
+
+    @staticmethod
+    def _done(geo, group: int, r: int, my_rsv) -> int:
+        if my_rsv is not None:
+            my_rsv.alloc_hit += 1
+        return geo.group_start(group) + r
+
+    def _try_with_rsv(self, space, group: int, grp_goal: int, my_rsv) -> int:
+        """ext2_try_to_allocate_with_rsv (count = 1)."""
+        if my_rsv is None:
+            return self._try_to_allocate(space, group, grp_goal, None)
+        geo = space.geometry
+        gfb = geo.group_start(group)
+        ret = 0
+        for _ in range(4 * geo.blocks_per_group + 8):     # each retry moves the window forward
+            if my_rsv.empty or ret < 0 or not self._goal_in(geo, my_rsv, grp_goal, group):
+                ret = self._alloc_new_reservation(space, my_rsv, grp_goal, group)
+                if ret < 0:
+                    return -1
+                if not self._goal_in(geo, my_rsv, grp_goal, group):
+                    grp_goal = -1
+            if my_rsv.start > gfb + geo.blocks_per_group - 1 or my_rsv.end < gfb:
+                raise AssertionError("reservation window outside its group")
+            ret = self._try_to_allocate(space, group, grp_goal, my_rsv)
+            if ret >= 0:
+                return ret
+        return -1
+
+    @staticmethod
+    def _goal_in(geo, rsv: Window, grp_goal: int, group: int) -> bool:
+        """goal_in_my_reservation."""
+        gfb = geo.group_start(group)
+        glb = gfb + geo.blocks_per_group - 1
+        if rsv.start > glb or rsv.end < gfb:
+            return False
+        if grp_goal >= 0 and not (rsv.start <= grp_goal + gfb <= rsv.end):
+            return False
+        return True
+
+    def _alloc_new_reservation(self, space, my_rsv: Window, grp_goal: int, group: int) -> int:
+        geo = space.geometry
+        gfb = geo.group_start(group)
+        gend = gfb + geo.blocks_per_group - 1
+        start_block = gfb if grp_goal < 0 else grp_goal + gfb
+        if not my_rsv.empty:
+            if my_rsv.start <= gend < my_rsv.end and start_block >= my_rsv.start:
+                return -1               # window crosses into the next group: keep it, move on
+            if my_rsv.alloc_hit > (my_rsv.end - my_rsv.start + 1) // 2:
+                my_rsv.goal_size = min(my_rsv.goal_size * 2, MAX_RESERVE_BLOCKS)
+        bits = group_bits(space, group)
+        head = self.tree.search(start_block)
+        while True:
+            if self._find_next_reservable_window(head, my_rsv, start_block, gend) < 0:
+                self._discard(my_rsv)
+                return -1
+            ffb = first_free(bits, my_rsv.start - gfb, geo.blocks_per_group)
+            if ffb < 0:
+                self._discard(my_rsv)
+                return -1
+            start_block = ffb + gfb
+            if my_rsv.start <= start_block <= my_rsv.end:
+                return 0
+            head = self.tree.index(my_rsv)
+
+    def _find_next_reservable_window(self, head: int, my_rsv: Window, start_block: int, last_block: int) -> int:
+        tree = self.tree
+        size = my_rsv.goal_size
+        cur = start_block
+        i = head
+        rsv = tree.nodes[i]
+        while True:
+            if cur <= rsv.end:
+                cur = rsv.end + 1
+            if cur > last_block:
+                return -1
+            prev = rsv
+            if i + 1 >= len(tree.nodes):
+                break
+            i += 1
+            rsv = tree.nodes[i]
+            if cur + size <= rsv.start:
+                break
+        if prev is not my_rsv and not my_rsv.empty:
+            tree.remove(my_rsv)
+        if prev is my_rsv:              # stays in place in the order; only its bounds move
+            j = tree.index(my_rsv)
+            my_rsv.start, my_rsv.end = cur, cur + size - 1
+            tree.starts[j] = cur
+        else:
+            my_rsv.start, my_rsv.end = cur, cur + size - 1
+            tree.add(my_rsv)
+        my_rsv.alloc_hit = 0
+        return 0
+
+    # ext2_try_to_allocate -------------------------------------------------------------------
+    def _try_to_allocate(self, space, group: int, grp_goal: int, rsv) -> int:
+        geo = space.geometry
+        bpg = geo.blocks_per_group
+        bits = group_bits(space, group)
+        if rsv is not None:
+            gfb = geo.group_start(group)
+            start = rsv.start - gfb if rsv.start >= gfb else 0
+            end = min(rsv.end - gfb + 1, bpg)
+            if start <= grp_goal < end:
+                start = grp_goal
+            else:
+                grp_goal = -1
+        else:
+            start = grp_goal if grp_goal > 0 else 0
+            end = bpg
+        if grp_goal < 0:
+            grp_goal = self._find_next_usable_block(bits, start, end)
+            if grp_goal < 0:
+                return -1
+            if rsv is None:             # search back up to 7 free bits
+                i = 0
+                while i < 7 and grp_goal > start and not bits[grp_goal - 1]:
+                    grp_goal -= 1
+                    i += 1
+        return first_free(bits, grp_goal, end)   # claim the goal or the next free bit after it
+
+    @staticmethod
+    def _find_next_usable_block(bits: np.ndarray, start: int, maxblocks: int) -> int:
+        if start > 0:
+            end_goal = min((start + 63) & ~63, maxblocks)
+            here = first_free(bits, start, end_goal)
+            if here >= 0:
+                return here
+        here = max(start, 0)
+        lim = (maxblocks + 7) >> 3
+        b0 = here >> 3
+        if b0 < lim:
+            used = bits[b0 * 8:lim * 8].reshape(-1, 8).any(axis=1)
+            j = int(used.argmin())
+            if not used[j]:
+                nxt = (b0 + j) * 8
+                if here <= nxt < maxblocks:
+                    return nxt
+        return first_free(bits, here, maxblocks)
+
+
+def _discard_window(alloc_ref, w: Window) -> None:
+    """The in-core inode (and its state) is gone: drop its window (ext2 does it in iput)."""
+    alloc = alloc_ref()
+    if alloc is not None and not w.empty:
+        try:
+            alloc.tree.remove(w)
+        except (IndexError, ValueError):
+            pass
