@@ -26,6 +26,12 @@ WRITEBACK_POLICIES = ("sync", "async", "softdep")
 _SOFTDEP_PASSES = (("bitmap", "gdt"), ("inode",), ("dir",))
 
 
+def vkey(ino: int, lblk: int) -> int:
+    """Cache key of a dirty page whose block is not allocated yet (delayed allocation):
+    negative, so it never collides with a block number and sorts before them."""
+    return -((ino << 32) | lblk) - 1
+
+
 class Buffer:
     __slots__ = ("blkno", "data", "kind", "ino", "dirty", "dirtied_at", "ready_at")
 
@@ -56,6 +62,8 @@ class BufferCache:
         self.op_sync: set[int] = set()       # metadata to write before the operation returns
         self.sync_kinds: tuple = ()
         self.last_syncer = 0.0
+        self.resolver = None          # places delayed blocks: f(list of vkeys) -> {vkey: blkno}
+        self._resolving = False
 
     # reading -------------------------------------------------------------------------------
     def bread(self, blkno: int, kind: str, ino: int = 0) -> bytearray:
@@ -110,6 +118,25 @@ class BufferCache:
         buf = Buffer(blkno, bytearray(self.bs), kind, ino)
         self._insert(buf)
         return buf.data
+
+    def page(self, key: int, kind: str, ino: int) -> bytearray:
+        """The buffer of a not-yet-allocated block (delayed allocation), zeroed if new; no I/O."""
+        buf = self.buffers.get(key)
+        if buf is not None:
+            self.buffers.move_to_end(key)
+            return buf.data
+        buf = Buffer(key, bytearray(self.bs), kind, ino)
+        self.buffers[key] = buf     # no eviction here: it could place this very page meanwhile;
+        return buf.data             # the dirty thresholds at the end of the operation bound these
+
+    def rekey(self, key: int, blkno: int) -> None:
+        """A delayed block got its place: the dirty buffer now stands for block blkno."""
+        buf = self.buffers.pop(key)
+        old = self.buffers.pop(blkno, None)
+        if old is not None and old.dirty:
+            self.ndirty -= 1
+        buf.blkno = blkno
+        self.buffers[blkno] = buf
 
     def peek(self, blkno: int, count: int = 1) -> bytes:
         """Read blocks without charging or caching (mount-time loading of bitmaps and tables)."""
@@ -180,6 +207,9 @@ class BufferCache:
         self._flush_dirty(wait=False)
         self.clock.drain()
 
+    def pending_keys(self) -> list[int]:
+        return [k for k in self.buffers if k < 0]
+
     def flush_blocks(self, blknos) -> None:
         """Write the named blocks if they are dirty and wait until they are on the media (fsync)."""
         self._write_back(sorted(b for b in set(blknos) if b in self.buffers and self.buffers[b].dirty), wait=False)
@@ -206,7 +236,7 @@ class BufferCache:
     def _insert(self, buf: Buffer) -> None:
         self.buffers[buf.blkno] = buf
         self.buffers.move_to_end(buf.blkno)
-        if len(self.buffers) > self.capacity:
+        if len(self.buffers) > self.capacity and not self._resolving:
             self._evict()
 
     def _evict(self) -> None:
@@ -219,10 +249,19 @@ class BufferCache:
             victims.append(b)
         self._write_back(sorted(b for b in victims if self.buffers[b].dirty), wait=False)
         for b in victims:
-            del self.buffers[b]
+            self.buffers.pop(b, None)     # delayed blocks were re-keyed when placed
 
     def _write_back(self, blknos: list[int], wait: bool) -> None:
-        """Write sorted dirty blocks: contiguous runs up to maxio blocks become one request."""
+        """Write sorted dirty blocks: contiguous runs up to maxio blocks become one request.
+        Delayed blocks (negative keys) are placed first."""
+        if blknos and blknos[0] < 0:
+            self._resolving = True
+            try:
+                placed = self.resolver([k for k in blknos if k < 0])
+            finally:
+                self._resolving = False
+            blknos = sorted(b for b in [b for b in blknos if b >= 0] + list(placed.values())
+                            if b in self.buffers and self.buffers[b].dirty)   # a placed file may be gone
         i = 0
         while i < len(blknos):
             j = i + 1

@@ -60,14 +60,20 @@ class FileMap:
         return blk
 
     # allocation --------------------------------------------------------------------------
-    def map_for_write(self, inode, lblk: int, kind: str = "data") -> tuple[int, bool]:
-        """(physical block, newly allocated) for lblk, allocating what is missing."""
+    def map_for_write(self, inode, lblk: int, kind: str = "data", phys: int = 0) -> tuple[int, bool]:
+        """(physical block, newly allocated) for lblk, allocating what is missing.
+
+        With `phys` (delayed allocation decided the place already) that block is taken for
+        the data; missing indirect blocks are still asked of the allocator."""
         slot, idx = self.path(lblk)
         blk = inode.block[slot]
         level = len(idx)
         if not blk:
-            blk = self._alloc(inode, lblk, kind if level == 0 else "indirect", level, slot,
-                              _prev_nonzero(inode.block, slot), 0)
+            if level == 0 and phys:
+                blk = self._take(inode, phys)
+            else:
+                blk = self._alloc(inode, lblk, kind if level == 0 else "indirect", level, slot,
+                                  _prev_nonzero(inode.block, slot), 0)
             inode.block[slot] = blk
             self.inodes.put(inode)
             if level == 0:
@@ -83,8 +89,11 @@ class FileMap:
                 blk = child
                 continue
             last = depth == level - 1
-            child = self._alloc(inode, lblk, kind if last else "indirect", level - depth - 1, i,
-                                _prev_nonzero_buf(buf, i), blk)
+            if last and phys:
+                child = self._take(inode, phys)
+            else:
+                child = self._alloc(inode, lblk, kind if last else "indirect", level - depth - 1, i,
+                                    _prev_nonzero_buf(buf, i), blk)
             buf = self.cache.bread(blk, "indirect", inode.ino)   # may have been evicted meanwhile
             _U32.pack_into(buf, i * 4, child)
             self.cache.mark_dirty(blk, buf, "indirect", inode.ino)
@@ -100,7 +109,7 @@ class FileMap:
         req = BlockRequest(ino=inode.ino, inode_group=self.geo.group_of_inode(inode.ino), lblk=lblk, kind=kind,
                            level=level, slot=slot, map_prev=map_prev, map_block=map_block, prev_phys=prev,
                            is_dir=inode.is_dir)
-        if self.space.free_blocks <= 0:
+        if self.space.free_blocks - self.space.reserved <= 0:
             raise FSError(errno.ENOSPC)
         try:
             b = self.allocator.allocate(self.space, req, inode.incore["alloc"])
@@ -108,6 +117,9 @@ class FileMap:
             raise FSError(errno.ENOSPC) from None
         if self.space.is_metadata(b) or not (self.geo.first_data_block <= b < self.geo.blocks_count):
             raise AssertionError(f"allocator {self.allocator.name} chose metadata/out-of-range block {b}")
+        return self._take(inode, b)
+
+    def _take(self, inode, b: int) -> int:
         self.space.take_block(b, inode.ino)
         inode.blocks += self.spb
         return b

@@ -17,6 +17,7 @@ class FreeSpace:
         self.descs = descs
         self.cache = cache
         self.stats = stats
+        self.reserved = 0     # blocks promised to delayed-allocation writes, not yet placed
         self.block_used = np.zeros(geo.blocks_count, dtype=bool)
         self.inode_used = np.zeros(geo.inodes_count, dtype=bool)
         self._load()

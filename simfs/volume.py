@@ -21,9 +21,10 @@ from dataclasses import dataclass
 import disk_models
 
 from policies import make_allocator, make_inode_placer, NoSpace
+from policies.base import BlockRequest
 from policies.dirhash import DirHasher
 from policies.dirorder import BadCookie, make_dir_order
-from .cache import METADATA, BufferCache
+from .cache import METADATA, BufferCache, vkey
 from .clock import SimClock
 from .directory import Directories
 from .errors import FSError, ImageError
@@ -162,6 +163,8 @@ class Volume:
         self.dirs = Directories(geo, self.cache, self.filemap, self.inodes,
                                 filetype=bool(sb.feature_incompat & INCOMPAT_FILETYPE),
                                 indexed=self.dirorder.name != "linear")
+        self.delayed = self.allocator.decides == "flush"
+        self.cache.resolver = self._place_delayed
         self.holds: dict[int, int] = {}
         self.generation = sb.wtime
         if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
@@ -221,6 +224,7 @@ class Volume:
         if self.closed:
             return
         if not self.options.read_only:
+            self.sync()                      # places delayed blocks, which releases their holds
             for ino in list(self.holds):
                 self.holds[ino] = 1
                 self.drop(ino)
@@ -542,6 +546,8 @@ class Volume:
         if inode.is_dir:
             self.dirs.forget(inode.ino)
         if inode.has_block_map and not inode.is_fast_symlink(self.block_size):
+            if self.delayed:
+                self._undelay(inode, 0)
             self.filemap.truncate(inode, 0)
         if inode.file_acl:
             self._release_xattr_block(inode)
@@ -680,7 +686,12 @@ class Volume:
             lo = max(offset - lblk * bs, 0)
             hi = min(end - lblk * bs, bs)
             p = phys[lblk - first]
-            out += self.cache.bread(p, "data", ino)[lo:hi] if p else bytes(hi - lo)
+            if p:
+                out += self.cache.bread(p, "data", ino)[lo:hi]
+            elif self.delayed and vkey(ino, lblk) in self.cache.buffers:
+                out += self.cache.page(vkey(ino, lblk), "data", ino)[lo:hi]
+            else:
+                out += bytes(hi - lo)
         self._count("bytes_read", len(out))
         if self.options.atime and not self.options.read_only:
             inode.atime_ns = self._now()
@@ -740,6 +751,13 @@ class Volume:
                 pos = offset + done
                 lblk, lo = divmod(pos, bs)
                 n = min(bs - lo, len(data) - done)
+                if self.delayed and not self.filemap.bmap(inode, lblk):
+                    key = self._delay(inode, lblk)
+                    buf = self.cache.page(key, "data", ino)
+                    buf[lo:lo + n] = data[done:done + n]
+                    self.cache.mark_dirty(key, buf, "data", ino)
+                    done += n
+                    continue
                 phys, new = self.filemap.map_for_write(inode, lblk)
                 if new or n == bs:
                     buf = self.cache.getblk(phys, "data", ino)
@@ -756,6 +774,71 @@ class Volume:
         self._count("bytes_written", done)
         return done
 
+    # delayed allocation ------------------------------------------------------------------
+    def _pending(self, inode) -> set:
+        if inode.incore is None:
+            inode.incore = {"alloc": self.allocator.new_inode_state()}
+        return inode.incore.setdefault("pending", set())
+
+    def _delay(self, inode, lblk: int) -> int:
+        """Reserve a block for a delayed write of lblk; its cache key."""
+        pending = self._pending(inode)
+        if lblk not in pending:
+            space = self.space
+            # room for the block and, pessimistically, the indirect blocks it may need
+            if space.free_blocks - space.reserved * (1 + 3 / self.geo.ptrs_per_block) - 4 < 1:
+                raise FSError(errno.ENOSPC)
+            pending.add(lblk)
+            space.reserved += 1
+            if len(pending) == 1:
+                self.hold(inode.ino)          # keep the in-core inode until its blocks are placed
+        return vkey(inode.ino, lblk)
+
+    def _undelay(self, inode, keep_blocks: int) -> None:
+        """Forget delayed blocks at or past keep_blocks (truncate, unlink)."""
+        pending = self._pending(inode) if inode.incore else set()
+        gone = [lblk for lblk in pending if lblk >= keep_blocks]
+        for lblk in gone:
+            pending.discard(lblk)
+            self.cache.forget(vkey(inode.ino, lblk))
+            self.space.reserved -= 1
+        if gone and not pending:
+            self.drop(inode.ino)
+
+    def _place_delayed(self, keys: list[int]) -> dict[int, int]:
+        """Write-back reached delayed blocks: place every pending block of their inodes, in
+        logical order, as runs of consecutive blocks (ext4_writepages → mballoc)."""
+        placed = {}
+        inos = sorted({(-k - 1) >> 32 for k in keys})
+        for ino in inos:
+            inode = self.inodes.get(ino)
+            pending = sorted(self._pending(inode))
+            state = inode.incore["alloc"]
+            i = 0
+            while i < len(pending):
+                j = i + 1
+                while j < len(pending) and pending[j] == pending[j - 1] + 1 and j - i < 2048:
+                    j += 1
+                first = pending[i]
+                req = BlockRequest(ino=ino, inode_group=self.geo.group_of_inode(ino), lblk=first,
+                                   prev_phys=self.filemap.bmap(inode, first - 1) if first else 0)
+                try:
+                    blocks = self.allocator.allocate_run(self.space, req, state, j - i)
+                except NoSpace:
+                    raise FSError(errno.ENOSPC, "delayed allocation found no room at write-back") from None
+                for lblk, phys in zip(pending[i:j], blocks):
+                    self.space.reserved -= 1
+                    self.filemap.map_for_write(inode, lblk, "data", phys=phys)
+                    state.add(lblk, phys, 1)
+                    self.cache.rekey(vkey(ino, lblk), phys)
+                    placed[vkey(ino, lblk)] = phys
+                i = j
+            self.inodes.put(inode)
+            inode.incore["pending"] = set()
+            self.drop(ino)
+        self._count("delayed_blocks_placed", len(placed))
+        return placed
+
     def _finish_write(self, inode, offset: int, done: int) -> None:
         if offset + done > inode.size:
             inode.size = offset + done
@@ -770,6 +853,8 @@ class Volume:
             raise FSError(errno.EFBIG)
         bs = self.block_size
         if size < inode.size:
+            if self.delayed:
+                self._undelay(inode, -(-size // bs))
             self.filemap.truncate(inode, -(-size // bs))
             if size % bs:   # zero the tail of the last block so a later extension reads zeros
                 phys = self.filemap.bmap(inode, size // bs)
@@ -783,6 +868,8 @@ class Volume:
     @operation
     def fsync(self, ino: int, datasync: bool = False) -> None:
         inode = self._inode(ino)
+        if self.delayed and inode.incore and inode.incore.get("pending"):
+            self._place_delayed([vkey(ino, next(iter(inode.incore["pending"])))])
         blocks = [b for _, b in self.filemap.blocks(inode)]
         blocks.append(self.inodes.block_of(ino))
         if inode.file_acl:
@@ -818,7 +905,7 @@ class Volume:
         geo = self.geo
         overhead = geo.first_data_block + sum(geo.super_and_gdt_blocks(g) + 2 + geo.inode_table_blocks
                                               for g in range(geo.groups))
-        free = self.space.free_blocks
+        free = self.space.free_blocks - self.space.reserved
         return StatFS(f_bsize=geo.block_size, f_frsize=geo.block_size, f_blocks=geo.blocks_count - overhead,
                       f_bfree=free, f_bavail=max(0, free - self.sb.r_blocks_count),
                       f_files=geo.inodes_count, f_ffree=self.space.free_inodes, f_favail=self.space.free_inodes)

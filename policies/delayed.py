@@ -1,0 +1,136 @@
+"""`delayed`: ext4-style delayed allocation with an mballoc-like stream allocator.
+
+Nothing is placed at write time: dirty pages of unallocated blocks wait in the cache. When
+write-back takes them, the volume hands each inode's pending blocks over in logical order
+(ext4_writepages → mpage_prepare_extent_to_map), as runs of logically consecutive blocks of
+at most 2048 (MAX_WRITEPAGES_EXTENT_LEN), and `allocate_run` places each run:
+
+* goal (ext4_ext_find_goal): next to the file's nearest extent, at the offset the logical
+  distance asks for (pblk + (lblk - ee_block)), so blocks written out of order still end up
+  in file order; with no extent yet, the first free block of the inode's group plus the
+  logical offset;
+* the goal itself if the run fits there, else the first free extent at least as long as the
+  run at or after the goal (group by group, wrapping), else the longest pieces available.
+
+Indirect blocks, directory blocks and xattr blocks are placed at write time from the top of
+the inode's group downwards, so they never sit between a file's data blocks (ext4 keeps
+extent-tree blocks apart from data in the same way).
+"""
+
+from bisect import bisect_right
+
+import numpy as np
+
+from .base import BlockAllocator, BlockRequest, NoSpace, SpaceView
+
+MAX_RUN = 2048
+
+
+class DelayedState:
+    """A file's extents as allocated so far: sorted starts, and (lblk, phys, length)."""
+
+    __slots__ = ("starts", "extents")
+
+    def __init__(self):
+        self.starts: list[int] = []
+        self.extents: list[tuple[int, int, int]] = []
+
+    def nearest(self, lblk: int):
+        i = bisect_right(self.starts, lblk) - 1
+        if i >= 0:
+            return self.extents[i]
+        return self.extents[0] if self.extents else None
+
+    def add(self, lblk: int, phys: int, n: int) -> None:
+        i = bisect_right(self.starts, lblk)
+        if i > 0:
+            l0, p0, n0 = self.extents[i - 1]
+            if l0 + n0 == lblk and p0 + n0 == phys:      # extends its predecessor
+                self.extents[i - 1] = (l0, p0, n0 + n)
+                return
+        self.starts.insert(i, lblk)
+        self.extents.insert(i, (lblk, phys, n))
+
+
+def _free_runs(used: np.ndarray):
+    """(starts, lengths) of the free runs in a bool 'used' array."""
+    free = np.concatenate(([False], ~used, [False])).astype(np.int8)
+    d = np.diff(free)
+    starts = np.flatnonzero(d == 1)
+    return starts, np.flatnonzero(d == -1) - starts
+
+
+class Delayed(BlockAllocator):
+    name = "delayed"
+    summary = ("ext4 delayed allocation: blocks placed at write-back in logical runs of up to 2048, "
+               "goal next to the nearest extent (ext4_ext_find_goal, mballoc stream allocation)")
+    decides = "flush"
+    placer = "parent-group"
+
+    def new_inode_state(self):
+        return DelayedState()
+
+    def allocate(self, space: SpaceView, req: BlockRequest, state) -> int:
+        """Write-time placement (metadata): the highest free block of the inode's group."""
+        geo = space.geometry
+        for i in range(geo.groups):
+            g = (req.inode_group + i) % geo.groups
+            if not space.group_free_blocks(g):
+                continue
+            start, n = geo.group_start(g), geo.group_blocks(g)
+            seg = space.block_used[start:start + n]
+            free = np.flatnonzero(~seg)
+            if len(free):
+                return start + int(free[-1])
+        raise NoSpace()
+
+    def allocate_run(self, space: SpaceView, req: BlockRequest, state: DelayedState, count: int) -> list[int]:
+        """Physical blocks for lblk req.lblk .. req.lblk+count-1 (not necessarily contiguous)."""
+        geo = space.geometry
+        ext = state.nearest(req.lblk)
+        if ext is not None:
+            goal = ext[1] + (req.lblk - ext[0])
+        else:
+            base = space.first_free_block(geo.group_start(req.inode_group), geo.blocks_count)
+            goal = (base if base >= 0 else geo.first_data_block) + req.lblk
+        goal = min(max(goal, geo.first_data_block), geo.blocks_count - 1)
+        out: list[int] = []
+        need = count
+        while need:
+            start, n = self._find(space, goal, need)
+            out.extend(range(start, start + n))
+            for j in range(n):                   # the volume takes them; keep our map current
+                space.block_used[start + j] = True
+            need -= n
+            goal = start + n
+        for b in out:                            # give them back: the volume's take_block marks them
+            space.block_used[b] = False
+        return out
+
+    def _find(self, space: SpaceView, goal: int, need: int) -> tuple[int, int]:
+        geo = space.geometry
+        used = space.block_used
+        if not used[goal:goal + need].any() and goal + need <= geo.blocks_count:
+            return goal, need
+        g0 = geo.group_of_block(goal)
+        best = None
+        for i in range(geo.groups + 1):
+            g = (g0 + i) % geo.groups
+            lo = goal if i == 0 else geo.group_start(g)
+            hi = geo.group_start(g) + geo.group_blocks(g)
+            if i == geo.groups:                  # the goal group's part before the goal
+                lo, hi = geo.group_start(g0), goal
+            if lo >= hi or not space.group_free_blocks(g):
+                continue
+            starts, lengths = _free_runs(used[lo:hi])
+            if not len(starts):
+                continue
+            fit = np.flatnonzero(lengths >= need)
+            if len(fit):
+                return lo + int(starts[fit[0]]), need
+            k = int(np.argmax(lengths))
+            if best is None or lengths[k] > best[1]:
+                best = (lo + int(starts[k]), int(lengths[k]))
+        if best is None:
+            raise NoSpace()
+        return best
