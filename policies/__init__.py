@@ -1,6 +1,7 @@
 """Allocation and directory-order policies, looked up by name."""
 
 from .base import BlockAllocator, BlockRequest, InodePlacer, NoSpace
+from .delayed import Delayed
 from .ffs_alloc import Cg, Cg2010, Cg2013
 from .ffs_dirpref import FfsDirpref
 from .firstfree import FirstFree, ParentGroup
@@ -10,7 +11,7 @@ from .linux_ialloc import Orlov
 from .sequential import Sequential, SequentialInodes
 
 ALLOCATORS = {cls.name: cls for cls in (FirstFree, Sequential, Cg2010, Cg2013, Cg, Ext2,
-                                        Ext2fs2010, Ext2fs2010Fixed)}
+                                        Ext2fs2010, Ext2fs2010Fixed, Delayed)}
 INODE_PLACERS = {cls.name: cls for cls in (ParentGroup, SequentialInodes, FfsDirpref, Orlov,
                                            Ext2fsDirpref)}
 

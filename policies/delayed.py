@@ -65,7 +65,7 @@ class Delayed(BlockAllocator):
     summary = ("ext4 delayed allocation: blocks placed at write-back in logical runs of up to 2048, "
                "goal next to the nearest extent (ext4_ext_find_goal, mballoc stream allocation)")
     decides = "flush"
-    placer = "parent-group"
+    placer = "orlov"
 
     def new_inode_state(self):
         return DelayedState()

@@ -9,19 +9,12 @@ import random
 
 import pytest
 
-import policies
-from policies.delayed import Delayed
 from simfs.ondisk.mkfs import mkfs
 from simfs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean
 
 MIB = 1 << 20
 PAGE = 4096
-
-
-@pytest.fixture(autouse=True)
-def registered(monkeypatch):
-    monkeypatch.setitem(policies.ALLOCATORS, Delayed.name, Delayed)
 
 
 def extents(vol, ino) -> int:
