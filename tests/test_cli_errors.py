@@ -23,15 +23,30 @@ def empty_dir(tmp_path):
     return d
 
 
+BASE = None
+
+
+@pytest.fixture(autouse=True)
+def _session_base(tmp_path_factory):
+    global BASE
+    BASE = os.path.realpath(tmp_path_factory.getbasetemp())
+
+
+def _ours() -> list[str]:
+    """FUSE mounts below this test session's temporary directory (other sessions may mount
+    and unmount meanwhile)."""
+    return sorted(p for p in fuse_mounts() if p.startswith(BASE + "/"))
+
+
 def _refused(*args, match: str):
-    before = fuse_mounts()
+    before = _ours()
     r = run_simfs(*args, check=False)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert len(lines) == 1, r.stderr
     assert match in lines[0], lines[0]
     assert "Traceback" not in r.stderr
-    assert fuse_mounts() == before, "something was left mounted"
+    assert _ours() == before, "something was left mounted"
     return lines[0]
 
 
