@@ -59,6 +59,27 @@ class FileMap:
             blk = _U32.unpack_from(self.cache.bread(blk, "indirect", inode.ino), i * 4)[0]
         return blk
 
+    def locate(self, inode, lblk: int) -> tuple[int, int]:
+        """(index of lblk's pointer in its map, physical block of that map or 0 for i_block)."""
+        slot, idx = self.path(lblk)
+        if not idx:
+            return slot, 0
+        blk = inode.block[slot]
+        for i in idx[:-1]:
+            blk = _U32.unpack_from(self.cache.bread(blk, "indirect", inode.ino), i * 4)[0] if blk else 0
+        return idx[-1], blk
+
+    def set_pointer(self, inode, lblk: int, phys: int) -> None:
+        """Point lblk's existing mapping at another block (cluster reallocation)."""
+        slot, map_block = self.locate(inode, lblk)
+        if not map_block:
+            inode.block[slot] = phys
+            self.inodes.put(inode)
+            return
+        buf = self.cache.bread(map_block, "indirect", inode.ino)
+        _U32.pack_into(buf, slot * 4, phys)
+        self.cache.mark_dirty(map_block, buf, "indirect", inode.ino)
+
     # allocation --------------------------------------------------------------------------
     def map_for_write(self, inode, lblk: int, kind: str = "data", phys: int = 0) -> tuple[int, bool]:
         """(physical block, newly allocated) for lblk, allocating what is missing.

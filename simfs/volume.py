@@ -164,6 +164,7 @@ class Volume:
                                 filetype=bool(sb.feature_incompat & INCOMPAT_FILETYPE),
                                 indexed=self.dirorder.name != "linear")
         self.delayed = self.allocator.decides == "flush"
+        self.reallocates = hasattr(self.allocator, "reallocate")
         self.cache.resolver = self._place_delayed
         self.holds: dict[int, int] = {}
         self.generation = sb.wtime
@@ -759,6 +760,8 @@ class Volume:
                     done += n
                     continue
                 phys, new = self.filemap.map_for_write(inode, lblk)
+                if new and self.reallocates:
+                    phys = self._cluster_write(inode, lblk, phys)
                 if new or n == bs:
                     buf = self.cache.getblk(phys, "data", ino)
                 else:
@@ -773,6 +776,45 @@ class Volume:
         self._finish_write(inode, offset, done)
         self._count("bytes_written", done)
         return done
+
+    def _cluster_write(self, inode, lblk: int, phys: int) -> int:
+        """FFS cluster_write: a block appended out of line with its predecessor offers the
+        allocator the still-dirty contiguous run before it plus itself (ffs_reallocblks);
+        if a new contiguous place is found the run moves there. Returns lblk's block."""
+        prev = self.filemap.bmap(inode, lblk - 1) if lblk else 0
+        if not prev or prev + 1 == phys:
+            return phys
+        cluster = [(lblk, phys)]
+        l, p = lblk - 1, prev
+        while l >= 0 and len(cluster) < self.cache.maxio:
+            buf = self.cache.buffers.get(p)
+            if buf is None or not buf.dirty:     # already written: no longer part of a cluster
+                break
+            cluster.insert(0, (l, p))
+            q = self.filemap.bmap(inode, l - 1) if l else 0
+            if not q or q + 1 != p:
+                break
+            l, p = l - 1, q
+        if len(cluster) < 2:
+            return phys
+        start = cluster[0][0]
+        slot, map_block = self.filemap.locate(inode, start)
+        req = BlockRequest(ino=inode.ino, inode_group=self.geo.group_of_inode(inode.ino), lblk=start,
+                           slot=slot, map_block=map_block,
+                           prev_phys=self.filemap.bmap(inode, start - 1) if start else 0)
+        new = self.allocator.reallocate(self.space, req, inode.incore["alloc"], cluster)
+        if not new:
+            return phys
+        for (l, old), nb in zip(cluster, new):
+            if nb == old:
+                continue
+            self.space.take_block(nb, inode.ino)
+            self.filemap.set_pointer(inode, l, nb)
+            if old in self.cache.buffers:
+                self.cache.rekey(old, nb)
+            self.space.release_block(old)
+        self._count("clusters_reallocated")
+        return new[-1]
 
     # delayed allocation ------------------------------------------------------------------
     def _pending(self, inode) -> set:
