@@ -665,6 +665,8 @@ class Volume:
             return
         inode = self.inodes.get(ino)
         self.inodes.unpin(ino)
+        if inode.incore is not None:      # last close: ext2_discard_reservation and the like
+            self.allocator.release(inode.incore["alloc"])
         if inode.links == 0:
             self._free_inode(inode)
 
@@ -897,6 +899,8 @@ class Volume:
         if size < inode.size:
             if self.delayed:
                 self._undelay(inode, -(-size // bs))
+            if inode.incore is not None:
+                self.allocator.release(inode.incore["alloc"])
             self.filemap.truncate(inode, -(-size // bs))
             if size % bs:   # zero the tail of the last block so a later extension reads zeros
                 phys = self.filemap.bmap(inode, size // bs)

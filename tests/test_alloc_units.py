@@ -116,6 +116,7 @@ def test_reallocate_moves_a_broken_cluster_to_the_first_run_after_its_preference
     with vol4k(alloc) as vol:
         a = vol.create(vol.root_ino, b"a", 0o644, 0, 0).st_ino
         vol.write(a, 0, b"a" * 10 * 4096)                 # d0..d9 contiguous
+        vol.sync()                                        # written: no cluster for the volume to move
         write_file(vol, vol.root_ino, b"b", 4096)         # takes the block after d9
         vol.write(a, 10 * 4096, b"a" * 4096)              # d10 lands after b
         data, _ = block_map(vol, a)
