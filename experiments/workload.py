@@ -416,7 +416,7 @@ def _c_lines(rng: random.Random, v: _Vocab, target: int) -> list[str]:
             return f"!{P(rng, cur.funcs)}({a})"
         if r == 5:
             return f"{a} >= {P(rng, cur.macros)}"
-        return f"error != 0"
+        return "error != 0"
 
     def args() -> str:
         return ", ".join(expr() if rng.random() < 0.4 else P(rng, cur.vars)
@@ -533,7 +533,7 @@ def _text_lines(rng: random.Random, v: _Vocab, target: int) -> list[str]:
             chunk += [_words(rng, 6, 14, topic) for _ in range(rng.randrange(1, 6))]
             chunk += [f".Xr {P(rng, v.funcs)} {rng.randrange(1, 10)} ,", ".Pp"]
         elif r == 1:
-            chunk = [f"SRCS+=\t" + " ".join(f"{P(rng, v.funcs)}.c" for _ in range(rng.randrange(1, 6)))
+            chunk = ["SRCS+=\t" + " ".join(f"{P(rng, v.funcs)}.c" for _ in range(rng.randrange(1, 6)))
                      for _ in range(rng.randrange(1, 6))]
             chunk += [f"CFLAGS+= -I${{.CURDIR}}/../{P(rng, _DIR_NAMES)} -D{P(rng, v.macros)}", ""]
         elif r == 2:

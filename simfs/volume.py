@@ -35,7 +35,7 @@ from .stats import Stats
 from .trace import TraceWriter
 from .ondisk import xattr as xattr_fmt
 from .ondisk.constants import (
-    FT_DIR, INCOMPAT_FILETYPE, LINK_MAX, MAX_NAME_LEN, ROOT_INO, RO_COMPAT_LARGE_FILE,
+    INCOMPAT_FILETYPE, LINK_MAX, MAX_NAME_LEN, ROOT_INO, RO_COMPAT_LARGE_FILE,
     STATE_VALID, SUPERBLOCK_OFFSET, file_type_of_mode,
 )
 from .ondisk.groupdesc import unpack_table

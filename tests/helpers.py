@@ -22,7 +22,8 @@ def assert_fsck_clean(image) -> None:
 
 def copy_tree_into(vol, src, parent=None, chunk: int = 65536) -> int:
     """Copy a real directory tree into a Volume in-process, as an unpacking tar would
-    (mkdir, create, sequential writes, symlinks, hard links, then times). Returns files copied."""
+    (mkdir, create, open, sequential writes, close, symlinks, hard links, then times).
+    Returns files copied."""
     import os
     import stat as st
     parent = parent or vol.root_ino
@@ -41,11 +42,13 @@ def copy_tree_into(vol, src, parent=None, chunk: int = 65536) -> int:
             vol.link(seen[(s.st_dev, s.st_ino)], parent, bname)
         else:
             ino = vol.create(parent, bname, st.S_IMODE(s.st_mode), 0, 0).st_ino
+            vol.hold(ino)                       # open ... close: the allocator sees the last close
             with open(path, "rb") as f:
                 off = 0
                 while data := f.read(chunk):
                     vol.write(ino, off, data)
                     off += len(data)
+            vol.drop(ino)
             vol.setattr(ino, mtime_ns=s.st_mtime_ns, atime_ns=s.st_atime_ns)
             if s.st_nlink > 1:
                 seen[(s.st_dev, s.st_ino)] = ino

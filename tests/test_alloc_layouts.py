@@ -9,9 +9,7 @@
 * cg-2010 vs cg-2013: where the first indirect block goes on an aged group.
 """
 
-import os
 import re
-import stat
 import subprocess
 from pathlib import Path
 
@@ -19,53 +17,20 @@ import pytest
 
 from simfs.ondisk.mkfs import mkfs
 from simfs.volume import Volume, VolumeOptions
-from tests.helpers import assert_fsck_clean, needs_e2fsprogs
+from tests.helpers import assert_fsck_clean, copy_tree_into, needs_e2fsprogs
 
-try:
-    from experiments.workload import generate_tree
-except ImportError:         # pragma: no cover - the workload module is part of the repository
-    generate_tree = None
-
-
-def copy_tree(vol: Volume, src, parent: int, chunk: int = 65536) -> int:
-    """Copy a directory tree into the volume as `tar x` would: mkdir, create, sequential
-    writes, and close (the allocator's release) after each file. Returns files written."""
-    count = 0
-    for name in sorted(os.listdir(src)):
-        path = os.path.join(src, name)
-        s = os.lstat(path)
-        bname = os.fsencode(name)
-        if stat.S_ISDIR(s.st_mode):
-            count += copy_tree(vol, path, vol.mkdir(parent, bname, 0o755, 0, 0).st_ino, chunk)
-        elif stat.S_ISLNK(s.st_mode):
-            vol.symlink(parent, bname, os.fsencode(os.readlink(path)), 0, 0)
-        elif stat.S_ISREG(s.st_mode):
-            ino = vol.create(parent, bname, 0o644, 0, 0).st_ino
-            with open(path, "rb") as f:
-                off = 0
-                while data := f.read(chunk):
-                    vol.write(ino, off, data)
-                    off += len(data)
-            close(vol, ino)
-            count += 1
-    return count
-
-
-def close(vol: Volume, ino: int) -> None:
-    """What the volume will do on the last close of a writer (ext2_release_file)."""
-    inode = vol.inodes.get(ino)
-    if inode.incore is not None:
-        vol.allocator.release(inode.incore["alloc"])
+from experiments.workload import generate_tree
 
 
 def write_file(vol: Volume, parent: int, name: bytes, size: int, chunk: int = 8192) -> int:
     ino = vol.create(parent, name, 0o644, 0, 0).st_ino
+    vol.hold(ino)                      # open ... close (drop): the allocator's release
     off = 0
     while off < size:
         n = min(chunk, size - off)
         vol.write(ino, off, bytes([off // chunk % 251]) * n)
         off += n
-    close(vol, ino)
+    vol.drop(ino)
     return ino
 
 
@@ -135,7 +100,7 @@ def _image(tmp_path: Path, block_size: int, size: int, bpg: int, name="img") -> 
 def test_ext2fs_2010_leaves_one_block_used_seven_free(tmp_path, src_tree):
     img = _image(tmp_path, 4096, 128 << 20, 8192)
     with Volume.open(img, VolumeOptions(alloc="ext2fs-2010")) as vol:
-        assert copy_tree(vol, src_tree, vol.root_ino) >= 100
+        assert copy_tree_into(vol, src_tree) >= 100
     assert_fsck_clean(img)
     out = subprocess.run(["dumpe2fs", img], capture_output=True, text=True, check=True).stdout
     stripes = {g: longest_stripe(r) for g, r in free_ranges(out).items()}
@@ -147,7 +112,7 @@ def test_ext2fs_2010_leaves_one_block_used_seven_free(tmp_path, src_tree):
 def test_no_stripes_without_the_defects(tmp_path, src_tree, alloc):
     img = _image(tmp_path, 4096, 128 << 20, 8192)
     with Volume.open(img, VolumeOptions(alloc=alloc)) as vol:
-        copy_tree(vol, src_tree, vol.root_ino)
+        copy_tree_into(vol, src_tree)
     assert_fsck_clean(img)
     out = subprocess.run(["dumpe2fs", img], capture_output=True, text=True, check=True).stdout
     assert max(longest_stripe(r) for r in free_ranges(out).values()) < 3

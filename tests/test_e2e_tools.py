@@ -6,8 +6,6 @@ After each scenario: umount, e2fsck -fn clean, mount again, contents still verif
 
 import os
 import random
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
