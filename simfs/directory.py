@@ -42,7 +42,6 @@ class Directories:
         self.filetype = filetype
         self.indexed = indexed      # charge lookups as an htree/b-tree would: root block + leaf
         self.capacity = capacity_entries
-        self.generations: dict[int, int] = {}   # directory -> change counter (readdir listings)
         self.indexes: "OrderedDict[int, DirIndex]" = OrderedDict()
         self.indexed_entries = 0
 
@@ -56,11 +55,7 @@ class Directories:
             raise FSError(errno.EIO, f"directory {d.ino} has a hole at block {lidx}")
         return self.cache.bread(phys, "dir", d.ino)
 
-    def generation(self, ino: int) -> int:
-        return self.generations.get(ino, 0)
-
     def _dirty(self, d, lidx: int, buf) -> None:
-        self.generations[d.ino] = self.generations.get(d.ino, 0) + 1
         self.cache.mark_dirty(self.filemap.bmap(d, lidx), buf, "dir", d.ino)
         if d.flags & INDEX_FL:   # we write linear entries: the htree index no longer holds
             d.flags &= ~INDEX_FL
@@ -96,7 +91,6 @@ class Directories:
         return idx
 
     def forget(self, ino: int) -> None:
-        self.generations.pop(ino, None)
         idx = self.indexes.pop(ino, None)
         if idx is not None:
             self.indexed_entries -= len(idx.names)

@@ -936,8 +936,9 @@ class Volume:
             return [(name, eino, pos + 1) for pos, name, eino, _ in self.dirs.entries(d, cookie)]
         entries = ((name, eino, ftype, pos) for pos, name, eino, ftype in self.dirs.entries(d, 0))
         try:
+            # every entry change sets the directory's ctime, which no tool can set back
             listing = self.dirorder.iterate(entries, after=cookie, hash_ctx=self.hasher, state=state,
-                                            generation=(ino, self.dirs.generation(ino)))
+                                            generation=(ino, d.ctime_ns, d.mtime_ns, d.size))
             return [(e[0], e[1], c) for e, c in listing]
         except BadCookie:
             raise FSError(errno.EINVAL) from None
