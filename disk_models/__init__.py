@@ -56,7 +56,9 @@ def resolve(spec) -> DiskSpec:
     values, prov, applied = dict(preset.values), dict(preset.provenance), {}
     for key, raw in overrides.items():
         if key not in valid:
-            raise ValueError(f"unknown disk parameter {key!r} for {name}; valid keys: {', '.join(valid)}")
+            hint = (" (the drive's buffer is drive_cache, in MiB; the mount's buffer cache is the "
+                    "mount option cache=)") if key == "cache" else ""
+            raise ValueError(f"unknown disk parameter {key!r} for {name}{hint}; valid keys: {', '.join(valid)}")
         values[key] = parse_value(PARAMS[key], raw)
         prov[key] = f"override ({key}={raw}); preset value {format_value(preset.values[key])}"
         applied[key] = values[key]
@@ -85,6 +87,8 @@ def describe(spec) -> str:
         shown = "auto" if value is None else format_value(value)
         unit = f" {p.unit}" if p.unit and value is not None else ""
         lines.append(f"  {key:<{width}}  {shown + unit:<16}  {s.provenance.get(key, '')}")
+    if "drive_cache" in s.values:
+        lines.append("  (drive_cache is the drive's own buffer; the mount's buffer cache is the mount option cache=)")
     model = make_disk(s)
     derived = model.derived()
     if derived:

@@ -2,6 +2,8 @@
 
 Every model is built from one flat mapping of these parameters, so a mount option like
 `-o disk=sata7200,rpm=5400,write_cache=off` and `simfs disks show` speak the same names.
+The drive's buffer is `drive_cache` (MiB), never `cache`: in `-o disk=...,cache=64M` the key
+`cache` is the mount's own buffer-cache size.
 Values are in the units datasheets use (ms, MB/s = 10^6 bytes/s, MiB, KiB); models convert.
 """
 
@@ -37,7 +39,7 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("overhead", float, "ms", "controller overhead of a command that goes to the media", 0.0, 100),
     Param("overhead_hit", float, "ms", "controller overhead of a command served from the buffer", 0.0, 100),
     Param("interface", float, "MB/s", "host interface rate", 0.1, 100000),
-    Param("cache", float, "MiB", "on-board buffer; 0 = none (no read-ahead, write-through)", 0.0, 65536),
+    Param("drive_cache", float, "MiB", "the drive's on-board buffer (not the mount's buffer cache, -o cache=); 0 = none (no read-ahead, write-through)", 0.0, 65536),
     Param("segments", int, "", "read segments the buffer is divided into", 1, 1024),
     Param("readahead", float, "KiB", "read-ahead after a media read, continued while a sequential stream "
           "reads on; default half a segment; 0 = off", 0.0, 1 << 30, optional=True),
@@ -152,5 +154,5 @@ def validate(values: dict) -> None:
         raise ValueError("partition_offset must lie inside the disk")
     if v["head_switch"] * 1e-3 >= 60.0 / v["rpm"]:
         raise ValueError("head_switch must be shorter than one revolution")
-    if v["write_buffer"] is not None and v["write_buffer"] > v["cache"]:
-        raise ValueError(f"write_buffer ({v['write_buffer']:g} MiB) cannot exceed cache ({v['cache']:g} MiB)")
+    if v["write_buffer"] is not None and v["write_buffer"] > v["drive_cache"]:
+        raise ValueError(f"write_buffer ({v['write_buffer']:g} MiB) cannot exceed drive_cache ({v['drive_cache']:g} MiB)")

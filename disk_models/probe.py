@@ -47,7 +47,7 @@ def _distances(max_d: int) -> list[int]:
 def seek_profile(spec, reps: int = 40, seed: int = 1) -> list[tuple[int, float, float]]:
     """Mean seek and mean access time (overhead + seek + rotation) between cylinder pairs at
     each distance, the start cylinder and angle varying.  Caching off, as a probe would."""
-    disk = make_disk(_with(spec, cache=0))
+    disk = make_disk(_with(spec, drive_cache=0))
     L, off, rng = disk.layout, disk.offset, random.Random(seed)
     out = []
     for d in _distances(L.cylinders - 1):

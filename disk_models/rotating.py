@@ -62,7 +62,7 @@ class RotatingDrive(DiskModel):
         self.ovh = v["overhead"] * MS
         self.ovh_hit = v["overhead_hit"] * MS
         self.iface = SECTOR / (v["interface"] * MB)          # seconds per sector on the bus
-        cache = int(v["cache"] * 2 ** 20) // SECTOR
+        cache = int(v["drive_cache"] * 2 ** 20) // SECTOR
         self.nseg = v["segments"] if cache else 0
         self.seg_sectors = cache // v["segments"] if cache else 0
         ra = v["readahead"]
@@ -375,7 +375,7 @@ class RotatingDrive(DiskModel):
             "seek_a": (round(self.seek.a * 1e3, 6), "ms", "Lee curve: a*sqrt(x-1)"),
             "seek_b": (round(self.seek.b * 1e3, 9), "ms", "Lee curve: b*(x-1)"),
             "seek_mean": (ms(self.seek.mean_random_pairs()), "ms", "mean over random distinct cylinder pairs"),
-            "segment": (self.seg_sectors * SECTOR // 1024, "KiB", "cache / segments"),
+            "segment": (self.seg_sectors * SECTOR // 1024, "KiB", "drive_cache / segments"),
             "readahead_sectors": (self.readahead, "sectors", "read-ahead after a media read"),
             "write_buffer_sectors": (self.wc_sectors if self.wc_on else 0, "sectors",
                                      "dirty-data limit (0: write-through)"),

@@ -36,7 +36,7 @@ def test_mean_seek_over_random_cylinder_pairs_is_the_datasheet_average(name):
 def test_mean_seek_charged_to_random_reads_is_the_datasheet_average(name):
     # Reads at uniformly random cylinders (not LBAs: outer cylinders hold more LBAs), cache off
     # so that every read goes to the media; the seek component each read is charged.
-    disk = make_disk(f"{name},cache=0")
+    disk = make_disk(f"{name},drive_cache=0")
     L = disk.layout
     avg = spec_values(name)["seek_avg"] * MS
     rng = random.Random(12)
@@ -53,7 +53,7 @@ def test_mean_seek_charged_to_random_reads_is_the_datasheet_average(name):
 @pytest.mark.parametrize("name", ROTATING)
 def test_seek_endpoints_are_track_to_track_and_full_stroke(name):
     v = spec_values(name)
-    disk = make_disk(f"{name},cache=0")
+    disk = make_disk(f"{name},drive_cache=0")
     L = disk.layout
     # one cylinder inwards, same head
     c = L.cylinders // 3
@@ -161,7 +161,7 @@ def test_a_short_jump_back_into_a_stream_is_still_a_hit(name):
 
 @pytest.mark.parametrize("name", ROTATING)
 def test_readahead_off_or_no_cache_means_a_sequential_read_goes_to_the_media(name):
-    for spec in (f"{name},readahead=0", f"{name},cache=0"):
+    for spec in (f"{name},readahead=0", f"{name},drive_cache=0"):
         disk = make_disk(spec)
         first = disk.submit("R", 1000, 64, 0.0)
         nxt = disk.submit("R", 1064, 64, first.finish)
@@ -174,7 +174,7 @@ def test_a_stream_crossing_tracks_and_zones_costs_exactly_its_skews():
     # With no overheads and no cache, back-to-back reads continuing a stream must cost the same
     # as one long stream: the per-request positioning (head switch / one-cylinder seek, then
     # rotation from absolute time) lands exactly where the skew put the next sector.
-    disk = make_disk("sata7200,cache=0,overhead=0,overhead_hit=0,interface=100000")
+    disk = make_disk("sata7200,drive_cache=0,overhead=0,overhead_hit=0,interface=100000")
     L = disk.layout
     start = L.zend[0] - 20000           # run across the boundary of zones 0 and 1
     rng = random.Random(5)

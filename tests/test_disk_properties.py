@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from disk_models import make_disk
 
 SPECS = ["wd1200jb", "sata7200", "sas10k", "wd-ears", "wd-ears,partition_offset=37",
-         "sata7200,write_cache=off", "wd-ears,write_cache=off,partition_offset=63", "sas10k,cache=0",
+         "sata7200,write_cache=off", "wd-ears,write_cache=off,partition_offset=63", "sas10k,drive_cache=0",
          "wd1200jb,write_buffer=0.25,segments=2", "ideal"]
 COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interface", "rmw")
 
