@@ -62,12 +62,31 @@ def cmd_mkfs(a) -> int:
     kw = dict(block_size=a.block_size, inode_size=a.inode_size, bytes_per_inode=a.bytes_per_inode,
               blocks_per_group=a.blocks_per_group, inodes_per_group=a.inodes_per_group,
               reserved_ratio=a.reserved_ratio / 100.0, label=a.label.encode())
-    if a.uuid:
-        kw["uuid"] = a.uuid
+    import uuid as _uuid
+    for opt, value in (("uuid", a.uuid), ("hash_seed", a.hash_seed)):
+        if value:
+            try:
+                kw[opt] = str(_uuid.UUID(value))
+            except ValueError:
+                return _fail(f"--{opt.replace('_', '-')} {value!r} is not a UUID "
+                             f"(e.g. 01234567-89ab-cdef-0123-456789abcdef)", "mkfs")
+    if a.disk:
+        import disk_models
+        try:
+            disk_models.resolve(a.disk)
+        except ValueError as e:
+            return _fail(f"--disk: {e}", "mkfs")
     from simfs.errors import ImageError
+    existed = os.path.exists(image)
     try:
-        sb = mkfs(image, a.size, **kw)
+        if a.disk:
+            from simfs.mkfs_timed import timed_mkfs
+            sb, seconds, st = timed_mkfs(image, a.size, a.disk, maxio=a.maxio, **kw)
+        else:
+            sb = mkfs(image, a.size, **kw)
     except ImageError as e:
+        if a.disk and not existed:     # timed_mkfs creates the file before mkfs checks the plan
+            os.unlink(image)
         return _fail(str(e), "mkfs")
     except OSError as e:
         return _fail(f"{a.image}: {e.strerror}", "mkfs")
@@ -75,6 +94,11 @@ def cmd_mkfs(a) -> int:
         nb, ni = getattr(sb, "blocks_count", None), getattr(sb, "inodes_count", None)
         detail = f"{nb} blocks of {a.block_size} bytes, {ni} inodes" if nb and ni else f"{a.size} bytes"
         print(f"simfs: made an ext2 file system in {a.image}: {detail}")
+    if a.disk:
+        c = st.totals()
+        n = c.get("disk_writes", 0) + c.get("disk_reads", 0)
+        mib = c.get("sectors_written", 0) * 512 / 2**20
+        print(f"mkfs on {a.disk}: {seconds:.3f} s simulated ({n:,} requests, {mib:.1f} MiB written)")
     return 0
 
 
@@ -130,87 +154,7 @@ def cmd_fsck(a) -> int:
 
 
 # stats ----------------------------------------------------------------------------------------
-def _human(key: str, v):
-    if isinstance(v, int) and key.startswith("bytes") and v >= 1024:
-        for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-            if v >= div:
-                return f"{v:,} ({v / div:.1f} {unit})"
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        return f"{v:,.6g}"
-    return str(v)
-
-
-def _table(title, columns, rows):
-    from rich.table import Table
-    t = Table(title=title)
-    for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right")
-    for r in rows:
-        t.add_row(*[str(x) for x in r])
-    if not rows:
-        t.add_row("(none)", *[""] * (len(columns) - 1))
-    return t
-
-
-def _time_tables(sect: dict) -> list:
-    """Tables for the simulated-time section (Volume.stats_snapshot)."""
-    out = []
-    setting = [(k, _human(k, v)) for k, v in sect.items() if not isinstance(v, (dict, list))]
-    out.append(_table("simulated time", ["name", "value"], setting))
-    phases = list(sect.get("phases") or [])
-    total = sect.get("total")
-    rows = []
-    for p in phases + ([total] if isinstance(total, dict) and len(phases) != 1 else []):
-        c = p.get("counters", {})
-        ops = sum(o.get("count", 0) for o in p.get("operations", {}).values())
-        rows.append((p.get("name", "?"), f"{p.get('elapsed', 0):.6f}", f"{p.get('waited', 0):.6f}",
-                     f"{ops:,}", f"{c.get('disk_reads', 0):,}", f"{c.get('disk_writes', 0):,}",
-                     f"{c.get('seeks', 0):,}"))
-    out.append(_table("phases (simulated seconds)",
-                      ["phase", "elapsed", "waited", "ops", "disk reads", "disk writes", "seeks"], rows))
-    if isinstance(total, dict):
-        ops = total.get("operations", {})
-        out.append(_table("operations (total, simulated)", ["op", "count", "seconds", "mean ms"],
-                          [(k, f"{o.get('count', 0):,}", f"{o.get('time', 0):.6f}",
-                            f"{1000 * o.get('time', 0) / o['count']:.3f}" if o.get("count") else "")
-                           for k, o in sorted(ops.items())]))
-        dt = total.get("disk_time", {})
-        out.append(_table("disk time (total, simulated seconds)", ["component", "seconds"],
-                          [(k, f"{v:.6f}") for k, v in dt.items()]))
-    return out
-
-
-def print_stats(doc: dict, file=None) -> None:
-    """Render a /.simfs/stats document as tables (one per section)."""
-    from rich.console import Console
-    from rich.table import Table
-    console = Console(file=file or sys.stdout, highlight=False)
-    scalars = {k: v for k, v in doc.items() if not isinstance(v, dict)}
-    head = Table(title="simfs", show_header=False, box=None)
-    for k, v in scalars.items():
-        head.add_row(k, _human(k, v))
-    console.print(head)
-    for name, sect in doc.items():
-        if not isinstance(sect, dict):
-            continue
-        if name == "time" and "phases" in sect:
-            try:
-                for t in _time_tables(sect):
-                    console.print(t)
-                continue
-            except Exception:     # an unexpected shape: fall back to the generic table
-                pass
-        flat = {}
-        for k, v in sect.items():
-            if isinstance(v, dict):
-                for k2, v2 in v.items():
-                    flat[f"{k}.{k2}"] = v2
-            else:
-                flat[k] = v
-        console.print(_table(name, ["name", "value"],
-                             [(str(k), _human(str(k).rpartition(".")[2], v)) for k, v in sorted(flat.items())]))
+from simfs.stats_render import print_stats  # noqa: E402  (the renderer; re-exported for tests)
 
 
 def cmd_stats(a) -> int:
@@ -257,7 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "large_file, ext_attr) in IMAGE.",
                        epilog="examples:\n  simfs mkfs disk.img --size 256M\n"
                               "  simfs mkfs small.img --size 64M --block-size 1024 --bytes-per-inode 4096\n"
-                              "  simfs mkfs disk.img --size 1G --force   # overwrite an existing image")
+                              "  simfs mkfs disk.img --size 1G --force   # overwrite an existing image\n"
+                              "  simfs mkfs disk.img --size 1G --disk wd-ears   # how long newfs takes there\n"
+                              "  simfs mkfs disk.img --size 1G --uuid 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 \\\n"
+                              "      --hash-seed 00000000-0000-0000-0000-000000000001   # reproducible")
     s.add_argument("image", metavar="IMAGE")
     s.add_argument("--size", type=parse_size, required=True, help="image size, e.g. 64M, 1G")
     s.add_argument("--block-size", "-b", type=parse_size, default=4096, help="1024 or 4096 (default 4096)")
@@ -270,6 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="blocks reserved for root, percent (default 5)")
     s.add_argument("--label", "-L", default="", help="volume label")
     s.add_argument("--uuid", default=None, help="file-system UUID (default: random)")
+    s.add_argument("--hash-seed", default=None, metavar="UUID",
+                   help="seed of the directory-index hash, a UUID (default: random); with --uuid "
+                        "it makes images reproducible")
+    s.add_argument("--disk", default=None, metavar="NAME[,k=v...]",
+                   help="charge mkfs's writes to this disk model and report how long it took in "
+                        "simulated time (see `simfs disks`)")
+    s.add_argument("--maxio", type=parse_size, default=128 << 10,
+                   help="with --disk: largest write request, bytes (default 128K)")
     s.add_argument("--force", "-F", action="store_true", help="overwrite an existing file")
     s.add_argument("--quiet", "-q", action="store_true")
     s.set_defaults(func=cmd_mkfs)
@@ -327,6 +282,16 @@ def build_parser() -> argparse.ArgumentParser:
         cli_disks = None
     if cli_disks is not None and hasattr(cli_disks, "register"):
         cli_disks.register(sub)
+    from simfs import cli_policies
+    cli_policies.register(sub)
+    try:
+        from experiments import cli as cli_experiments
+    except ImportError:
+        cli_experiments = None
+    if cli_experiments is not None:
+        cli_experiments.register(sub)
+    from simfs import cli_plot
+    cli_plot.register(sub)
     return p
 
 

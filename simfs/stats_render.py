@@ -1,0 +1,170 @@
+"""`simfs stats MNT`: the /.simfs/stats document as tables people can paste.
+
+Tables are Markdown pipe tables, padded to line up: readable in a terminal, and rendered as
+tables when pasted into an issue or a README. No colours, no wrapping, no trailing blanks. The `time` section (Volume.stats_snapshot, see
+simfs/stats.py) becomes:
+
+  simulated time      the clock, the disk model and policies, dirty and cached blocks now
+  phases              one column per phase (`all`, then each mark) and the total: elapsed and
+                      waited simulated seconds, disk busy time, operations, disk requests,
+                      sectors, seeks, drive-cache hits, buffer-cache hits and misses, ...
+  disk time           where the disk's time went, per phase (queue, overhead, seek, rotation,
+                      transfer, interface, rmw; busy = their sum over requests less queueing)
+  disk requests       requests by the kind of block that caused them, per phase
+  operations          count and simulated seconds of each operation type, per phase
+
+Any other section is one name/value table (nested mappings flattened as a.b).
+"""
+
+from __future__ import annotations
+
+import sys
+
+# rows of the phases table: (label, how to get it from a phase dict, format)
+_MIB = 512 / 2**20
+
+
+def _c(key):
+    return lambda p: p.get("counters", {}).get(key, 0)
+
+
+def _hit_ratio(p) -> str:
+    c = p.get("counters", {})
+    hits, misses = c.get("cache_hits", 0), c.get("cache_misses", 0)
+    return f"{100 * hits / (hits + misses):.1f}%" if hits + misses else "-"
+
+
+PHASE_ROWS = (
+    ("start (s)", lambda p: p.get("start", 0.0), "s"),
+    ("elapsed (s)", lambda p: p.get("elapsed", 0.0), "s"),
+    ("waited by tools (s)", lambda p: p.get("waited", 0.0), "s"),
+    ("disk busy (s)", lambda p: p.get("disk_time", {}).get("busy", 0.0), "s"),
+    ("operations", lambda p: sum(o.get("count", 0) for o in p.get("operations", {}).values()), "n"),
+    ("disk reads", _c("disk_reads"), "n"),
+    ("disk writes", _c("disk_writes"), "n"),
+    ("sectors read", _c("sectors_read"), "n"),
+    ("sectors written", _c("sectors_written"), "n"),
+    ("MiB read", lambda p: _c("sectors_read")(p) * _MIB, "mib"),
+    ("MiB written", lambda p: _c("sectors_written")(p) * _MIB, "mib"),
+    ("seeks (>128 sectors)", _c("seeks"), "n"),
+    ("drive-cache hits", _c("drive_cache_hits"), "n"),
+    ("buffer-cache hits", _c("cache_hits"), "n"),
+    ("buffer-cache misses", _c("cache_misses"), "n"),
+    ("buffer-cache hit ratio", _hit_ratio, "str"),
+    ("read-ahead blocks", _c("readahead_blocks"), "n"),
+    ("blocks written back", _c("blocks_written"), "n"),
+    ("write-back throttled", _c("writeback_throttled"), "n"),
+)
+
+DISK_COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interface", "rmw", "busy")
+
+
+def human(key: str, v):
+    if isinstance(v, int) and not isinstance(v, bool) and key.startswith("bytes") and v >= 1024:
+        for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if v >= div:
+                return f"{v:,} ({v / div:.1f} {unit})"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:,.6g}"
+    return str(v)
+
+
+def _fmt(v, kind: str) -> str:
+    if kind == "s":
+        return f"{v:.6f}"
+    if kind == "mib":
+        return f"{v:.2f}"
+    if kind == "n":
+        return f"{int(v):,}"
+    return str(v)
+
+
+def table(title, columns, rows) -> str:
+    """A titled Markdown pipe table, columns padded (first left-aligned, the rest right)."""
+    rows = [[str(x) for x in r] for r in rows] or [["(none)"] + [""] * (len(columns) - 1)]
+    cols = [str(c) for c in columns]
+    widths = [max(3, len(cols[i]), *(len(r[i]) for r in rows)) for i in range(len(cols))]
+
+    def line(cells):
+        return "| " + " | ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                                 for i, (c, w) in enumerate(zip(cells, widths))) + " |"
+    rule = "|" + "|".join((":" + "-" * (w + 1)) if i == 0 else ("-" * (w + 1) + ":")
+                          for i, w in enumerate(widths)) + "|"
+    return "\n".join([title, "", line(cols), rule, *(line(r) for r in rows)])
+
+
+def _columns(sect: dict) -> list[dict]:
+    """The phases, then the total when there is more than one phase."""
+    phases = [p for p in sect.get("phases") or [] if isinstance(p, dict)]
+    total = sect.get("total")
+    if isinstance(total, dict) and len(phases) != 1:
+        phases = phases + [total]
+    return phases
+
+
+def time_tables(sect: dict) -> list:
+    """Tables for the simulated-time section (Volume.stats_snapshot)."""
+    out = []
+    setting = [(k, human(k, v)) for k, v in sect.items() if not isinstance(v, (dict, list))]
+    out.append(table("simulated time", ["name", "value"], setting))
+    cols = _columns(sect)
+    names = [p.get("name", "?") for p in cols]
+    out.append(table("phases (simulated seconds; one column per phase)", ["", *names],
+                     [(label, *(_fmt(get(p), kind) for p in cols)) for label, get, kind in PHASE_ROWS]))
+    out.append(table("disk time (simulated seconds, summed over requests)", ["component", *names],
+                     [(k, *(f"{p.get('disk_time', {}).get(k, 0.0):.6f}" for p in cols))
+                      for k in DISK_COMPONENTS]))
+    causes = sorted({k[len("disk_requests_"):] for p in cols for k in p.get("counters", {})
+                     if k.startswith("disk_requests_")})
+    out.append(table("disk requests by cause", ["cause", *names],
+                     [(k, *(f"{p.get('counters', {}).get('disk_requests_' + k, 0):,}" for p in cols))
+                      for k in causes]))
+    ops = sorted({k for p in cols for k in p.get("operations", {})})
+    head, rows = ["op"], []
+    for n in names:
+        head += [f"{n} count", f"{n} s"]
+    head.append("mean ms")
+    last = cols[-1] if cols else {}
+    for op in ops:
+        row = [op]
+        for p in cols:
+            o = p.get("operations", {}).get(op, {})
+            row += [f"{o.get('count', 0):,}", f"{o.get('time', 0.0):.6f}"]
+        o = last.get("operations", {}).get(op, {})
+        row.append(f"{1000 * o['time'] / o['count']:.3f}" if o.get("count") else "")
+        rows.append(row)
+    out.append(table("operations (count and simulated seconds; mean of the last column)", head, rows))
+    return out
+
+
+def render_stats(doc: dict) -> str:
+    """A /.simfs/stats document as text: one or more tables per section, blank lines between."""
+    scalars = [(k, human(k, v)) for k, v in doc.items() if not isinstance(v, dict)]
+    out = [table("simfs", ["name", "value"], scalars)]
+    for name, sect in doc.items():
+        if not isinstance(sect, dict):
+            continue
+        if name == "time" and "phases" in sect:
+            try:
+                out += time_tables(sect)
+                continue
+            except Exception:     # an unexpected shape: fall back to the generic table
+                pass
+        flat = {}
+        for k, v in sect.items():
+            if isinstance(v, dict):
+                for k2, v2 in v.items():
+                    flat[f"{k}.{k2}"] = v2
+            else:
+                flat[k] = v
+        out.append(table(name, ["name", "value"],
+                         [(str(k), human(str(k).rpartition(".")[2], v)) for k, v in sorted(flat.items())]))
+    return "\n\n".join(out) + "\n"
+
+
+def print_stats(doc: dict, file=None) -> None:
+    (file or sys.stdout).write(render_stats(doc))
