@@ -32,6 +32,7 @@ def timed_mkfs(path, size_bytes: int, disk: str, maxio: int = 128 << 10, **mkfs_
                 clock.io("W", blkno + i, min(per_io, nblocks - i), "mkfs", wait=False)
 
         sb = mkfs(path, size_bytes, writer=writer, **mkfs_kw)
+        os.ftruncate(fd, sb.blocks_count * block_size)   # as mkfs sizes it (a small last group is dropped)
     finally:
         os.close(fd)
     clock.drain()

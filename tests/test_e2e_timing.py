@@ -173,6 +173,10 @@ def test_mkfs_on_a_disk_reports_simulated_time(tmp_path):
     assert rc == 0, log
     dump = subprocess.run(["dumpe2fs", "-h", str(tmp_path / "w.img")], capture_output=True, text=True).stdout
     assert UUID in dump and HASH_SEED in dump
+    # the file is sized like the untimed mkfs's (130M: the small last group is dropped)
+    run_simfs("mkfs", "-q", tmp_path / "a.img", "--size", "130M", *MKFS)
+    run_simfs("mkfs", "-q", tmp_path / "b.img", "--size", "130M", "--disk", "ideal", *MKFS)
+    assert (tmp_path / "a.img").stat().st_size == (tmp_path / "b.img").stat().st_size == 128 << 20
 
 
 @pytest.mark.parametrize("args, words", [
