@@ -34,20 +34,22 @@ class Phase:
 
 class Stats:
     def __init__(self, now: float = 0.0):
-        self.phases = [Phase("all", now)]
         self.last_end_lba = None
+        self._start(Phase("all", now), keep=False)
 
-    @property
-    def phase(self) -> Phase:
-        return self.phases[-1]
+    def _start(self, phase: Phase, keep: bool) -> None:
+        self.phases = self.phases + [phase] if keep else [phase]
+        self.phase = phase
+        self._counters = phase.counters     # the hot path: one dict, no lookups
+        self._ops = phase.ops
 
     def count(self, key: str, n: int = 1) -> None:
-        self.phase.counters[key] += n
+        self._counters[key] += n
 
     def op(self, name: str, seconds: float, now: float) -> None:
-        entry = self.phase.ops.get(name)
+        entry = self._ops.get(name)
         if entry is None:
-            self.phase.ops[name] = [1, seconds]
+            self._ops[name] = [1, seconds]
         else:
             entry[0] += 1
             entry[1] += seconds
@@ -71,10 +73,10 @@ class Stats:
     def mark(self, name: str, now: float) -> None:
         """Start a new phase at `now`."""
         self.phase.end = max(self.phase.end, now)
-        self.phases.append(Phase(name, now))
+        self._start(Phase(name, now), keep=True)
 
     def reset(self, now: float) -> None:
-        self.phases = [Phase("all", now)]
+        self._start(Phase("all", now), keep=False)
 
     def totals(self) -> dict[str, int]:
         out: dict[str, int] = defaultdict(int)
