@@ -41,6 +41,16 @@ FUSE_ROOT = pyfuse3.ROOT_INODE      # 1
 # rsync fall back to chmod, where a stored-but-ignored ACL would leave the mode unset.
 ACL_XATTRS = (b"system.posix_acl_access", b"system.posix_acl_default")
 NAME_MAX = 255
+# Virtual extended attributes, computed when read, never stored and never listed by listxattr
+# (so cp -a, tar and rsync do not copy them); setting or removing them is refused (EPERM).
+#   user.simfs.extents     where the file's blocks are (JSON, simfs-extents-1; read by
+#                          `simfs frag`): block size, size, i_blocks, geometry, and pages of
+#                          runs [lblk, phys, n], indirect blocks [level, phys] and unplaced
+#                          delayed blocks [lblk, n]; `user.simfs.extents.K` is page K
+#                          (an xattr value is at most 64 KiB), "pages" says how many.
+VIRTUAL_XATTR_PREFIX = b"user.simfs."
+EXTENTS_XATTR = b"user.simfs.extents"
+EXTENTS_PER_PAGE = 512
 
 
 class InjectedFault(RuntimeError):
@@ -111,6 +121,20 @@ def _brief(args: tuple) -> tuple:
         else:
             out.append(type(a).__name__)
     return tuple(out)
+
+
+def extents_page(ext: dict, page: int) -> bytes:
+    """Page `page` of a Volume.extents() result as the user.simfs.extents value."""
+    n = EXTENTS_PER_PAGE
+    lists = {"runs": ext["runs"], "indirect": ext["indirect"], "delalloc": ext["delalloc"]}
+    pages = max(1, *(-(-len(v) // n) for v in lists.values()))
+    if not 0 <= page < pages:
+        raise FSError(pyfuse3.ENOATTR)
+    doc = {"format": "simfs-extents-1"}
+    doc.update((k, v) for k, v in ext.items() if k not in lists)
+    doc.update(page=page, pages=pages)
+    doc.update((k, [list(x) for x in v[page * n:(page + 1) * n]]) for k, v in lists.items())
+    return json.dumps(doc, separators=(",", ":")).encode()
 
 
 def _vino(ino: int) -> int:
@@ -504,10 +528,22 @@ class Operations(pyfuse3.Operations):
         return out
 
     # extended attributes ------------------------------------------------------------------------
+    def _virtual_xattr(self, vino: int, name: bytes) -> bytes:
+        """user.simfs.*: an observation of the volume, charged nothing."""
+        if name == EXTENTS_XATTR or name.startswith(EXTENTS_XATTR + b"."):
+            extents = getattr(self.vol, "extents", None)
+            suffix = name[len(EXTENTS_XATTR) + 1:]
+            if extents is None or (suffix and not suffix.isdigit()):
+                raise FSError(pyfuse3.ENOATTR)
+            return extents_page(extents(vino), int(suffix or 0))
+        raise FSError(pyfuse3.ENOATTR)
+
     @_handler
     def setxattr(self, ino, name, value, ctx=None):
         if control.is_control(ino):
             raise FSError(errno.ENOTSUP)
+        if name.startswith(VIRTUAL_XATTR_PREFIX):
+            raise FSError(errno.EPERM)
         if name in ACL_XATTRS:
             raise FSError(errno.EOPNOTSUPP)
         self.vol.setxattr(_vino(ino), name, value, 0)
@@ -518,6 +554,8 @@ class Operations(pyfuse3.Operations):
             raise FSError(pyfuse3.ENOATTR)
         if name in ACL_XATTRS:
             raise FSError(errno.EOPNOTSUPP)
+        if name.startswith(VIRTUAL_XATTR_PREFIX):
+            return self._virtual_xattr(_vino(ino), name)
         return self.vol.getxattr(_vino(ino), name)
 
     @_handler
@@ -530,6 +568,8 @@ class Operations(pyfuse3.Operations):
     def removexattr(self, ino, name, ctx=None):
         if control.is_control(ino):
             raise FSError(pyfuse3.ENOATTR)
+        if name.startswith(VIRTUAL_XATTR_PREFIX):
+            raise FSError(errno.EPERM)
         if name in ACL_XATTRS:
             raise FSError(errno.EOPNOTSUPP)
         self.vol.removexattr(_vino(ino), name)

@@ -252,6 +252,76 @@ class Volume:
         self.cache.sync()
         self.stats.op("sync", self.clock.now - start, self.clock.now)
 
+    # observation (simfs frag, simfs layout) -------------------------------------------------
+    def extents(self, ino: int) -> dict:
+        """Where an inode's blocks are, for `simfs frag` and `simfs layout`: an observation,
+        not an I/O the tool would do, so nothing is charged or cached (like peek_attr).
+
+        runs: [(lblk, phys, n)], maximal runs of logically and physically consecutive data
+        blocks in logical order; indirect: [(level, phys)] with level "IND"/"DIND"/"TIND",
+        in the order debugfs's `stat` lists them; delalloc: [(lblk, n)] runs of blocks a
+        delayed allocator has not placed yet; xattr_block: the extended-attribute block or 0.
+        Fast symlinks and device inodes have no runs."""
+        import numpy as np
+        from .ondisk.constants import DIND_BLOCK, IND_BLOCK, NDIR_BLOCKS, TIND_BLOCK
+
+        if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
+            raise FSError(errno.ENOENT)
+        inode = self.inodes.peek(ino)
+        geo = self.geo
+        lblks, physs, indirect = [], [], []
+        mapped = inode.has_block_map and not inode.is_fast_symlink(geo.block_size)
+        if mapped:
+            direct = np.array(inode.block[:NDIR_BLOCKS], dtype=np.int64)
+            idx = np.flatnonzero(direct)
+            lblks.append(idx)
+            physs.append(direct[idx])
+            p = geo.ptrs_per_block
+            bases = (NDIR_BLOCKS, NDIR_BLOCKS + p, NDIR_BLOCKS + p + p * p)
+
+            def walk(blk: int, level: int, base: int) -> None:
+                ptrs = np.frombuffer(self.cache.peek(blk), dtype="<u4").astype(np.int64)
+                nz = np.flatnonzero(ptrs)
+                if level == 1:
+                    lblks.append(base + nz)
+                    physs.append(ptrs[nz])
+                    return
+                span = p ** (level - 1)
+                for i in nz:
+                    child = int(ptrs[i])
+                    indirect.append(("IND" if level == 2 else "DIND", child))
+                    walk(child, level - 1, base + int(i) * span)
+
+            for level, slot, name in ((1, IND_BLOCK, "IND"), (2, DIND_BLOCK, "DIND"), (3, TIND_BLOCK, "TIND")):
+                if inode.block[slot]:
+                    indirect.append((name, inode.block[slot]))
+                    walk(inode.block[slot], level, bases[level - 1])
+        runs = []
+        if lblks:
+            lb = np.concatenate(lblks)
+            ph = np.concatenate(physs)
+            if len(lb):
+                brk = np.flatnonzero((np.diff(lb) != 1) | (np.diff(ph) != 1)) + 1
+                starts = np.concatenate([[0], brk])
+                ends = np.concatenate([brk, [len(lb)]])
+                runs = [(int(lb[s]), int(ph[s]), int(e - s)) for s, e in zip(starts, ends)]
+        delalloc = []
+        pending = sorted((inode.incore or {}).get("pending") or ())
+        for lblk in pending:
+            if delalloc and delalloc[-1][0] + delalloc[-1][1] == lblk:
+                delalloc[-1][1] += 1
+            else:
+                delalloc.append([lblk, 1])
+        return {"ino": ino, "mode": inode.mode, "size": inode.size, "i_blocks": inode.blocks,
+                "block_size": geo.block_size, "runs": runs, "indirect": indirect,
+                "delalloc": [tuple(r) for r in delalloc], "xattr_block": inode.file_acl,
+                "blocks_count": geo.blocks_count, "first_data_block": geo.first_data_block,
+                "blocks_per_group": geo.blocks_per_group, "inodes_count": geo.inodes_count,
+                "inodes_per_group": geo.inodes_per_group,
+                # statfs's f_blocks: all blocks less the file system's own overhead
+                "f_blocks": geo.blocks_count - geo.first_data_block - sum(
+                    geo.super_and_gdt_blocks(g) + 2 + geo.inode_table_blocks for g in range(geo.groups))}
+
     # control (the /.simfs/ directory) --------------------------------------------------------
     def drop_caches(self) -> None:
         """Write back, then forget every cached block, inode and directory index: cold cache."""

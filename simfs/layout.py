@@ -1,0 +1,334 @@
+"""`simfs layout`: an image drawn as a block map, every block coloured by what owns it.
+
+    m = block_owners("disk.img")                 # opens the image read-only, walks the tree
+    info = draw(m, "map.png", group=0)            # one group, one cell per block
+    print(format_summary(m, info))
+
+Owners: free; the file system's own metadata (superblock and descriptor copies with the
+reserved descriptor blocks, block and inode bitmaps, inode tables); directory blocks;
+indirect blocks; extended-attribute blocks; and file data (regular files and slow symlinks),
+coloured by the top-level directory the file was first reached under (files directly in /
+share one colour), or with `color_by="file"` one hue per inode. A used block that no inode
+reached claims is drawn grey ("used, no owner": there should be none after a clean unmount).
+
+Cells run left to right and rows top to bottom in block order; a group boundary is the
+staircase line where a group's first block falls. With k blocks per cell a cell's colour is
+the mean of its blocks' colours (free is white), so a region with 1 block used in 8 looks
+pale next to a filled one, and at one cell per block it shows as columns of single cells.
+Nothing here is charged: the volume is opened read-only on the `ideal` disk.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+FREE, SUPER, BITMAP, ITABLE, DIRS, INDIRECT, XATTR, UNOWNED, ROOTFILES = range(9)
+TOP0 = 9                     # files under top-level entry k have owner TOP0 + k
+MAX_CODES = 65535
+
+LABELS = {FREE: "free", SUPER: "superblock + descriptors", BITMAP: "bitmaps", ITABLE: "inode tables",
+          DIRS: "directories", INDIRECT: "indirect blocks", XATTR: "xattr blocks",
+          UNOWNED: "used, no owner", ROOTFILES: "files in /"}
+FIXED_COLOURS = {FREE: (1.0, 1.0, 1.0), SUPER: (0.08, 0.08, 0.35), BITMAP: (0.25, 0.25, 0.75),
+                 ITABLE: (0.62, 0.66, 0.86), DIRS: (0.08, 0.08, 0.08), INDIRECT: (0.93, 0.0, 0.0),
+                 XATTR: (1.0, 0.0, 1.0), UNOWNED: (0.55, 0.55, 0.55), ROOTFILES: (0.0, 0.45, 0.45)}
+BACKGROUND = (0.82, 0.82, 0.82)
+# tab20 without its reds and greys (kept for indirect blocks and "no owner"), strongest first
+_TAB20 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
+          "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5"]
+
+
+@dataclass
+class BlockMap:
+    image: str
+    block_size: int
+    blocks_count: int
+    first_data_block: int
+    blocks_per_group: int
+    groups: int
+    group_starts: list
+    owner: np.ndarray                     # uint16 owner code per block
+    ino: np.ndarray                       # inode owning each block (0: none)
+    tops: list = field(default_factory=list)          # names of top-level entries, by code - TOP0
+    files: dict = field(default_factory=dict)         # code -> number of files
+    runs: dict = field(default_factory=dict)          # code -> number of data runs
+
+
+def _hex(c: str) -> tuple:
+    return tuple(int(c[i:i + 2], 16) / 255 for i in (1, 3, 5))
+
+
+def top_colour(k: int) -> tuple:
+    return _hex(_TAB20[k % len(_TAB20)])
+
+
+def file_colour(ino: int) -> tuple:
+    import colorsys
+    h = (ino * 0.6180339887) % 1.0
+    return colorsys.hsv_to_rgb(h, 0.7, 0.85)
+
+
+def block_owners(image) -> BlockMap:
+    """Open IMAGE read-only and find the owner of every block."""
+    from simfs.volume import Volume, VolumeOptions
+    import stat as st
+
+    vol = Volume.open(image, VolumeOptions(read_only=True, disk="ideal", cache=16 << 20))
+    try:
+        geo = vol.geo
+        n = geo.blocks_count
+        owner = np.full(n, UNOWNED, dtype=np.uint16)
+        owner[~vol.space.block_used] = FREE
+        ino_of = np.zeros(n, dtype=np.uint32)
+        owner[: geo.first_data_block] = SUPER
+        starts = []
+        for g, d in enumerate(vol.descs):
+            s = geo.group_start(g)
+            starts.append(s)
+            owner[s:s + geo.super_and_gdt_blocks(g)] = SUPER
+            owner[d.block_bitmap] = BITMAP
+            owner[d.inode_bitmap] = BITMAP
+            owner[d.inode_table:d.inode_table + geo.inode_table_blocks] = ITABLE
+        m = BlockMap(image=os.fspath(image), block_size=geo.block_size, blocks_count=n,
+                     first_data_block=geo.first_data_block, blocks_per_group=geo.blocks_per_group,
+                     groups=geo.groups, group_starts=starts, owner=owner, ino=ino_of)
+
+        def claim(ino: int, code: int) -> None:
+            e = vol.extents(ino)
+            data_code = DIRS if st.S_ISDIR(e["mode"]) else code
+            for _, phys, cnt in e["runs"]:
+                owner[phys:phys + cnt] = data_code
+                ino_of[phys:phys + cnt] = ino
+            for _, phys in e["indirect"]:
+                owner[phys] = INDIRECT
+                ino_of[phys] = ino
+            if e["xattr_block"]:
+                owner[e["xattr_block"]] = XATTR
+            if data_code != DIRS:
+                m.files[code] = m.files.get(code, 0) + 1
+                m.runs[code] = m.runs.get(code, 0) + len(e["runs"])
+
+        seen = {vol.root_ino}
+        claim(vol.root_ino, DIRS)
+        stack = []
+        for name, child, _ in vol.readdir(vol.root_ino):
+            if name in (b".", b"..") or child in seen:
+                continue
+            seen.add(child)
+            mode = vol.peek_attr(child).st_mode
+            if st.S_ISDIR(mode):
+                code = min(TOP0 + len(m.tops), MAX_CODES)
+                m.tops.append(os.fsdecode(name))
+                claim(child, code)
+                stack.append((child, code))
+            else:
+                claim(child, ROOTFILES)
+        while stack:
+            dino, code = stack.pop()
+            for name, child, _ in vol.readdir(dino):
+                if name in (b".", b"..") or child in seen:
+                    continue
+                seen.add(child)
+                claim(child, code)
+                if st.S_ISDIR(vol.peek_attr(child).st_mode):
+                    stack.append((child, code))
+        # inodes in use that the walk did not reach (orphans): their blocks are still theirs
+        used = np.flatnonzero(vol.space.inode_used) + 1
+        for ino in used:
+            ino = int(ino)
+            if ino not in seen and ino >= 11:      # 1..10 are reserved (2, the root, is seen)
+                try:
+                    claim(ino, UNOWNED)
+                except Exception:
+                    pass
+        return m
+    finally:
+        vol.close()
+
+
+def _palette(m: BlockMap, color_by: str) -> np.ndarray:
+    ncodes = TOP0 + len(m.tops)
+    pal = np.zeros((ncodes, 3), dtype=np.float32)
+    for code, c in FIXED_COLOURS.items():
+        pal[code] = c
+    for k in range(len(m.tops)):
+        pal[TOP0 + k] = top_colour(k)
+    return pal
+
+
+def _choose_width(blocks_per_group: int, k: int, want: int = 256) -> int:
+    """A row width near `want` cells that divides the group (so groups start at a row)."""
+    cells = blocks_per_group // k if blocks_per_group % k == 0 else 0
+    if cells:
+        for w in sorted(range(max(1, want // 2), want * 2 + 1), key=lambda w: abs(w - want)):
+            if cells % w == 0:
+                return w
+    return want
+
+
+def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None, blocks=None,
+         cells: int | None = None, color_by: str = "top", title: str | None = None,
+         dpi: int = 100, max_rows: int = 768) -> dict:
+    """Draw the map (or one group, or a block range) into the PNG `out`; returns what was drawn."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    n = m.blocks_count
+    if group is not None:
+        if not 0 <= group < m.groups:
+            raise ValueError(f"--group {group}: the image has groups 0..{m.groups - 1}")
+        lo = m.group_starts[group]
+        hi = min(lo + m.blocks_per_group, n)
+    elif blocks is not None:
+        lo, hi = blocks[0], blocks[1] if blocks[1] is not None else n
+        if not 0 <= lo < hi <= n:
+            raise ValueError(f"--blocks {lo}:{hi}: the image has blocks 0..{n - 1}")
+    else:
+        lo, hi = 0, n
+    span = hi - lo
+    if cells is None:
+        k = 1
+        if group is None:
+            w0 = width or 256
+            while -(-span // (w0 * k)) > max_rows:
+                k *= 2
+    else:
+        k = cells
+    if width is None:
+        width = _choose_width(m.blocks_per_group, k) if group is None or k == 1 else 256
+    ncell = -(-span // k)
+    rows = -(-ncell // width)
+
+    pal = _palette(m, color_by)
+    owner = m.owner[lo:hi]
+    rgb = np.empty((rows * width * k, 3), dtype=np.float32)
+    rgb[:] = np.nan
+    if color_by == "file":
+        is_file = (owner == ROOTFILES) | (owner >= TOP0) | ((owner == UNOWNED) & (m.ino[lo:hi] > 0))
+        col = pal[np.minimum(owner, len(pal) - 1)]
+        inos = m.ino[lo:hi][is_file]
+        uniq, inv = np.unique(inos, return_inverse=True)
+        hues = np.array([file_colour(int(i)) for i in uniq], dtype=np.float32).reshape(-1, 3)
+        col[is_file] = hues[inv]
+        rgb[:span] = col
+    else:
+        rgb[:span] = pal[np.minimum(owner, len(pal) - 1)]
+    if k > 1:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)     # all-padding cells: NaN
+            cellrgb = np.nanmean(rgb.reshape(rows * width, k, 3), axis=1)
+    else:
+        cellrgb = rgb
+    cellrgb = cellrgb.reshape(rows, width, 3)
+    cellrgb = np.where(np.isnan(cellrgb), np.array(BACKGROUND, dtype=np.float32), cellrgb)
+
+    # size: cells square, the map about 1000 px wide
+    px = max(1, min(12, 1000 // width))
+    map_w, map_h = width * px, max(rows * px, 60)
+    legend_w = 330
+    fig_w = (map_w + legend_w + 110) / dpi
+    fig_h = (map_h + 150) / dpi
+    fig = plt.figure(figsize=(fig_w, fig_h), dpi=dpi)
+    ax = fig.add_axes([90 / dpi / fig_w, 60 / dpi / fig_h, map_w / dpi / fig_w, map_h / dpi / fig_h])
+    ax.imshow(cellrgb, interpolation="nearest", aspect="auto",
+              extent=(-0.5, width - 0.5, rows - 0.5, -0.5))
+
+    # group boundaries and labels
+    ticks, labels = [], []
+    gstep = max(1, -(-sum(1 for s in m.group_starts if lo <= s < hi) // 40))
+    for g, s in enumerate(m.group_starts):
+        if not lo <= s < hi:
+            continue
+        c = (s - lo) / k
+        r, col = int(c // width), c % width
+        x0 = col - 0.5
+        kw = dict(color="black", linewidth=1.2 if px >= 2 else 0.8)
+        if g or lo:
+            if col == 0:
+                ax.plot([-0.5, width - 0.5], [r - 0.5, r - 0.5], **kw)
+            else:
+                ax.plot([x0, width - 0.5], [r - 0.5, r - 0.5], **kw)
+                ax.plot([x0, x0], [r - 0.5, r + 0.5], **kw)
+                ax.plot([-0.5, x0], [r + 0.5, r + 0.5], **kw)
+        if g % gstep == 0:
+            ticks.append(r)
+            labels.append(f"group {g}")
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_xticks([])
+    ax.set_xlim(-0.5, width - 0.5)
+    ax.set_ylim(rows - 0.5, -0.5)
+    bs = m.block_size
+    ax.set_xlabel(f"blocks {lo:,}..{hi - 1:,} in order, left to right, {width} cells per row; "
+                  f"1 cell = {k} block{'s' if k > 1 else ''} of {bs // 1024} KiB", fontsize=9)
+
+    # legend with counts
+    counts = np.bincount(owner, minlength=len(pal))
+    handles = []
+    order = [FREE, SUPER, BITMAP, ITABLE, DIRS, INDIRECT, XATTR, UNOWNED]
+    for code in order:
+        if counts[code] or code in (FREE, DIRS, INDIRECT):
+            handles.append(Patch(facecolor=pal[code], edgecolor="black", linewidth=0.5,
+                                 label=f"{LABELS[code]}: {counts[code]:,}"))
+    if color_by == "file":
+        nfiles = sum(v for c, v in m.files.items() if c != UNOWNED)
+        handles.append(Patch(facecolor=file_colour(7), edgecolor="black", linewidth=0.5,
+                             label=f"file data, one hue per file ({nfiles:,} files): "
+                                   f"{int(counts[ROOTFILES] + counts[TOP0:].sum()):,}"))
+    else:
+        if counts[ROOTFILES]:
+            handles.append(Patch(facecolor=pal[ROOTFILES], edgecolor="black", linewidth=0.5,
+                                 label=f"{LABELS[ROOTFILES]}: {counts[ROOTFILES]:,}"))
+        tops = sorted(range(len(m.tops)), key=lambda i: -counts[TOP0 + i])
+        shown = [i for i in tops if counts[TOP0 + i]][:16]
+        for i in shown:
+            handles.append(Patch(facecolor=pal[TOP0 + i], edgecolor="black", linewidth=0.5,
+                                 label=f"/{m.tops[i][:28]}: {counts[TOP0 + i]:,}"))
+        rest = [i for i in tops if counts[TOP0 + i] and i not in shown]
+        if rest:
+            handles.append(Patch(facecolor=(1, 1, 1, 0), edgecolor="none",
+                                 label=f"... {len(rest)} more top-level dirs: "
+                                       f"{int(sum(counts[TOP0 + i] for i in rest)):,}"))
+    fig.legend(handles=handles, loc="upper left", fontsize=8, title="blocks by owner",
+               title_fontsize=9, frameon=False,
+               bbox_to_anchor=((90 + map_w + 15) / dpi / fig_w, 1 - 60 / dpi / fig_h))
+    name = os.path.basename(m.image)
+    where = f"group {group}" if group is not None else (
+        f"blocks {lo:,}..{hi - 1:,}" if blocks is not None else f"{m.groups} groups")
+    head = f"{name}: {title}" if title else name
+    fig.suptitle(head, x=90 / dpi / fig_w, ha="left", y=1 - 12 / dpi / fig_h, va="top", fontsize=12)
+    fig.text(90 / dpi / fig_w, 1 - 38 / dpi / fig_h,
+             f"{m.blocks_count:,} blocks of {bs} bytes, {m.groups} groups of {m.blocks_per_group:,}; "
+             f"showing {where}", fontsize=9, va="top")
+    fig.savefig(out, dpi=dpi)
+    plt.close(fig)
+    return {"first": lo, "end": hi, "cells_per_block": k, "width": width, "rows": rows,
+            "counts": {int(c): int(v) for c, v in enumerate(counts) if v}}
+
+
+def format_summary(m: BlockMap, info: dict | None = None) -> str:
+    """Blocks by owner (the whole image), files and data runs per top-level directory."""
+    counts = np.bincount(m.owner, minlength=TOP0 + len(m.tops))
+    total = m.blocks_count
+    lines = [f"{os.path.basename(m.image)}: {total:,} blocks of {m.block_size} bytes, {m.groups} groups"]
+    for code in (FREE, SUPER, BITMAP, ITABLE, DIRS, INDIRECT, XATTR, UNOWNED):
+        if counts[code]:
+            lines.append(f"  {LABELS[code]:<26}{counts[code]:>12,}  {100 * counts[code] / total:5.1f}%")
+    rows = [(LABELS[ROOTFILES], ROOTFILES)] + [("/" + t, TOP0 + i) for i, t in enumerate(m.tops)]
+    rows = [(lab, c) for lab, c in rows if m.files.get(c) or counts[c]]
+    if rows:
+        lines.append(f"  {'file data by top-level dir':<26}{'blocks':>12}  {'files':>7}  {'runs/file':>9}")
+        for lab, c in sorted(rows, key=lambda r: -counts[r[1]]):
+            f = m.files.get(c, 0)
+            rpf = m.runs.get(c, 0) / f if f else 0.0
+            lines.append(f"  {lab[:26]:<26}{counts[c]:>12,}  {f:>7,}  {rpf:>9.2f}")
+    if info:
+        lines.append(f"drawn: blocks {info['first']:,}..{info['end'] - 1:,}, {info['cells_per_block']} "
+                     f"block(s) per cell, {info['width']} x {info['rows']} cells")
+    return "\n".join(lines)
