@@ -276,13 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the raw JSON")
     s.set_defaults(func=cmd_stats)
 
-    try:
-        from simfs import cli_disks
-    except ImportError:
-        cli_disks = None
-    if cli_disks is not None and hasattr(cli_disks, "register"):
-        cli_disks.register(sub)
-    from simfs import cli_policies
+    from simfs import cli_disks, cli_policies
+    cli_disks.register(sub)
     cli_policies.register(sub)
     try:
         from experiments import cli as cli_experiments
@@ -305,6 +300,9 @@ def main(argv=None) -> int:
         return a.func(a) or 0
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:       # `simfs ... | head`: the reader left, as with any Unix tool
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
