@@ -1,0 +1,150 @@
+"""`simfs experiment list | run NAME [--quick] [--source DIR] [--out DIR]`.
+
+`register(subparsers)` adds the subcommand to simfs/cli.py's parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+EXAMPLES = """examples:
+  simfs experiment list
+  simfs experiment run ext2fs-2010 --quick            # a few minutes at most
+  simfs experiment run readdir-order --source ~/src/linux
+  simfs experiment run mmap-fragmentation --size 1G --out results/mmap-1g
+  simfs experiment run all --quick
+"""
+
+
+def _size(text: str) -> int:
+    from simfs.cli import parse_size
+    return parse_size(text)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "experiment", help="run the seed experiments (configurations x phases, simulated time)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run a built-in experiment: every configuration on a fresh image, each phase a real "
+                    "command against the mount, unmounted and remounted between phases so each starts "
+                    "cold. Results go to results/<experiment>-<time>/ (results.json, results.csv, "
+                    "table.md, PNG plots); the table is printed.",
+        epilog=EXAMPLES)
+    sub = p.add_subparsers(dest="experiment_command", metavar="{list,run}")
+    s = sub.add_parser("list", help="the built-in experiments")
+    s.set_defaults(func=cmd_list)
+    s = sub.add_parser("run", help="run one experiment (or all)", formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=EXAMPLES)
+    s.add_argument("name", metavar="NAME", help="an experiment from `simfs experiment list`, or all")
+    s.add_argument("--quick", action="store_true", help="the small version (minutes; what CI runs)")
+    s.add_argument("--source", type=Path, default=None,
+                   help="copy this directory instead of a generated tree (tree experiments)")
+    s.add_argument("--out", type=Path, default=None,
+                   help="results directory (default results/<experiment>[-quick]-<time>)")
+    s.add_argument("--size", type=_size, default=None, help="mmap-fragmentation: the file size (default 256M)")
+    s.add_argument("--repetitions", "-r", type=int, default=None, help="override the experiment's repetitions")
+    s.add_argument("--work-dir", type=Path, default=None,
+                   help="where images, mounts and traces live while running (default /var/tmp)")
+    s.add_argument("--keep", action="store_true", help="keep the work directory (images, traces, logs)")
+    s.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    s.set_defaults(func=cmd_run)
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def cmd_list(a) -> int:
+    from .builtin import EXPERIMENTS
+    for name, mod in EXPERIMENTS.items():
+        print(f"{name:20s} seed {mod.SEED}  {mod.TITLE}")
+    return 0
+
+
+class _Progress:
+    """The runner's progress callback on a rich progress bar (stderr)."""
+
+    def __init__(self, progress, task):
+        self.progress, self.task = progress, task
+
+    def __call__(self, label):
+        if label is None:
+            self.progress.advance(self.task)
+        else:
+            self.progress.update(self.task, status=label)
+
+
+def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: Path | None = None,
+            size: int | None = None, repetitions: int | None = None, work_dir: Path | None = None,
+            keep: bool = False, plots: bool = True, show: bool = True, argv=None) -> tuple[dict, Path]:
+    """Run experiment `name`; returns (results document, results directory)."""
+    import tempfile
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from . import builtin, plots as plotting, report, runner
+
+    mod = builtin.get(name)
+    err = Console(stderr=True)
+    root = work_dir or runner.default_work_root()
+    work = Path(tempfile.mkdtemp(prefix=f"simfs-{name}-", dir=root))
+    try:
+        spec = mod.workload(quick)
+        if source is not None and spec.get("kind") != "tree":
+            err.print(f"[yellow]note:[/] {name} writes its own file; --source is ignored")
+            source = None
+        err.print(f"[bold]{mod.TITLE}[/]{' (quick)' if quick else ''}: preparing the workload", highlight=False)
+        wl = runner.prepare_workload(spec, work, source)
+        kw = {"size": size} if (size and mod.NAME == "mmap-fragmentation") else {}
+        exp = mod.build(quick, wl, **kw)
+        if repetitions:
+            exp.repetitions = repetitions
+        if wl.kind == "tree":
+            err.print(f"workload: {wl.describe()}", highlight=False)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        out = out or Path("results") / f"{name}{'-quick' if quick else ''}-{stamp}"
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=err,
+                      transient=False) as prog:
+            task = prog.add_task(name, total=runner.phase_count(exp), status="")
+            raw = runner.run_experiment(exp, wl, work, progress=_Progress(prog, task))
+            prog.update(task, status="done")
+        doc = report.assemble(exp, wl, raw, quick=quick, argv=argv)
+        report.write_all(doc, out)              # the measurements first, then the plots
+        made = plotting.draw_all(exp, doc, raw, work, out, warn=lambda m: err.print(f"[yellow]{m}[/]")) \
+            if plots else []
+        report.write_all(doc, out, made)
+        if show:
+            report.print_tables(doc, Console(highlight=False, width=None if sys.stdout.isatty() else 200))
+            print(f"results: {out}/ (results.json, results.csv, table.md"
+                  + (", " + ", ".join(made) if made else "") + f"); wall {doc['wall_seconds']:.0f} s")
+        return doc, out
+    finally:
+        runner.release_mounts(work)
+        if keep:
+            err.print(f"work directory kept: {work}")
+        else:
+            runner.remove_work(work)
+
+
+def cmd_run(a) -> int:
+    from . import builtin, runner
+    names = list(builtin.EXPERIMENTS) if a.name == "all" else [a.name]
+    for n in names:
+        if n not in builtin.EXPERIMENTS:
+            print(f"simfs experiment: unknown experiment {n!r}; choose one of: "
+                  f"{', '.join(builtin.EXPERIMENTS)}, all", file=sys.stderr)
+            return 2
+    if a.out and len(names) > 1:
+        print("simfs experiment: --out names one results directory; with `all` the default is used",
+              file=sys.stderr)
+        return 2
+    failed = 0
+    for n in names:
+        try:
+            run_one(n, quick=a.quick, source=a.source, out=a.out, size=a.size, repetitions=a.repetitions,
+                    work_dir=a.work_dir, keep=a.keep, plots=not a.no_plots, argv=sys.argv[1:])
+        except runner.ExperimentError as e:
+            print(f"simfs experiment {n}: {e}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0

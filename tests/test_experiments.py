@@ -1,0 +1,176 @@
+"""The seed experiments: every `--quick` experiment runs for real and each effect has the seed's
+direction (which configuration is slower), not the seed's figures; a rerun gives the same
+simulated figures; and the pieces (filefrag counting, tables, option strings) in isolation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from experiments import builtin, phases, report, runner
+from experiments.cli import run_one
+from experiments.fsscan import filefrag_extents
+from experiments.spec import Compare, Config, Experiment
+
+from tests.conftest import fuse_mounts, run_simfs
+
+
+# pieces, no mount --------------------------------------------------------------------------------
+def test_mount_string_keeps_disk_overrides_last():
+    c = Config("x", mount={"disk": "wd-ears,partition_offset=41", "alloc": "cg", "cache": 4 << 20,
+                           "atime": True, "trace": None}, mkfs={})
+    assert c.mount_string({"stats": "/tmp/s.json"}) == \
+        "alloc=cg,cache=4194304,atime,stats=/tmp/s.json,disk=wd-ears,partition_offset=41"
+    from simfs import mountopts
+    v = mountopts.parse([c.mount_string()]).volume
+    assert v.alloc == "cg" and v.disk == "wd-ears,partition_offset=41" and v.atime
+
+
+def test_filefrag_counts_like_filefrag():
+    bs = 4096
+    size = 2000 * bs
+    # ext2 inline: d0..d11, IND, d12..d1035, DIND, IND, d1036...
+    contiguous = ([(i, 1000 + i) for i in range(12)] + [(i, 1001 + i) for i in range(12, 1036)]
+                  + [(i, 1003 + i) for i in range(1036, 2000)])
+    assert filefrag_extents(contiguous, size, bs) == 1
+    assert filefrag_extents([(i, 1000 + i) for i in range(2000)], size, bs) == 3   # no room for them
+    one_in_eight = [(i, 1000 + 8 * i) for i in range(2000)]
+    assert filefrag_extents(one_in_eight, size, bs) == 2000
+    assert filefrag_extents([], 0, bs) == 0
+
+
+def test_every_builtin_experiment_builds_with_its_seed_figures():
+    wl = runner.Workload("tree", bytes=50 << 20, files=5000, dirs=500)
+    for name, mod in builtin.EXPERIMENTS.items():
+        for quick in (True, False):
+            exp = mod.build(quick, wl)
+            assert exp.name == name and exp.configs and exp.phases
+            names = {c.name for c in exp.configs}
+            assert len(names) == len(exp.configs)
+            for c in exp.compares:
+                assert c.num in names and c.den in names, c
+                assert c.phase in {p.name for p in exp.phases}, c
+            checked = [c for c in exp.compares if c.check]
+            assert checked and all(c.expect for c in checked)
+            assert any(c.published for c in exp.compares)
+
+
+def test_tables_from_a_results_document():
+    exp = Experiment("demo", "000", "demo", "d", [Config("a", {}, {}, {"alloc": "a"}),
+                                                  Config("b", {}, {}, {"alloc": "b"})],
+                     [phases.tarcp(), phases.tar_readback()],
+                     [Compare("tar: a / b", "tar", "a", "b", 8.8)], {"kind": "none"})
+    recs = []
+    for cfg, t in (("a", 10.0), ("b", 2.0)):
+        for ph, sim in (("mkfs", 0.1), ("tarcp", 1.0), ("tar", t)):
+            recs.append({"config": cfg, "rep": 0, "phase": ph, "sim": sim, "sim_cmd": sim, "sim_drain": 0.5,
+                         "wall": 1.0, "counters": {"seeks": 3}, "extra": {}})
+    doc = report.assemble(exp, runner.Workload("none"), {"records": recs, "layouts": {}, "started": 0, "wall": 3},
+                          quick=True)
+    (cmp_,) = doc["comparisons"]
+    assert cmp_["measured"] == pytest.approx(5.0) and cmp_["direction_ok"] is True
+    assert cmp_["vs_seed"] == pytest.approx(5.0 / 8.8)
+    md = report.table_md(doc)
+    assert "| tar: a / b | 5.00x | 8.80x | 0.57 | > 1 | ok |" in md
+    assert "tarcp +wb s" in md                 # the drain is shown beside a command-only headline
+    header, rows = report.main_table(doc)
+    assert header[:2] == ["configuration", "alloc"] and rows[0][-1] == "10.00"
+
+
+def test_experiment_list_cli():
+    r = run_simfs("experiment", "list")
+    for name in builtin.EXPERIMENTS:
+        assert name in r.stdout
+    r = run_simfs("experiment", "run", "no-such", check=False)
+    assert r.returncode == 2 and "unknown experiment" in r.stderr
+
+
+# mounted: the quick experiments ---------------------------------------------------------------------
+def _ratio(doc: dict, label: str) -> float:
+    for c in doc["comparisons"]:
+        if c["label"] == label:
+            return c["measured"]
+    raise KeyError(label)
+
+
+def _value(doc: dict, config: str, phase: str, metric: str = "sim") -> float:
+    for row in doc["summary"]:
+        if row["config"] == config and row["phase"] == phase:
+            return row["sim"]["mean"] if metric == "sim" else row["extra"][metric]["mean"]
+    raise KeyError((config, phase))
+
+
+DIRECTIONS = {
+    "ext2fs-2010": lambda d: [
+        ("tar: 2010 allocator slower than fixed", _value(d, "ext2fs-2010 4K sync", "tar")
+         > 2 * _value(d, "ext2fs-2010-fixed 4K sync", "tar")),
+        ("tar: 2010 allocator slower than sequential", _value(d, "ext2fs-2010 4K sync", "tar")
+         > 2 * _value(d, "sequential 4K sync", "tar")),
+    ],
+    "readdir-order": lambda d: [
+        ("find -type d: hash slower than inode", _value(d, "dirorder=hash", "find-d")
+         > _value(d, "dirorder=inode", "find-d")),
+        ("find -type f: hash slower than inode", _value(d, "dirorder=hash", "find-f")
+         > _value(d, "dirorder=inode", "find-f")),
+    ],
+    "writeback": lambda d: [
+        ("tarcp: sync slower than async", _value(d, "cg-2010 sync", "tarcp") > _value(d, "cg-2010 async", "tarcp")),
+    ],
+    "alignment": lambda d: [
+        (f"restore: {c['name']} slower than offset 40", _value(d, c["name"], "restore")
+         > _value(d, "offset 40", "restore")) for c in d["configs"] if c["name"] != "offset 40"
+    ],
+    "mmap-fragmentation": lambda d: [
+        ("immediate allocation: far more extents than delayed", _value(d, "ext2 mmap", "write", "extents")
+         > 10 * _value(d, "delayed mmap", "write", "extents")),
+        ("immediate allocation: slower dd", _value(d, "ext2 mmap", "dd") > _value(d, "delayed mmap", "dd")),
+        ("pwrite, immediate: far more extents", _value(d, "ext2 pwrite", "write", "extents")
+         > 10 * _value(d, "delayed pwrite", "write", "extents")),
+    ],
+}
+
+
+@pytest.mark.mount
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(builtin.EXPERIMENTS))
+def test_quick_experiment_effects_have_the_seed_direction(name, tmp_path):
+    doc, out = run_one(name, quick=True, out=tmp_path / "results", work_dir=tmp_path, show=False)
+    assert not [m for m in fuse_mounts() if m.startswith(str(tmp_path))], "a mount was left behind"
+    for f in ("results.json", "results.csv", "table.md", "bars.png"):
+        assert (out / f).stat().st_size > 0, f
+    assert json.loads((out / "results.json").read_text())["experiment"] == name
+    wrong = [f"{c['label']}: {c['measured']}" for c in doc["comparisons"] if c["check"] and not c["direction_ok"]]
+    assert not wrong, wrong
+    failed = [what for what, ok in DIRECTIONS[name](doc) if not ok]
+    assert not failed, failed
+    left = [p for p in os.listdir(tmp_path) if p.startswith("simfs-")]
+    assert not left, f"work directory not removed: {left}"
+
+
+def _tiny(wl) -> Experiment:
+    def cfg(alloc):
+        return Config(alloc, mount={"alloc": alloc, "writeback": "sync", "cache": 4 << 20, "disk": "wd1200jb"},
+                      mkfs={"size_bytes": 256 << 20, "block_size": 1024, "inode_size": 128}, params={"alloc": alloc})
+    return Experiment("tiny", "000", "tiny", "determinism", [cfg("ext2fs-2010"), cfg("sequential")],
+                      [phases.mkfs_phase(), phases.tarcp(), phases.metadata_scan(), phases.tar_readback()],
+                      [Compare("tar", "tar", "ext2fs-2010", "sequential", 3.3)],
+                      {"kind": "tree", "seed": 7, "files": 150}, blockmap=["ext2fs-2010"])
+
+
+@pytest.mark.mount
+def test_a_rerun_gives_the_same_figures(tmp_path):
+    docs = []
+    for i in range(2):
+        work = tmp_path / f"w{i}"
+        work.mkdir()
+        wl = runner.prepare_workload(_tiny(None).workload, work)
+        exp = _tiny(wl)
+        raw = runner.run_experiment(exp, wl, work)
+        docs.append(report.assemble(exp, wl, raw, quick=True))
+    a, b = (report.figures(d) for d in docs)
+    assert a == b
+    assert a["comparisons"][0]["measured"] > 1
+    assert not [m for m in fuse_mounts() if m.startswith(str(tmp_path))]
