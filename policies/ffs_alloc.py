@@ -48,7 +48,7 @@ the preference within a group, never before it.
 """
 
 from .base import BlockAllocator, BlockRequest, NoSpace, SpaceView
-from .groupscan import cdiv, data_start, free_runs, group_bits, hashalloc
+from .groupscan import cdiv, data_start, first_clear_wrapping, free_runs, group_bits, hashalloc
 
 NDADDR = 12
 MINFREE = 8             # newfs -m default (percent)
@@ -245,13 +245,7 @@ class Cg2010(BlockAllocator):
     @staticmethod
     def _mapsearch(bits, rel: int) -> int:
         """ffs_mapsearch for a full block: the first free block at or after rel, wrapping."""
-        for lo, hi in ((rel, len(bits)), (0, rel + 1)):
-            seg = bits[lo:hi]
-            if len(seg):
-                i = int(seg.argmin())
-                if not seg[i]:
-                    return lo + i
-        return -1
+        return first_clear_wrapping(bits, rel, rel + 1)
 
     # ffs_reallocblks --------------------------------------------------------------------------
     def reallocate(self, space: SpaceView, req: BlockRequest, state, cluster: list[tuple[int, int]]):

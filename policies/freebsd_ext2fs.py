@@ -45,7 +45,8 @@ import numpy as np
 
 from .base import BlockAllocator, BlockRequest, InodePlacer, NoSpace, SpaceView
 from .ffs_dirpref import ffs_dirpref
-from .groupscan import cdiv, cmod, first_zero_byte, free_runs, group_bits, hashalloc
+from .groupscan import (cdiv, cmod, first_clear_wrapping, first_zero_byte, free_runs, group_bits,
+                        hashalloc)
 
 AFPDIR = 64                       # sys/fs/ext2fs/fs.h: expected files per directory
 AVFILESIZ = 16384                 # AVGDIRSIZE = AVFILESIZ * AFPDIR
@@ -150,15 +151,8 @@ class Ext2fs2010(BlockAllocator):
     def _mapsearch(self, geo, bits: np.ndarray, bpref: int) -> int:
         """ext2_mapsearch: first byte != 0xFF from `start` to the end, then [0, start]; its
         lowest clear bit (= the first clear bit from the start of that byte)."""
-        nbits = len(bits)
         start = cdiv(self._dtogd(geo, bpref), 8) if bpref else 0
-        for lo, hi in ((start * 8, nbits), (0, (start + 1) * 8)):
-            seg = bits[lo:hi]
-            if len(seg):
-                i = int(seg.argmin())
-                if not seg[i]:
-                    return lo + i
-        return -1
+        return first_clear_wrapping(bits, start * 8, (start + 1) * 8)
 
     @staticmethod
     def _abs(geo, cg: int, bno: int) -> int:

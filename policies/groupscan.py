@@ -151,3 +151,10 @@ def data_start(space, g: int) -> int:
     if start <= d.inode_table < start + geo.blocks_per_group:
         end = max(end, d.inode_table + geo.inode_table_blocks)
     return min(end, geo.group_start(g) + geo.group_blocks(g))
+
+
+def first_clear_wrapping(bits, start: int, wrap_end: int) -> int:
+    """The first clear bit at or after `start`, else the first in [0, wrap_end); -1 if none
+    (the scan of ffs_mapsearch and ext2_mapsearch)."""
+    b = first_free(bits, start, len(bits))
+    return b if b >= 0 else first_free(bits, 0, wrap_end)
