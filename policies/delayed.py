@@ -23,9 +23,6 @@ import numpy as np
 
 from .base import BlockAllocator, BlockRequest, NoSpace, SpaceView
 
-MAX_RUN = 2048
-
-
 class DelayedState:
     """A file's extents as allocated so far: sorted starts, and (lblk, phys, length)."""
 
@@ -65,6 +62,7 @@ class Delayed(BlockAllocator):
     summary = ("ext4 delayed allocation: blocks placed at write-back in logical runs of up to 2048, "
                "goal next to the nearest extent (ext4_ext_find_goal, mballoc stream allocation)")
     decides = "flush"
+    max_run = 2048          # MAX_WRITEPAGES_EXTENT_LEN: the longest run placed at once
     placer = "orlov"
 
     def new_inode_state(self):

@@ -36,9 +36,6 @@ def first_free(bits: np.ndarray, start: int, end: int) -> int:
     return start + i if not seg[i] else -1
 
 
-_ALL_SET = np.uint64(0x0101010101010101)
-
-
 def _bytes64(bits: np.ndarray, first_byte: int, end_byte: int) -> np.ndarray:
     """Bitmap bytes [first_byte, end_byte) as uint64 words: the eight bools of one byte."""
     end_byte = min(end_byte, len(bits) // 8)
@@ -51,11 +48,6 @@ def _bytes64(bits: np.ndarray, first_byte: int, end_byte: int) -> np.ndarray:
 def byte_any(bits: np.ndarray, first_byte: int, end_byte: int) -> np.ndarray:
     """For bitmap bytes [first_byte, end_byte): True where the byte has any bit set (!= 0x00)."""
     return _bytes64(bits, first_byte, end_byte) != 0
-
-
-def byte_full(bits: np.ndarray, first_byte: int, end_byte: int) -> np.ndarray:
-    """For bitmap bytes [first_byte, end_byte): True where the byte is 0xFF."""
-    return _bytes64(bits, first_byte, end_byte) == _ALL_SET
 
 
 def first_false(a: np.ndarray) -> int:

@@ -118,7 +118,6 @@ class Ext2(BlockAllocator):
 
     def __init__(self):
         self.tree = WindowTree()
-        self._live: dict[int, Window] = {}
 
     # per-inode state ------------------------------------------------------------------------
     def new_inode_state(self) -> BlockAllocInfo:

@@ -207,9 +207,6 @@ class BufferCache:
         self._flush_dirty(wait=False)
         self.clock.drain()
 
-    def pending_keys(self) -> list[int]:
-        return [k for k in self.buffers if k < 0]
-
     def flush_blocks(self, blknos) -> None:
         """Write the named blocks if they are dirty and wait until they are on the media (fsync)."""
         self._write_back(sorted(b for b in set(blknos) if b in self.buffers and self.buffers[b].dirty), wait=False)

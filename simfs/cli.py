@@ -34,10 +34,6 @@ class _Fmt(argparse.RawDescriptionHelpFormatter):
     pass
 
 
-class UsageFail(Exception):
-    pass
-
-
 def _fail(msg: str, cmd: str = "") -> int:
     """One-line error for bad input; exit status 2."""
     print(f"simfs{' ' + cmd if cmd else ''}: {msg}", file=sys.stderr)

@@ -199,10 +199,6 @@ def _convert(key: str, text: str | None, typ, f: dataclasses.Field | None):
     return val
 
 
-def volume_fields(volume_cls=None) -> list[dataclasses.Field]:
-    return list(dataclasses.fields(volume_cls or _volume_cls()))
-
-
 def valid_keys(volume_cls=None) -> list[str]:
     """All accepted keys (volume fields, their no- forms for booleans, aliases, front end)."""
     cls = volume_cls or _volume_cls()

@@ -931,7 +931,7 @@ class Volume:
             i = 0
             while i < len(pending):
                 j = i + 1
-                while j < len(pending) and pending[j] == pending[j - 1] + 1 and j - i < 2048:
+                while j < len(pending) and pending[j] == pending[j - 1] + 1 and j - i < self.allocator.max_run:
                     j += 1
                 first = pending[i]
                 req = BlockRequest(ino=ino, inode_group=self.geo.group_of_inode(ino), lblk=first,
