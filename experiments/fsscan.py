@@ -2,11 +2,9 @@
 as the mount): the fsck-like metadata scan of seed 003, where files landed (block maps), and
 filefrag's extent count.
 
-The scan opens the image read-only with the configuration's own disk options and charges
-its reads through the volume's buffer cache and clock, in e2fsck's order: every group's
-block and inode bitmaps; pass 1, every inode-table block group by group (sequential runs of
-at most `maxio`) and the indirect blocks of every file; pass 2, every directory block in
-block order. Its simulated time is the clock's advance.
+The scan opens the image read-only with the configuration's own disk options and runs
+`Volume.metadata_scan` (e2fsck's reads, in its order, charged through the volume's cache and
+clock). Its simulated time is the clock's advance.
 """
 
 from __future__ import annotations
@@ -32,50 +30,17 @@ def open_ro(image, config: Config, disk: str | None = None) -> Volume:
     return Volume.open(image, opts)
 
 
-def _used_inodes(vol: Volume, g: int):
-    ipg = vol.geo.inodes_per_group
-    used = np.flatnonzero(vol.space.inode_used[g * ipg:(g + 1) * ipg])
-    return [g * ipg + int(i) + 1 for i in used]
-
-
-def _read_runs(vol: Volume, blocks, kind: str) -> None:
-    blocks = sorted(set(blocks))
-    i = 0
-    while i < len(blocks):
-        j = i + 1
-        while j < len(blocks) and blocks[j] == blocks[j - 1] + 1:
-            j += 1
-        vol.cache.read_run(blocks[i], j - i, kind, 0, True)
-        i = j
-
-
 def metadata_scan(image, config: Config) -> dict:
     """Read every bitmap, inode-table block, indirect block and directory block (fsck's reads)."""
     with open_ro(image, config) as vol:
-        geo, cache = vol.geo, vol.cache
         t0 = vol.clock.now
-        for d in vol.descs:
-            cache.read_run(d.block_bitmap, 1, "bitmap", 0, True)
-            cache.read_run(d.inode_bitmap, 1, "bitmap", 0, True)
-        dir_blocks = []
-        inodes = 0
-        for g, d in enumerate(vol.descs):
-            cache.read_run(d.inode_table, geo.inode_table_blocks, "inode", 0, True)
-            for ino in _used_inodes(vol, g):
-                inode = vol.inodes.peek(ino)
-                inodes += 1
-                if not inode.has_block_map or inode.is_fast_symlink(geo.block_size):
-                    continue
-                for lblk, phys in vol.filemap.blocks(inode):      # charges indirect blocks
-                    if inode.is_dir and isinstance(lblk, int):
-                        dir_blocks.append(phys)
-        _read_runs(vol, dir_blocks, "dir")
+        seen = vol.metadata_scan()
         elapsed = vol.clock.now - t0
         counters = vol.counters
     return {"sim": elapsed, "sim_cmd": elapsed, "sim_drain": 0.0,
             "counters": {k: counters.get(k, 0) for k in ("disk_reads", "disk_writes", "seeks",
                                                         "sectors_read", "sectors_written")},
-            "extra": {"inodes": inodes, "dir_blocks": len(dir_blocks)}}
+            "extra": seen}
 
 
 # where files landed --------------------------------------------------------------------------
@@ -140,7 +105,7 @@ def layout(image, config: Config, only: str | None = None) -> Layout:
             target = vol.lookup(vol.root_ino, only.encode()).st_ino
             inos = [target]
         else:
-            inos = [ino for g in range(geo.groups) for ino in _used_inodes(vol, g)]
+            inos = [int(i) + 1 for i in np.flatnonzero(vol.space.inode_used)]
         order, extents, data = [], 0, 0
         for ino in inos:
             inode: Inode = vol.inodes.peek(ino)

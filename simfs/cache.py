@@ -129,9 +129,23 @@ class BufferCache:
         self.buffers[key] = buf     # no eviction here: it could place this very page meanwhile;
         return buf.data             # the dirty thresholds at the end of the operation bound these
 
+    def __contains__(self, key: int) -> bool:
+        return key in self.buffers
+
+    def __len__(self) -> int:
+        return len(self.buffers)
+
+    def is_dirty(self, blkno: int) -> bool:
+        """Written to but not yet written back (still part of a delayed-write cluster)."""
+        buf = self.buffers.get(blkno)
+        return buf is not None and buf.dirty
+
     def rekey(self, key: int, blkno: int) -> None:
-        """A delayed block got its place: the dirty buffer now stands for block blkno."""
-        buf = self.buffers.pop(key)
+        """The buffer cached under `key` now stands for block blkno (a delayed block got its
+        place, or cluster reallocation moved it); nothing happens if it is not cached."""
+        buf = self.buffers.pop(key, None)
+        if buf is None:
+            return
         old = self.buffers.pop(blkno, None)
         if old is not None and old.dirty:
             self.ndirty -= 1
