@@ -176,16 +176,13 @@ def mkfs(path, size_bytes: int, *, block_size: int = 4096, blocks_per_group: int
             writer(d.inode_bitmap, bitmap_bytes(inode_used[g * ipg:(g + 1) * ipg], block_size))
             writer(d.inode_table, zero_itable)
         sb.block_group_nr = 0
-        itable = bytearray(block_size)
-        for ino in (ROOT_INO, LOST_FOUND_INO):
-            inode = root if ino == ROOT_INO else lpf
-            off = ((ino - 1) % geo.inodes_per_block) * inode_size
-            blk = descs[0].inode_table + (ino - 1) // geo.inodes_per_block
-            if ino == LOST_FOUND_INO and blk != descs[0].inode_table:
-                writer(descs[0].inode_table, bytes(itable))
-                itable = bytearray(block_size)
-            itable[off:off + inode_size] = inode.pack()
-            writer(blk, bytes(itable))
+        tables: dict[int, bytearray] = {}        # inode-table blocks holding root and lost+found
+        for inode in (root, lpf):
+            blk = descs[0].inode_table + (inode.ino - 1) // geo.inodes_per_block
+            off = ((inode.ino - 1) % geo.inodes_per_block) * inode_size
+            tables.setdefault(blk, bytearray(block_size))[off:off + inode_size] = inode.pack()
+        for blk, data in sorted(tables.items()):
+            writer(blk, bytes(data))
         writer(root_blk, bytes(root_dir))
         writer(lpf_blks[0], bytes(lpf_first))
         for b in lpf_blks[1:]:
