@@ -101,6 +101,13 @@ def assemble(exp: Experiment, wl, raw: dict, *, quick: bool, argv: list | None =
     }
 
 
+def figures(doc: dict) -> dict:
+    """The simulated figures of a results document, for reproducibility checks: everything
+    but wall-clock seconds, dates and host."""
+    return {"summary": [{k: v for k, v in row.items() if k != "wall"} for row in doc["summary"]],
+            "comparisons": [{k: c[k] for k in ("label", "measured")} for c in doc["comparisons"]]}
+
+
 # formatting ---------------------------------------------------------------------------------
 def fmt_s(x: float | None) -> str:
     if x is None:
