@@ -16,9 +16,13 @@ Write-back follows the mount's policy:
 Delayed blocks leave when the 30-second syncer runs, when dirty buffers pass the background
 threshold (the writer keeps going) or the hard limit (the writer waits), on eviction, and on
 sync/fsync/unmount. Contiguous dirty blocks leave as one request of at most `maxio` blocks.
+
+Writing back is what the *model* does: it occupies the modelled disk and marks buffers clean.
+The bytes themselves reach the image file through `ImageFile` (simfs.imagefile), which is
+told of every change and commits on its own real-time schedule; this cache never writes the
+image, and the model's timing never depends on when a commit happens.
 """
 
-import os
 from collections import OrderedDict
 
 METADATA = ("inode", "dir", "indirect", "xattr", "symlink")
@@ -41,13 +45,13 @@ class Buffer:
 
 
 class BufferCache:
-    def __init__(self, fd: int, block_size: int, capacity_blocks: int, stats, clock, *,
+    def __init__(self, image, block_size: int, capacity_blocks: int, stats, clock, *,
                  writeback: str = "sync", maxio_blocks: int = 32, sync_interval: float = 30.0,
                  dirty_background: float = 0.10, dirty_limit: float = 0.40):
         if writeback not in WRITEBACK_POLICIES:
             raise ValueError(f"unknown write-back policy '{writeback}'; choose one of: "
                              f"{', '.join(WRITEBACK_POLICIES)}")
-        self.fd = fd
+        self.image = image            # simfs.imagefile.ImageFile: reads, and is told of changes
         self.bs = block_size
         self.capacity = max(64, capacity_blocks)
         self.stats = stats
@@ -97,11 +101,10 @@ class BufferCache:
             i = j
 
     def _load(self, blkno: int, count: int, kind: str, ino: int, ready_at: float) -> list[Buffer]:
-        raw = os.pread(self.fd, count * self.bs, blkno * self.bs).ljust(count * self.bs, b"\0")
         self.stats.count("blocks_read", count)
         out = []
-        for i in range(count):
-            buf = Buffer(blkno + i, bytearray(raw[i * self.bs:(i + 1) * self.bs]), kind, ino)
+        for i, data in enumerate(self.image.read(blkno, count)):
+            buf = Buffer(blkno + i, data, kind, ino)
             buf.ready_at = ready_at
             self._insert(buf)
             out.append(buf)
@@ -151,14 +154,14 @@ class BufferCache:
             self.ndirty -= 1
         buf.blkno = blkno
         self.buffers[blkno] = buf
+        self.image.note(blkno, buf.data)
 
     def peek(self, blkno: int, count: int = 1) -> bytes:
         """Read blocks without charging or caching (mount-time loading of bitmaps and tables)."""
-        out = bytearray(os.pread(self.fd, count * self.bs, blkno * self.bs).ljust(count * self.bs, b"\0"))
-        for i in range(count):
+        out = bytearray()
+        for i, data in enumerate(self.image.read(blkno, count)):
             buf = self.buffers.get(blkno + i)
-            if buf is not None:
-                out[i * self.bs:(i + 1) * self.bs] = buf.data
+            out += buf.data if buf is not None else data
         return bytes(out)
 
     # writing -------------------------------------------------------------------------------
@@ -178,6 +181,7 @@ class BufferCache:
             buf.dirty = True
             buf.dirtied_at = self.clock.now
             self.ndirty += 1
+        self.image.note(blkno, buf.data)
         if buf.kind in self.sync_kinds:
             self.op_sync.add(blkno)
 
@@ -193,6 +197,7 @@ class BufferCache:
         if buf is not None and buf.dirty:
             self.ndirty -= 1
         self.op_sync.discard(blkno)
+        self.image.discard(blkno)
 
     # the operation boundary ----------------------------------------------------------------
     def begin_op(self, sync_kinds: tuple) -> None:
@@ -263,8 +268,8 @@ class BufferCache:
             self.buffers.pop(b, None)     # delayed blocks were re-keyed when placed
 
     def _write_back(self, blknos: list[int], wait: bool) -> None:
-        """Write sorted dirty blocks: contiguous runs up to maxio blocks become one request.
-        Delayed blocks (negative keys) are placed first."""
+        """Write sorted dirty blocks back (in the model): contiguous runs up to maxio blocks
+        become one request. Delayed blocks (negative keys) are placed first."""
         if blknos and blknos[0] < 0:
             self._resolving = True
             try:
@@ -279,7 +284,6 @@ class BufferCache:
             while j < len(blknos) and blknos[j] == blknos[j - 1] + 1 and j - i < self.maxio:
                 j += 1
             run = [self.buffers[b] for b in blknos[i:j]]
-            os.pwrite(self.fd, b"".join(bytes(b.data) for b in run), blknos[i] * self.bs)
             self.clock.io("W", blknos[i], len(run), run[0].kind, run[0].ino, wait=wait)
             for b in run:
                 b.dirty = False

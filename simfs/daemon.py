@@ -181,11 +181,23 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None) -> i
         vol.close()
         raise
 
+    for w in vol.warnings:
+        log.warning("%s: %s", image, w)
+
+    async def commits():
+        """Real durability: the image trails what was written by at most `commit` seconds
+        even when no request arrives (requests also commit when one is due)."""
+        while True:
+            await trio.sleep(min(1.0, mopts.volume.commit / 4))
+            vol.commit_if_due()
+
     async def run():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_signals, mnt, nursery)
+            if not mopts.volume.read_only:
+                nursery.start_soon(commits)
             if ready is not None:
-                ready()
+                ready(vol.warnings)
             await pyfuse3.main(min_tasks=1, max_tasks=1)
             nursery.cancel_scope.cancel()
 
@@ -220,7 +232,9 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False) -> int:
     if foreground:
         setup_logging(log_path if mopts.log else None, mopts.loglevel, stream=sys.stderr)
 
-        def ready():
+        def ready(warnings):
+            for w in warnings:
+                print(f"simfs mount: warning: {w}", file=sys.stderr)
             print(f"simfs: {image} mounted on {mnt} (foreground; Ctrl-C or "
                   f"`simfs umount {mnt}` to stop)", file=sys.stderr, flush=True)
         return serve(image, mnt, mopts, log_path=log_path if mopts.log else None, ready=ready)
@@ -252,7 +266,9 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False) -> int:
         chunks.append(b)
     os.close(r)
     msg = b"".join(chunks).decode(errors="replace").strip()
-    if msg == "ok":
+    if msg.startswith("ok"):
+        for w in msg.splitlines()[1:]:
+            print(f"simfs mount: warning: {w}", file=sys.stderr)
         return 0
     if msg.startswith("usage "):
         raise UsageError(msg[6:])
@@ -293,7 +309,8 @@ def _daemon_main(image, mnt, mopts, log_path, w) -> int:
                 os.close(w)
 
     try:
-        return serve(image, mnt, mopts, log_path=log_path, ready=lambda: tell("ok"))
+        return serve(image, mnt, mopts, log_path=log_path,
+                     ready=lambda warnings: tell("\n".join(["ok"] + warnings)))
     except UsageError as e:
         log.error("%s", e)
         tell("usage " + str(e).replace("\n", " "))

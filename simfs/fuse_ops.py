@@ -96,10 +96,12 @@ def _handler(fn):
             if op == "forget":
                 return None
             raise pyfuse3.FUSEError(e.errno) from None
-        except Exception:
+        except Exception as e:
             self.errors["EIO"] += 1
             self.unexpected += 1
             log.exception("unexpected exception in %s%r; answering EIO", op, _brief(args))
+            if not isinstance(e, InjectedFault):        # a real one: the image may be inconsistent
+                self.vol.fs_error(f"unexpected {type(e).__name__} in {op}")
             if op == "forget":
                 return None
             raise pyfuse3.FUSEError(errno.EIO) from None

@@ -7,12 +7,19 @@ default_permissions); ownership, modes, times and link counts are its job.
 
 `Volume.open(path, options)` opens an image. Open files and kernel lookups are both
 "holds" (`hold(ino)` / `drop(ino, n)`): an unlinked inode lives until its last hold drops.
+
+The image's clean state follows the kernel's ext2: "not clean" while mounted read-write, and
+at unmount the state found at mount (an unchecked file system stays unchecked). An image that
+was not cleanly unmounted, or has errors recorded, is refused read-write unless
+`force` is given. What the tools wrote reaches the image in consistent commits at most
+`commit` real seconds apart (simfs.imagefile), independent of the modelled write-back.
 """
 
 import errno
 import fcntl
 import functools
 import json
+import logging
 import os
 import stat
 import time
@@ -32,13 +39,14 @@ from .directory import Directories
 from .errors import FSError, ImageError
 from .filemap import FileMap
 from .freespace import FreeSpace
+from .imagefile import ImageFile, JournalError, pending_journal, recover
 from .inodes import InodeTable
 from .stats import Stats
 from .trace import TraceWriter
 from .ondisk import xattr as xattr_fmt
 from .ondisk.constants import (
-    INCOMPAT_FILETYPE, LINK_MAX, MAX_NAME_LEN, ROOT_INO, RO_COMPAT_LARGE_FILE,
-    STATE_VALID, SUPERBLOCK_OFFSET, file_type_of_mode,
+    ERRORS_CONTINUE, INCOMPAT_FILETYPE, LINK_MAX, MAX_NAME_LEN, ROOT_INO, RO_COMPAT_LARGE_FILE,
+    STATE_ERROR, STATE_VALID, SUPERBLOCK_OFFSET, file_type_of_mode,
 )
 from .ondisk.groupdesc import unpack_table
 from .ondisk.superblock import Geometry, Superblock
@@ -48,6 +56,7 @@ RENAME_EXCHANGE = 2
 XATTR_CREATE = 1
 XATTR_REPLACE = 2
 ENOATTR = errno.ENODATA
+log = logging.getLogger("simfs.volume")
 
 
 @dataclass
@@ -67,6 +76,8 @@ class VolumeOptions:
     stats: str = ""                      # write the final statistics (JSON) here at unmount
     atime: bool = False                  # update access times on read (noatime by default)
     read_only: bool = False
+    commit: float = 5.0                  # real seconds the image may trail what was written
+    force: bool = False                  # mount read-write although not cleanly unmounted
 
 
 # Which kinds of metadata an operation must write before returning, under writeback=sync
@@ -89,11 +100,17 @@ def operation(fn):
         start = clock.now
         clock.cpu(self.cpu_op)
         self.cache.begin_op(sync_kinds)
+        self._depth += 1
         try:
             return fn(self, *args, **kwargs)
         finally:
-            self.cache.end_op()
-            self.stats.op(name, clock.now - start, clock.now)
+            try:
+                self.cache.end_op()
+                self.stats.op(name, clock.now - start, clock.now)
+            finally:
+                self._depth -= 1
+            if not self._depth and self.image.due():   # between operations: a consistent image
+                self.commit()
     return wrapper
 
 
@@ -127,6 +144,30 @@ class StatFS:
     f_namemax: int = MAX_NAME_LEN
 
 
+def _is_clean(sb: Superblock) -> bool:
+    return bool(sb.state & STATE_VALID) and not sb.state & STATE_ERROR
+
+
+def _unclean_reason(sb: Superblock) -> str:
+    if sb.state & STATE_ERROR:
+        return "file system has errors recorded"
+    return "file system was not cleanly unmounted (a crash, or still mounted elsewhere)"
+
+
+def _mount_warnings(sb: Superblock) -> list[str]:
+    """What the kernel's ext2_setup_super warns about when mounting."""
+    out = []
+    if not sb.state & STATE_VALID:
+        out.append("mounting unchecked fs, running e2fsck is recommended")
+    if sb.state & STATE_ERROR:
+        out.append("mounting fs with errors, running e2fsck is recommended")
+    if sb.max_mnt_count > 0 and sb.mnt_count >= sb.max_mnt_count:
+        out.append("maximal mount count reached, running e2fsck is recommended")
+    if sb.checkinterval and sb.lastcheck + sb.checkinterval <= time.time():
+        out.append("checktime reached, running e2fsck is recommended")
+    return out
+
+
 def _check_name(name: bytes) -> None:
     if len(name) > MAX_NAME_LEN:
         raise FSError(errno.ENAMETOOLONG)
@@ -149,7 +190,10 @@ class Volume:
         self.trace = TraceWriter(options.trace) if options.trace else None
         self.clock = SimClock(self.disk, self.stats, geo.block_size // 512, self.trace)
         self.cpu_op = options.cpu_op_us * 1e-6
-        self.cache = BufferCache(fd, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
+        self._depth = 0                      # operations in progress (commits wait for 0)
+        self.image = ImageFile(self.path, fd, geo.block_size, writable=not options.read_only,
+                               commit_interval=options.commit)
+        self.cache = BufferCache(self.image, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
                                  writeback=options.writeback, maxio_blocks=options.maxio // geo.block_size,
                                  sync_interval=options.sync_interval)
         gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
@@ -175,13 +219,15 @@ class Volume:
         else:
             self.max_size = 2**31 - 1
         self.closed = False
+        self.mount_state = sb.state          # written back at unmount, as the kernel does
+        self.warnings = _mount_warnings(sb)
         if not options.read_only:
-            self.was_clean = bool(sb.state & STATE_VALID)
             sb.state &= ~STATE_VALID       # "not clean" while mounted, as the kernel marks it
             sb.mnt_count = (sb.mnt_count + 1) & 0xFFFF
             sb.mtime = int(time.time())
             self._write_super()
             self.cache.sync()
+            self.commit()                  # the image says "not clean" before any change
 
     # opening and closing -----------------------------------------------------------------
     @classmethod
@@ -201,16 +247,37 @@ class Volume:
                 fcntl.flock(fd, (fcntl.LOCK_SH if options.read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise ImageError(f"{name}: image already in use (mounted by another simfs?)") from None
+            cls._recover(name, fd, options)
             size = os.fstat(fd).st_size
             raw = os.pread(fd, 1024, SUPERBLOCK_OFFSET)
             if len(raw) < 1024:
                 raise ImageError(f"{name}: not an ext2 file system (file is only {size} bytes)")
             sb = Superblock(raw)
             sb.validate(name, size)
+            if not options.read_only and not options.force and not _is_clean(sb):
+                raise ImageError(f"{name}: {_unclean_reason(sb)}: run `simfs fsck --repair {name}` "
+                                 "first, or mount with -o force (or -o ro) to use it as it is")
             return cls(name, fd, sb, options)
         except BaseException:
             os.close(fd)
             raise
+
+    @staticmethod
+    def _recover(name: str, fd: int, options: VolumeOptions) -> None:
+        """Finish a commit a crash interrupted (the journal beside the image), before
+        anything of the image is read."""
+        state = pending_journal(name)
+        if state is None:
+            return
+        if options.read_only:
+            raise ImageError(f"{name}: a commit was interrupted ({name}.journal): mount it "
+                             f"read-write once or run `simfs fsck --repair {name}` to finish it")
+        try:
+            n = recover(name, fd)
+        except JournalError as e:
+            raise ImageError(str(e)) from None
+        log.warning("%s: %s", name, f"finished an interrupted commit ({n} records from the journal)"
+                    if n else "discarded a torn journal (the image is as of the commit before)")
 
     def _check_descs(self) -> None:
         geo = self.geo
@@ -223,16 +290,18 @@ class Volume:
                     raise ImageError(f"{self.path}: corrupt group descriptor {g} ({what} at block {b})")
 
     def close(self) -> None:
-        """Free orphans, write every dirty structure back, mark the file system clean, unlock."""
+        """Free orphans, write every dirty structure back, put back the state found at mount
+        (clean if it was clean and no error was seen), commit, unlock."""
         if self.closed:
             return
-        if not self.options.read_only:
+        if self.image.writable:
             self.sync()                      # places delayed blocks, which releases their holds
             for ino in list(self.holds):
                 self.holds[ino] = 1
                 self.drop(ino)
-            self.sb.state |= STATE_VALID
+            self.sb.state = self.mount_state
             self.sync()
+            self.image.close()
         self.closed = True
         os.close(self.fd)
         if self.trace is not None:
@@ -248,11 +317,45 @@ class Volume:
         self.close()
 
     def sync(self) -> None:
-        """Write everything back and wait until it is on the media."""
+        """Write everything back and wait until it is on the media (the model), and commit
+        it to the image (real)."""
         start = self.clock.now
         self._write_super()
         self.cache.sync()
         self.stats.op("sync", self.clock.now - start, self.clock.now)
+        self.commit()
+
+    def commit(self) -> None:
+        """Make the image hold everything written so far (no simulated time passes)."""
+        if self.image.writable:
+            sb = self.sb
+            sb.free_blocks_count = self.space.free_blocks
+            sb.free_inodes_count = self.space.free_inodes
+            self.image.note_bytes(SUPERBLOCK_OFFSET, sb.pack())
+            self.image.commit()
+
+    def commit_if_due(self) -> None:
+        """Commit if the `commit` interval has passed (called between requests)."""
+        if not self._depth and self.image.due():
+            self.commit()
+
+    def fs_error(self, what: str) -> None:
+        """Record a detected inconsistency as the kernel's ext2_error does: the error state
+        goes to the image now, and the superblock's errors behaviour applies (continue, or
+        remount read-only; panic is taken as remount read-only)."""
+        log.error("file system error: %s", what)
+        if not self.image.writable:
+            return
+        self.mount_state |= STATE_ERROR
+        self.sb.state |= STATE_ERROR
+        if self.sb.errors != ERRORS_CONTINUE and not self.options.read_only:
+            log.error("errors behaviour %d: remounting read-only", self.sb.errors)
+            self.options.read_only = True
+        if self._depth:                      # inside an operation: commit at its end
+            self.image.note_bytes(SUPERBLOCK_OFFSET, self.sb.pack())
+            self.image.last_commit = float("-inf")
+        else:
+            self.commit()
 
     # observation (simfs frag, simfs layout) -------------------------------------------------
     def extents(self, ino: int) -> dict:
@@ -1022,6 +1125,7 @@ class Volume:
         if inode.file_acl:
             blocks.append(inode.file_acl)
         self.cache.flush_blocks(blocks)
+        self.commit()                        # durable on the image when fsync returns
 
     # directories -------------------------------------------------------------------------
     @operation
@@ -1065,6 +1169,7 @@ class Volume:
         try:
             return xattr_fmt.decode(self.cache.bread(inode.file_acl, "xattr", inode.ino))
         except ValueError as e:
+            self.fs_error(f"inode {inode.ino}: bad extended-attribute block: {e}")
             raise FSError(errno.EIO, f"inode {inode.ino}: {e}") from None
 
     @operation

@@ -338,7 +338,8 @@ def test_control_mark_reset_drop_caches(simfs_mount):
 
 def test_umount_after_daemon_was_killed(tmp_path):
     """A daemon killed with SIGKILL leaves a dead mount (ENOTCONN): simfs umount clears it,
-    and the mount point can be used again."""
+    and the mount point can be used again; the image, left "not clean", is refused read-write
+    until `simfs fsck --repair`."""
     image = make_image(tmp_path / "k.img", "64M")
     mnt = tmp_path / "k.mnt"
     mnt.mkdir()
@@ -353,6 +354,11 @@ def test_umount_after_daemon_was_killed(tmp_path):
         r = run_simfs("umount", mnt)
         assert "daemon gone" in r.stderr
         assert os.path.realpath(mnt) not in fuse_mounts()
+        r = run_simfs("mount", image, mnt, check=False)
+        assert r.returncode == 2 and "not cleanly unmounted" in r.stderr and "--repair" in r.stderr
+        assert os.path.realpath(mnt) not in fuse_mounts()
+        r = run_simfs("fsck", "--repair", image, check=False)
+        assert r.returncode in (0, 1) and r.stdout.startswith("clean after e2fsck -fy"), r.stdout
         m.mount()
         m.umount()
     finally:

@@ -19,8 +19,11 @@ N_BLOCKS = 15
 MAX_NAME_LEN = 255
 LINK_MAX = 32000  # ext2's EXT2_LINK_MAX
 
-STATE_VALID = 1
-ERRORS_CONTINUE = 1
+STATE_VALID = 1     # s_state: cleanly unmounted
+STATE_ERROR = 2     # s_state: errors detected
+ERRORS_CONTINUE = 1  # s_errors: what to do when an error is detected
+ERRORS_RO = 2
+ERRORS_PANIC = 3
 OS_LINUX = 0
 DYNAMIC_REV = 1
 

@@ -1,0 +1,291 @@
+"""Real durability, in-process: commits, the journal, the image's clean state.
+
+The image file is written only by commits (simfs.imagefile), between operations, through a
+journal; so a copy of the image taken at any moment is a consistent ext2 file system
+(e2fsck -fn clean once an interrupted commit is finished), and commits never change
+simulated time.
+"""
+
+import os
+import random
+import shutil
+
+import pytest
+
+from simfs.errors import FSError, ImageError
+from simfs.imagefile import ImageFile, journal_path, pending_journal, recover
+from simfs.ondisk.constants import ERRORS_RO, STATE_ERROR, STATE_VALID, SUPERBLOCK_OFFSET
+from simfs.ondisk.mkfs import mkfs
+from simfs.ondisk.superblock import Superblock
+from simfs.volume import Volume, VolumeOptions
+from tests.helpers import assert_fsck_clean, e2fsck, needs_e2fsprogs
+
+pytestmark = needs_e2fsprogs
+
+
+def _superblock(img) -> Superblock:
+    with open(img, "rb") as f:
+        f.seek(SUPERBLOCK_OFFSET)
+        return Superblock(f.read(1024))
+
+
+def _set_state(img, state: int, errors: int | None = None) -> None:
+    sb = _superblock(img)
+    sb.state = state
+    if errors is not None:
+        sb.errors = errors
+    with open(img, "r+b") as f:
+        f.seek(SUPERBLOCK_OFFSET)
+        f.write(sb.pack())
+
+
+@pytest.fixture
+def img(tmp_path):
+    path = str(tmp_path / "d.img")
+    mkfs(path, 32 << 20, block_size=1024, inodes_per_group=512)
+    return path
+
+
+# the journal -------------------------------------------------------------------------------
+def _image_with_commit(tmp_path, blocks: dict[int, bytes]):
+    path = str(tmp_path / "j.img")
+    with open(path, "wb") as f:
+        f.truncate(64 * 1024)
+    fd = os.open(path, os.O_RDWR)
+    im = ImageFile(path, fd, 1024, writable=True)
+    for b, data in blocks.items():
+        im.note(b, bytearray(data))
+    return path, fd, im
+
+
+def test_commit_writes_in_place_and_empties_the_journal(tmp_path):
+    path, fd, im = _image_with_commit(tmp_path, {3: b"a" * 1024, 4: b"b" * 1024, 9: b"c" * 1024})
+    assert im.commit() == 3
+    with open(path, "rb") as f:
+        raw = f.read()
+    assert raw[3072:5120] == b"a" * 1024 + b"b" * 1024 and raw[9216:10240] == b"c" * 1024
+    assert os.path.getsize(journal_path(path)) == 0 and pending_journal(path) is None
+    im.close()
+    os.close(fd)
+    assert not os.path.exists(journal_path(path))
+
+
+def _journal_of(tmp_path, blocks) -> tuple[str, bytes]:
+    """A complete journal for `blocks`, captured before it was applied in place."""
+    path, fd, im = _image_with_commit(tmp_path, blocks)
+    real_pwrite = os.pwrite
+    captured = {}
+
+    def no_in_place(f, data, off):
+        if f == fd:
+            raise KeyboardInterrupt        # "the crash": after the journal, before the image
+        return real_pwrite(f, data, off)
+
+    os.pwrite = no_in_place
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            im.commit()
+    finally:
+        os.pwrite = real_pwrite
+    with open(journal_path(path), "rb") as f:
+        captured["journal"] = f.read()
+    os.close(fd)
+    return path, captured["journal"]
+
+
+def test_a_complete_journal_is_replayed(tmp_path):
+    path, journal = _journal_of(tmp_path, {5: b"x" * 1024, 6: b"y" * 1024})
+    with open(path, "rb") as f:
+        assert f.read()[5120:7168] == bytes(2048)          # the crash left the image untouched
+    assert pending_journal(path) == "complete"
+    fd = os.open(path, os.O_RDWR)
+    assert recover(path, fd) == 1                           # one record: two contiguous blocks
+    os.close(fd)
+    with open(path, "rb") as f:
+        assert f.read()[5120:7168] == b"x" * 1024 + b"y" * 1024
+    assert not os.path.exists(journal_path(path))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bit flip", "foreign"])
+def test_a_torn_or_foreign_journal_is_discarded(tmp_path, damage):
+    path, journal = _journal_of(tmp_path, {5: b"x" * 1024})
+    bad = {"truncated": journal[:-3],
+           "bit flip": journal[:20] + bytes([journal[20] ^ 1]) + journal[21:],
+           "foreign": b"not a journal at all" * 10}[damage]
+    with open(journal_path(path), "wb") as f:
+        f.write(bad)
+    assert pending_journal(path) == "torn"
+    fd = os.open(path, os.O_RDWR)
+    assert recover(path, fd) == 0
+    os.close(fd)
+    with open(path, "rb") as f:
+        assert f.read()[5120:6144] == bytes(1024)           # the previous commit, intact
+    assert not os.path.exists(journal_path(path))
+
+
+# consistent at every moment ------------------------------------------------------------------
+def _workload(vol, rng: random.Random, steps: int, snapshot) -> None:
+    """Random namespace and data operations; `snapshot()` is called at random moments."""
+    root = vol.root_ino
+    dirs = [root]
+    files = []
+    for i in range(steps):
+        r = rng.random()
+        if r < 0.15:
+            dirs.append(vol.mkdir(rng.choice(dirs), b"d%d" % i, 0o755, 0, 0).st_ino)
+        elif r < 0.55 or not files:
+            parent = rng.choice(dirs)
+            ino = vol.create(parent, b"f%d" % i, 0o644, 0, 0).st_ino
+            vol.hold(ino)
+            size = rng.choice([100, 5000, 40000, 300000])
+            for off in range(0, size, 65536):
+                vol.write(ino, off, bytes([i % 251]) * min(65536, size - off))
+            vol.drop(ino)
+            files.append((parent, b"f%d" % i, ino))
+        elif r < 0.7:
+            parent, name, ino = files.pop(rng.randrange(len(files)))
+            vol.unlink(parent, name)
+        elif r < 0.8:
+            parent, name, ino = rng.choice(files)
+            vol.setattr(ino, size=rng.choice([0, 1500, 70000]))
+        elif r < 0.9:
+            parent, name, ino = files.pop(rng.randrange(len(files)))
+            vol.rename(parent, name, root, b"r%d" % i)
+            files.append((root, b"r%d" % i, ino))
+        else:
+            parent, name, ino = rng.choice(files)
+            vol.symlink(parent, b"l%d" % i, b"t" * rng.choice([10, 200]), 0, 0)
+        if rng.random() < 0.2:
+            snapshot()
+
+
+@pytest.mark.parametrize("writeback,alloc", [("sync", "first-free"), ("async", "cg"),
+                                             ("softdep", "ext2"), ("async", "delayed")])
+def test_the_image_is_consistent_whenever_it_is_copied(tmp_path, img, writeback, alloc):
+    """A copy of the image (and its journal) taken at any moment, as a crash would leave it,
+    is e2fsck-clean after recovery, whatever the write-back mode holds dirty in the model."""
+    vol = Volume.open(img, VolumeOptions(writeback=writeback, alloc=alloc, commit=1e-9,
+                                         cache=256 << 10, disk="ideal"))
+    copies = []
+
+    def snapshot():
+        n = len(copies)
+        dst = str(tmp_path / f"crash{n}.img")
+        shutil.copyfile(img, dst)
+        if os.path.exists(journal_path(img)):
+            shutil.copyfile(journal_path(img), journal_path(dst))
+        copies.append(dst)
+
+    _workload(vol, random.Random(f"{writeback}-{alloc}"), 120, snapshot)
+    vol.close()
+    assert_fsck_clean(img)
+    assert copies
+    for dst in copies:
+        fd = os.open(dst, os.O_RDWR)
+        recover(dst, fd)
+        os.close(fd)
+        rc, out = e2fsck(dst)
+        assert rc == 0, f"{os.path.basename(dst)} (crash copy): e2fsck -fn exited {rc}:\n{out}"
+        assert not _superblock(dst).state & STATE_VALID       # it was taken while mounted
+
+
+def test_commits_do_not_change_simulated_time(tmp_path):
+    """Committing after every operation or never: the same statistics, bit for bit."""
+    docs = []
+    for commit in (1e-9, 1e9):
+        path = str(tmp_path / f"c{commit}.img")
+        mkfs(path, 32 << 20, block_size=1024, inodes_per_group=512)
+        vol = Volume.open(path, VolumeOptions(commit=commit, cache=256 << 10))
+        _workload(vol, random.Random(7), 100, lambda: None)
+        vol.sync()
+        docs.append(vol.stats_snapshot())
+        vol.close()
+        assert_fsck_clean(path)
+    assert docs[0] == docs[1]
+
+
+def test_fsync_and_sync_reach_the_image(img):
+    vol = Volume.open(img, VolumeOptions(commit=1e9))
+    ino = vol.create(vol.root_ino, b"f", 0o644, 0, 0).st_ino
+    vol.hold(ino)
+    vol.write(ino, 0, b"durable!" * 512)
+    vol.fsync(ino)
+    with open(img, "rb") as f:
+        assert b"durable!" * 512 in f.read()
+    vol.write(ino, 4096, b"synced!!" * 512)
+    with open(img, "rb") as f:
+        assert b"synced!!" * 512 not in f.read()       # not yet: the interval is long
+    vol.sync()
+    with open(img, "rb") as f:
+        assert b"synced!!" * 512 in f.read()
+    vol.drop(ino)
+    vol.close()
+
+
+# the clean state -----------------------------------------------------------------------------
+def test_an_unclean_image_is_refused_read_write_unless_forced(img):
+    _set_state(img, 0)
+    with pytest.raises(ImageError, match=r"not cleanly unmounted.*simfs fsck --repair.*-o force"):
+        Volume.open(img)
+    ro = Volume.open(img, VolumeOptions(read_only=True))
+    assert any("unchecked" in w for w in ro.warnings)
+    ro.close()
+    vol = Volume.open(img, VolumeOptions(force=True))
+    assert any("unchecked" in w for w in vol.warnings)
+    vol.mkdir(vol.root_ino, b"x", 0o755, 0, 0)
+    vol.close()
+    assert not _superblock(img).state & STATE_VALID       # still unchecked, as the kernel leaves it
+    assert_fsck_clean(img)
+
+
+def test_mounting_marks_not_clean_on_the_image_and_unmount_restores_it(img):
+    before = _superblock(img).mnt_count
+    vol = Volume.open(img)
+    assert not _superblock(img).state & STATE_VALID       # on the image while mounted
+    vol.close()
+    sb = _superblock(img)
+    assert sb.state & STATE_VALID and sb.mnt_count == before + 1
+
+
+def test_errors_are_recorded_and_remount_read_only(img):
+    _set_state(img, STATE_VALID, errors=ERRORS_RO)
+    vol = Volume.open(img)
+    vol.fs_error("test: a detected inconsistency")
+    assert _superblock(img).state & STATE_ERROR            # on the image at once
+    with pytest.raises(FSError):
+        vol.mkdir(vol.root_ino, b"x", 0o755, 0, 0)
+    vol.close()
+    assert _superblock(img).state & STATE_ERROR
+    with pytest.raises(ImageError, match="errors recorded"):
+        Volume.open(img)
+
+
+def test_an_interrupted_commit_is_finished_at_the_next_open(img):
+    """A crash after the journal was written, before the image: a read-only open refuses
+    (it would show the image without the commit), a read-write open finishes it."""
+    vol = Volume.open(img, VolumeOptions(commit=1e9))
+    vol.mkdir(vol.root_ino, b"x", 0o755, 0, 0)
+    real_pwrite = os.pwrite
+
+    def crash_in_place(f, data, off):
+        if f == vol.fd:
+            raise KeyboardInterrupt
+        return real_pwrite(f, data, off)
+
+    os.pwrite = crash_in_place
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            vol.commit()
+    finally:
+        os.pwrite = real_pwrite
+    with open(journal_path(img), "rb") as f:
+        journal = f.read()
+    os.close(vol.fd)                                   # the "crash": nothing else is written
+    os.close(vol.image._journal_fd)
+    assert pending_journal(img) == "complete" and len(journal) > 1024
+    with pytest.raises(ImageError, match="interrupted"):
+        Volume.open(img, VolumeOptions(read_only=True))
+    vol = Volume.open(img, VolumeOptions(force=True))  # recovers, then mounts
+    assert vol.lookup(vol.root_ino, b"x")
+    vol.close()
+    assert_fsck_clean(img)
