@@ -32,7 +32,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 demo: $(STAMP)
-	$(PY) -m simfs.demo
+	$(PY) -m experiments.demo
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run

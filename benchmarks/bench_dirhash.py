@@ -1,4 +1,4 @@
-"""Throughput of policies.dirhash: names hashed per second, per hash version.
+"""Throughput of simfs.ondisk.dirhash: names hashed per second, per hash version.
 
     .venv/bin/python -m benchmarks.bench_dirhash [--names N] [--repeat R]
 
@@ -14,7 +14,7 @@ import argparse
 import random
 import time
 
-from policies.dirhash import DirHasher
+from simfs.ondisk.dirhash import DirHasher
 
 
 def make_names(n: int, rng: random.Random, lo: int, hi: int, alphabet: bytes) -> list[bytes]:

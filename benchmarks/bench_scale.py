@@ -19,7 +19,7 @@ from pathlib import Path
 
 def run_one(files: int) -> None:
     from simfs.ondisk.mkfs import mkfs
-    from simfs.volume import Volume, VolumeOptions
+    from simfs.fs.volume import Volume, VolumeOptions
     with tempfile.TemporaryDirectory() as tmp:
         img = Path(tmp) / "scale.img"
         mkfs(img, max(256 << 20, files * 12 << 10), block_size=4096, bytes_per_inode=8192,

@@ -111,7 +111,7 @@ def readback(vol, ino: int | None = None) -> int:
 
 def child(root: str, tree_file: str, image: str, opts: dict) -> dict:
     sys.path.insert(0, root)
-    import simfs.volume as volume_mod
+    import simfs.fs.volume as volume_mod
     from simfs.ondisk.mkfs import mkfs
     if not os.path.realpath(volume_mod.__file__).startswith(os.path.realpath(root) + os.sep):
         raise SystemExit(f"imported {volume_mod.__file__}, not the build in {root}")

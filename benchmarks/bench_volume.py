@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from simfs.ondisk.mkfs import mkfs
-from simfs.volume import Volume
+from simfs.fs.volume import Volume
 
 
 def main() -> None:

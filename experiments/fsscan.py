@@ -1,4 +1,4 @@
-"""In-process looks at an unmounted image through `simfs.volume.Volume` (the same code path
+"""In-process looks at an unmounted image through `simfs.fs.volume.Volume` (the same code path
 as the mount): the fsck-like metadata scan of seed 003, where files landed (block maps), and
 filefrag's extent count.
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simfs import mountopts
+from simfs.fuse import mountopts
 from simfs.ondisk.inode import Inode
-from simfs.volume import Volume
+from simfs.fs.volume import Volume
 
 from .spec import Config
 

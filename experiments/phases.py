@@ -124,6 +124,6 @@ def mkfs_phase() -> Phase:
 def metadata_scan(name: str = "fsck") -> Phase:
     from .fsscan import metadata_scan as scan
     return Phase(
-        name, "fsck-like scan in-process (simfs.volume.Volume, same disk): bitmaps, every inode-"
+        name, "fsck-like scan in-process (simfs.fs.volume.Volume, same disk): bitmaps, every inode-"
               "table block, indirect blocks, every directory block in block order",
         kind="volume", command=lambda c: scan(c.image, c.config))

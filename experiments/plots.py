@@ -82,7 +82,7 @@ def _phase_trace(src: str, phase: str, dest: Path) -> Path | None:
 
 
 def seekwatcher(panel, raw_records: list[dict], work: Path, out: Path, index: int) -> str | None:
-    from simfs.plot import plot_traces
+    from simfs.cli.seekplot import plot_traces
     paths, labels = [], []
     for cfg in panel.configs:
         rec = next((r for r in raw_records if r["config"] == cfg and r["phase"] == panel.phase

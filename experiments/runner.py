@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simfs.mkfs_timed import timed_mkfs
+from simfs.engine.timed_mkfs import timed_mkfs
 
 from .phases import PhaseContext
 from .spec import Config, Experiment, Phase
@@ -286,7 +286,7 @@ def run_experiment(exp: Experiment, wl: Workload, work: Path, *, progress=None,
 
 def release_mounts(work: Path) -> None:
     """Unmount anything still mounted below `work` (after an error or an interrupt)."""
-    from simfs.daemon import mounts
+    from simfs.fuse.daemon import mounts
     root = str(work.resolve()).rstrip("/") + "/"
     for path, fstype, _ in mounts():
         if path.startswith(root) and fstype.startswith("fuse"):

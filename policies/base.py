@@ -45,7 +45,7 @@ class BlockRequest:
 
 
 class SpaceView(Protocol):
-    """The free-space maps as policies see them (see simfs.freespace.FreeSpace)."""
+    """The free-space maps as policies see them (see simfs.fs.freespace.FreeSpace)."""
 
     geometry: Any
     descs: list              # group descriptors (block_bitmap, inode_bitmap, inode_table, counts)

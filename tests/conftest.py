@@ -47,7 +47,7 @@ def run(cmd, **kw) -> subprocess.CompletedProcess:
 
 
 def fuse_mounts() -> list[str]:
-    from simfs.daemon import mounts
+    from simfs.fuse.daemon import mounts
     return [p for p, t, _ in mounts() if t.startswith("fuse")]
 
 
@@ -167,7 +167,7 @@ class SimfsMount:
 
     def force_cleanup(self) -> None:
         """Unmount by any means (teardown after a failure)."""
-        from simfs.daemon import image_locked, wait_for_daemon
+        from simfs.fuse.daemon import image_locked, wait_for_daemon
         real = os.path.realpath(self.mnt)
         if real in fuse_mounts():
             r = run_simfs("umount", "--timeout", 120, self.mnt, check=False)

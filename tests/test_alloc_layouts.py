@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from simfs.ondisk.mkfs import mkfs
-from simfs.volume import Volume, VolumeOptions
+from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean, copy_tree_into, needs_e2fsprogs
 
 from experiments.workload import generate_tree

@@ -10,7 +10,7 @@ from policies.freebsd_ext2fs import Ext2fs2010, Ext2fs2010Fixed
 from policies.groupscan import cdiv, cmod, free_runs, hashalloc
 from policies.linux_ext2 import Ext2
 from simfs.ondisk.mkfs import mkfs
-from simfs.volume import Volume, VolumeOptions
+from simfs.fs.volume import Volume, VolumeOptions
 from tests.test_alloc_layouts import block_map, write_file
 
 

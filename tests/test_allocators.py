@@ -21,7 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import policies
 from simfs.errors import FSError
 from simfs.ondisk.mkfs import mkfs
-from simfs.volume import Volume, VolumeOptions
+from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
 
 NAMES = st.sampled_from([b"a", b"b", b"c", b"d"])

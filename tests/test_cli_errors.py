@@ -113,7 +113,7 @@ def test_bad_option(image, empty_dir, opts, match):
     if "{int}" in opts:          # any integer field of VolumeOptions
         import dataclasses
         import typing
-        from simfs.volume import VolumeOptions
+        from simfs.fs.volume import VolumeOptions
         hints = typing.get_type_hints(VolumeOptions)
         name = next(f.name for f in dataclasses.fields(VolumeOptions) if hints[f.name] is int)
         opts, match = opts.format(int=name), match.format(int=name)

@@ -8,8 +8,8 @@ import csv
 import pytest
 
 from simfs.ondisk.mkfs import mkfs
-from simfs.trace import FIELDS
-from simfs.volume import Volume, VolumeOptions
+from simfs.blockio.trace import FIELDS
+from simfs.fs.volume import Volume, VolumeOptions
 from tests.conftest import run_simfs
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -15,10 +15,11 @@ import pytest
 
 from policies import ALLOCATORS, INODE_PLACERS
 from policies.dirorder import DIR_ORDERS
-from simfs import cli, cli_policies as cp
-from simfs.cache import WRITEBACK_POLICIES
+from simfs import cli
+from simfs.cli import policies as cp
+from simfs.blockio.cache import WRITEBACK_POLICIES
 from simfs.ondisk.mkfs import mkfs
-from simfs.volume import Volume, VolumeOptions
+from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
 
 
@@ -114,7 +115,7 @@ def test_frag_counts_like_filefrag():
 
 
 def test_extents_xattr_pages_join(monkeypatch):
-    from simfs import fuse_ops
+    from simfs.fuse import operations as fuse_ops
     runs = [(i, 1000 + 2 * i, 1) for i in range(1300)]
     ext = {"ino": 12, "mode": 0o100644, "size": 1300 * 4096, "i_blocks": 0, "block_size": 4096,
            "runs": runs, "indirect": [("IND", 5)], "delalloc": [], "xattr_block": 0,
@@ -229,7 +230,7 @@ def striped(tmp_path_factory):
 
 
 def test_layout_owners_account_for_every_block(striped):
-    from simfs import layout
+    from simfs.cli import layout
     m = layout.block_owners(striped)
     with Volume.open(striped, VolumeOptions(read_only=True, disk="ideal")) as vol:
         used = vol.space.block_used.copy()

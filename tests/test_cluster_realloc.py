@@ -8,7 +8,7 @@ that cross lbn 11→12 and keeps the indirect block between d11 and d12.
 import pytest
 
 from simfs.ondisk.mkfs import mkfs
-from simfs.volume import Volume, VolumeOptions
+from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean
 
 

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from simfs.ondisk.mkfs import mkfs
-from simfs.volume import Volume, VolumeOptions
+from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean
 
 MIB = 1 << 20

@@ -1,4 +1,4 @@
-"""policies.dirhash against the e2fsprogs oracle.
+"""simfs.ondisk.dirhash against the e2fsprogs oracle.
 
 * ``debugfs -R 'dx_hash -h V -s UUID NAME'`` for 1,200 random names x {legacy, half_md4, tea}
   x {signed, unsigned} x {default seed, random UUID seed}, in one batched ``debugfs -f`` run.
@@ -29,7 +29,7 @@ import uuid
 
 import pytest
 
-from policies.dirhash import (DX_HASH_HALF_MD4, DX_HASH_HALF_MD4_UNSIGNED, DX_HASH_LEGACY,
+from simfs.ondisk.dirhash import (DX_HASH_HALF_MD4, DX_HASH_HALF_MD4_UNSIGNED, DX_HASH_LEGACY,
                               DX_HASH_TEA, DX_HASH_TEA_UNSIGNED, EXT2_FLAGS_SIGNED_HASH,
                               EXT2_FLAGS_UNSIGNED_HASH, DirHasher, dx_hash, hash_params,
                               hash_version)

@@ -1,7 +1,7 @@
 """Properties of the directory-order policies (policies.dirorder).
 
 The expected orders are written here independently, as sort keys, from the definitions in
-reference/allocation-policies.md §3; the hash values come from policies.dirhash, which
+reference/allocation-policies.md §3; the hash values come from simfs.ondisk.dirhash, which
 tests/test_dirhash.py checks against debugfs.
 """
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.dirhash import DirHasher, hash2pos
+from simfs.ondisk.dirhash import DirHasher, hash2pos
 from policies.dirorder import (DIR_ORDERS, BadCookie, DirOrder, HashOrder, make_dir_order)
 
 POLICIES = ["linear", "hash", "inode", "name"]

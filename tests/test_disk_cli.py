@@ -6,7 +6,7 @@ import json
 import pytest
 
 from disk_models import PRESETS
-from simfs import cli_disks
+from simfs.cli import disks as cli_disks
 
 
 def run(argv, capsys):

@@ -1,6 +1,6 @@
 """Real durability, in-process: commits, the journal, the image's clean state.
 
-The image file is written only by commits (simfs.imagefile), between operations, through a
+The image file is written only by commits (simfs.blockio.imagefile), between operations, through a
 journal; so a copy of the image taken at any moment is a consistent ext2 file system
 (e2fsck -fn clean once an interrupted commit is finished), and commits never change
 simulated time.
@@ -13,11 +13,11 @@ import shutil
 import pytest
 
 from simfs.errors import FSError, ImageError
-from simfs.imagefile import ImageFile, journal_path, pending_journal, recover
+from simfs.blockio.imagefile import ImageFile, journal_path, pending_journal, recover
 from simfs.ondisk.constants import ERRORS_RO, STATE_ERROR, STATE_VALID, SUPERBLOCK_OFFSET
 from simfs.ondisk.mkfs import mkfs
 from simfs.ondisk.superblock import Superblock
-from simfs.volume import Volume, VolumeOptions
+from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean, e2fsck, needs_e2fsprogs
 
 pytestmark = needs_e2fsprogs

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from simfs.daemon import _alive, image_locked, wait_for_daemon
+from simfs.fuse.daemon import _alive, image_locked, wait_for_daemon
 from tests.conftest import (SimfsMount, e2fsck, fuse_mounts, make_image, run, run_simfs,
                             simfs_argv)
 

@@ -193,7 +193,7 @@ def test_mkfs_bad_options(tmp_path, args, words):
 
 def test_drive_cache_and_the_buffer_cache_are_different_options():
     import disk_models
-    from simfs import mountopts
+    from simfs.fuse import mountopts
     m = mountopts.parse(["disk=sata7200,drive_cache=8,rpm=5400,cache=64M"])
     assert m.volume.cache == 64 << 20
     assert disk_models.resolve(m.volume.disk).values["drive_cache"] == 8.0

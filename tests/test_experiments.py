@@ -24,7 +24,7 @@ def test_mount_string_keeps_disk_overrides_last():
                            "atime": True, "trace": None}, mkfs={})
     assert c.mount_string({"stats": "/tmp/s.json"}) == \
         "alloc=cg,cache=4194304,atime,stats=/tmp/s.json,disk=wd-ears,partition_offset=41"
-    from simfs import mountopts
+    from simfs.fuse import mountopts
     v = mountopts.parse([c.mount_string()]).volume
     assert v.alloc == "cg" and v.disk == "wd-ears,partition_offset=41" and v.atime
 

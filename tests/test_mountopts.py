@@ -8,8 +8,8 @@ from typing import Literal, Optional
 
 import pytest
 
-from simfs import mountopts
-from simfs.mountopts import OptionError, parse
+from simfs.fuse import mountopts
+from simfs.fuse.mountopts import OptionError, parse
 
 
 class Mode(enum.Enum):
@@ -123,7 +123,7 @@ def test_describe_lists_fields_and_front_end():
 
 
 def test_real_volume_options_parse():
-    from simfs.volume import VolumeOptions
+    from simfs.fs.volume import VolumeOptions
     names = [f.name for f in dataclasses.fields(VolumeOptions)]
     o = parse(["alloc=first-free,noatime"])
     assert isinstance(o.volume, VolumeOptions) and o.volume.atime is False

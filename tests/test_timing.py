@@ -12,7 +12,7 @@ import policies
 from experiments.workload import generate_tree
 from policies.base import BlockAllocator, NoSpace
 from simfs.ondisk.mkfs import mkfs
-from simfs.volume import Volume, VolumeOptions
+from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean, copy_tree_into
 
 MIB = 1 << 20

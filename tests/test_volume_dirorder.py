@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from simfs.ondisk.mkfs import mkfs
-from simfs.volume import Volume, VolumeOptions
+from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
 
 SEED = "9f3c9e84-1c59-4b6b-9a43-5b3b0e1e2a11"

@@ -11,7 +11,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from simfs.errors import FSError
 from simfs.ondisk.mkfs import mkfs
-from simfs.volume import RENAME_EXCHANGE, RENAME_NOREPLACE, Volume
+from simfs.fs.volume import RENAME_EXCHANGE, RENAME_NOREPLACE, Volume
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
 
 NAMES = st.sampled_from([b"a", b"b", b"c", b"dd", b"e" * 40, "é".encode()])

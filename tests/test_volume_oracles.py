@@ -13,7 +13,7 @@ import pytest
 
 from simfs.errors import FSError, ImageError
 from simfs.ondisk.mkfs import mkfs
-from simfs.volume import Volume
+from simfs.fs.volume import Volume
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
 
 pytestmark = needs_e2fsprogs

@@ -54,7 +54,7 @@ def empty_block(block_size: int) -> bytearray:
 
 def new_dir_block(block_size: int, ino: int, parent: int, filetype: bool = True) -> bytearray:
     """The first block of a new directory: "." and ".." with the rest of the block in "..". """
-    from .constants import FT_DIR
+    from simfs.ondisk.constants import FT_DIR
     buf = bytearray(block_size)
     ft = FT_DIR if filetype else 0
     put(buf, 0, ino, 12, b".", ft)

@@ -2,7 +2,7 @@
 
 import struct
 
-from .constants import GROUP_DESC_SIZE
+from simfs.ondisk.constants import GROUP_DESC_SIZE
 
 _GD = struct.Struct("<IIIHHHH")  # block_bitmap, inode_bitmap, inode_table, free_blocks, free_inodes, used_dirs, flags
 

@@ -4,7 +4,7 @@ import os
 import stat
 import struct
 
-from .constants import N_BLOCKS
+from simfs.ondisk.constants import N_BLOCKS
 
 _BASE = struct.Struct("<HHIIIIIHHII4x15IIII4xHHHH4x")
 # mode uid size_lo atime ctime mtime dtime gid links blocks_lo flags (osd1) block[15]

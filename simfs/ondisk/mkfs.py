@@ -12,16 +12,16 @@ import uuid as _uuid
 
 import numpy as np
 
-from ..errors import ImageError
-from .constants import (
+from simfs.errors import ImageError
+from simfs.ondisk.constants import (
     COMPAT_EXT_ATTR, DYNAMIC_REV, ERRORS_CONTINUE, EXT2_MAGIC, FIRST_INO, FLAGS_SIGNED_HASH,
     GROUP_DESC_SIZE, HASH_HALF_MD4, INCOMPAT_FILETYPE, LOST_FOUND_INO, OS_LINUX, ROOT_INO,
     RO_COMPAT_LARGE_FILE, RO_COMPAT_SPARSE_SUPER, STATE_VALID, SUPERBLOCK_OFFSET,
 )
-from .dirent import new_dir_block, put, empty_block
-from .groupdesc import GroupDesc, pack_table
-from .inode import Inode
-from .superblock import Geometry, Superblock
+from simfs.ondisk.dirent import new_dir_block, put, empty_block
+from simfs.ondisk.groupdesc import GroupDesc, pack_table
+from simfs.ondisk.inode import Inode
+from simfs.ondisk.superblock import Geometry, Superblock
 
 
 def _plan(size_bytes, block_size, blocks_per_group, inode_size, bytes_per_inode, inodes_per_group):

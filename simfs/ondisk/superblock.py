@@ -2,12 +2,12 @@
 
 import uuid as _uuid
 
-from ..errors import ImageError
-from .constants import (
+from simfs.errors import ImageError
+from simfs.ondisk.constants import (
     COMPAT, EXT2_MAGIC, GROUP_DESC_SIZE, INCOMPAT, RO_COMPAT, RO_COMPAT_SPARSE_SUPER,
     SUPERBLOCK_SIZE, SUPPORTED_INCOMPAT, SUPPORTED_RO_COMPAT, feature_names,
 )
-from .rawstruct import Bytes, Field
+from simfs.ondisk.rawstruct import Bytes, Field
 
 
 class Superblock:

@@ -93,8 +93,8 @@ def policy_table() -> list[dict]:
     """[{kind, option, name, summary, default, ...}] for every policy, grouped by kind."""
     from policies import ALLOCATORS, INODE_PLACERS
     from policies.dirorder import DIR_ORDERS
-    from simfs.cache import WRITEBACK_POLICIES
-    from simfs.volume import VolumeOptions
+    from simfs.blockio.cache import WRITEBACK_POLICIES
+    from simfs.fs.volume import VolumeOptions
 
     d = VolumeOptions()
     rows = []
@@ -111,7 +111,7 @@ def policy_table() -> list[dict]:
     for name in WRITEBACK_POLICIES:
         rows.append(dict(kind="write-back", option="writeback", name=name,
                          summary=WRITEBACK_SUMMARIES.get(name, ""), default=name == d.writeback,
-                         module="simfs.cache"))
+                         module="simfs.blockio.cache"))
     return rows
 
 
@@ -418,7 +418,7 @@ def cmd_frag(a) -> int:
     vol = None
     if a.image:
         from simfs.errors import ImageError
-        from simfs.volume import Volume, VolumeOptions
+        from simfs.fs.volume import Volume, VolumeOptions
         try:
             vol = Volume.open(a.image, VolumeOptions(read_only=True, disk="ideal"))
         except ImageError as e:
@@ -487,7 +487,7 @@ def _register_layout(subparsers) -> None:
 
 
 def cmd_layout(a) -> int:
-    from simfs import layout
+    from simfs.cli import layout
     from simfs.errors import ImageError
     rng = None
     if a.blocks:

@@ -88,7 +88,7 @@ def cmd_probe(args) -> int:
 
 
 def main(argv=None) -> int:
-    """Stand-alone entry (python -m simfs.cli_disks ...), for use before simfs/cli.py exists."""
+    """Stand-alone entry (python -m simfs.cli.disks ...), for use before simfs/cli.py exists."""
     parser = argparse.ArgumentParser(prog="simfs")
     sub = parser.add_subparsers(dest="command", required=True)
     register(sub)

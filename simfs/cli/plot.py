@@ -2,7 +2,7 @@
 
     simfs plot TRACE [TRACE...] -o out.png [--label A --label B ...] [--title TEXT]
 
-Draws (simfs.plot.plot_traces) disk offset vs simulated time, MB/s, seeks/s and IO/s, and
+Draws (simfs.cli.seekplot.plot_traces) disk offset vs simulated time, MB/s, seeks/s and IO/s, and
 prints seekwatcher's summary per trace: run time, requests, MB, avg MB/s, avg IO/s, avg
 seeks/s (a seek: more than 128 sectors between one request's end and the next one's start).
 The top-level parser (simfs/cli.py) calls `register(subparsers)`. Bad input (a missing file,
@@ -45,7 +45,7 @@ def _fail(msg: str) -> int:
 
 def check_trace(path: str) -> str | None:
     """None if `path` looks like a simfs trace, else why not (one line)."""
-    from simfs.trace import FIELDS
+    from simfs.blockio.trace import FIELDS
     if not os.path.exists(path):
         return f"{path}: no such file"
     if os.path.isdir(path):
@@ -106,7 +106,7 @@ def cmd_plot(a) -> int:
     if os.path.isdir(a.output):
         return _fail(f"cannot write {a.output}: is a directory")
     labels = a.label or [os.path.basename(p) for p in a.traces]
-    from simfs.plot import plot_traces
+    from simfs.cli.seekplot import plot_traces
     try:
         summaries = plot_traces(list(a.traces), a.output, labels=labels, title=a.title)
     except ValueError as e:       # a row that does not parse

@@ -1,7 +1,7 @@
 """`make demo`: make an image, mount it, unpack a generated source tree with real tar, print
 the statistics, unmount, fsck, and say what happened.
 
-    python -m simfs.demo [--files 2000] [--size 512M] [--dir DIR] [--keep] [-o OPTIONS]
+    python -m experiments.demo [--files 2000] [--size 512M] [--dir DIR] [--keep] [-o OPTIONS]
 
 Every step is a real command (shown with a `$` prompt), so the demo doubles as a tour.
 """
@@ -46,7 +46,7 @@ def step(argv, *, quiet=False, check=True) -> tuple[float, subprocess.CompletedP
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m simfs.demo", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m experiments.demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", type=int, default=2000, help="files in the generated tree (default 2000)")
     ap.add_argument("--size", default="512M", help="image size (default 512M, sparse)")

@@ -31,7 +31,8 @@ from collections import Counter
 
 import pyfuse3
 
-from simfs import __version__, control
+from simfs import __version__
+from simfs.fuse import control
 from simfs.errors import FSError
 
 log = logging.getLogger("simfs.fuse")

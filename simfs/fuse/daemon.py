@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 
-log = logging.getLogger("simfs.daemon")
+log = logging.getLogger("simfs.fuse.daemon")
 
 
 class UsageError(Exception):
@@ -57,7 +57,7 @@ def check_image(image: str) -> None:
 
 
 def _path_options(vopts) -> dict:
-    from simfs.mountopts import PATH_FIELDS
+    from simfs.fuse.mountopts import PATH_FIELDS
     import dataclasses
     return {f.name: getattr(vopts, f.name) for f in dataclasses.fields(vopts)
             if (f.metadata.get("path") or f.name in PATH_FIELDS) and getattr(vopts, f.name)}
@@ -104,7 +104,7 @@ def default_log_path(image: str) -> str:
 # daemon --------------------------------------------------------------------------------------
 def open_volume(image: str, vopts):
     """Open the image (separate so tests can substitute a volume)."""
-    from simfs.volume import Volume
+    from simfs.fs.volume import Volume
     return Volume.open(image, vopts)
 
 
@@ -162,7 +162,7 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None) -> i
     import trio
 
     from simfs.errors import ImageError
-    from simfs.fuse_ops import Operations
+    from simfs.fuse.operations import Operations
 
     try:
         vol = open_volume(image, mopts.volume)

@@ -7,8 +7,8 @@ truth and the write-back of bitmaps and descriptors is charged like any other bl
 
 import numpy as np
 
-from .ondisk.constants import FIRST_INO, GROUP_DESC_SIZE
-from .ondisk.groupdesc import GroupDesc
+from simfs.ondisk.constants import FIRST_INO, GROUP_DESC_SIZE
+from simfs.ondisk.groupdesc import GroupDesc
 
 
 class FreeSpace:

@@ -7,8 +7,8 @@ a rolling average over a window of run-length/25 (seekwatcher's default).
 
 import numpy as np
 
-from .stats import SEEK_SECTORS
-from .trace import read_trace
+from simfs.blockio.stats import SEEK_SECTORS
+from simfs.blockio.trace import read_trace
 
 
 def _series(t: dict, bins: int = 25, window_frac: float = 1 / 25):

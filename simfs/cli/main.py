@@ -52,7 +52,7 @@ def cmd_mkfs(a) -> int:
         return _fail(f"directory {os.path.dirname(image)} does not exist", "mkfs")
     if a.block_size not in (1024, 4096):
         return _fail(f"unsupported block size {a.block_size} (1024 or 4096)", "mkfs")
-    from simfs.daemon import image_locked
+    from simfs.fuse.daemon import image_locked
     if os.path.exists(image) and image_locked(image):
         return _fail(f"{a.image} is in use (mounted?)", "mkfs")
     kw = dict(block_size=a.block_size, inode_size=a.inode_size, bytes_per_inode=a.bytes_per_inode,
@@ -76,7 +76,7 @@ def cmd_mkfs(a) -> int:
     existed = os.path.exists(image)
     try:
         if a.disk:
-            from simfs.mkfs_timed import timed_mkfs
+            from simfs.engine.timed_mkfs import timed_mkfs
             sb, seconds, st = timed_mkfs(image, a.size, a.disk, maxio=a.maxio, **kw)
         else:
             sb = mkfs(image, a.size, **kw)
@@ -100,7 +100,7 @@ def cmd_mkfs(a) -> int:
 
 # mount / umount ------------------------------------------------------------------------------
 def cmd_mount(a) -> int:
-    from simfs import daemon, mountopts
+    from simfs.fuse import daemon, mountopts
     try:
         mopts = mountopts.parse(a.options)
     except mountopts.OptionError as e:
@@ -112,7 +112,7 @@ def cmd_mount(a) -> int:
 
 
 def cmd_umount(a) -> int:
-    from simfs import daemon
+    from simfs.fuse import daemon
     try:
         return daemon.umount(a.mountpoint, lazy=a.lazy, timeout=a.timeout)
     except daemon.UsageError as e:
@@ -139,8 +139,8 @@ def _print_lines(lines: list[str], verbose: bool) -> None:
 
 
 def cmd_fsck(a) -> int:
-    from simfs.daemon import image_locked
-    from simfs.imagefile import JournalError, journal_path, pending_journal, recover
+    from simfs.fuse.daemon import image_locked
+    from simfs.blockio.imagefile import JournalError, journal_path, pending_journal, recover
     import fcntl
     import shutil
     if not os.path.exists(a.image):
@@ -195,7 +195,7 @@ def cmd_fsck(a) -> int:
 
 
 # stats ----------------------------------------------------------------------------------------
-from simfs.stats_render import print_stats  # noqa: E402  (the renderer; re-exported for tests)
+from simfs.cli.stats import print_stats  # noqa: E402  (the renderer; re-exported for tests)
 
 
 def cmd_stats(a) -> int:
@@ -216,7 +216,7 @@ def cmd_stats(a) -> int:
 
 # parser ---------------------------------------------------------------------------------------
 def _option_help() -> str:
-    from simfs import mountopts
+    from simfs.fuse import mountopts
     try:
         return mountopts.describe()
     except Exception as e:   # the volume may not be importable yet
@@ -325,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the raw JSON")
     s.set_defaults(func=cmd_stats)
 
-    from simfs import cli_disks, cli_policies
+    from simfs.cli import disks as cli_disks, policies as cli_policies
     cli_disks.register(sub)
     cli_policies.register(sub)
     try:
@@ -334,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
         cli_experiments = None
     if cli_experiments is not None:
         cli_experiments.register(sub)
-    from simfs import cli_plot
+    from simfs.cli import plot as cli_plot
     cli_plot.register(sub)
     return p
 

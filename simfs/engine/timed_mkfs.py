@@ -9,9 +9,9 @@ import os
 
 import disk_models
 
-from .clock import SimClock
-from .ondisk.mkfs import mkfs
-from .stats import Stats
+from simfs.blockio.clock import SimClock
+from simfs.ondisk.mkfs import mkfs
+from simfs.blockio.stats import Stats
 
 
 def timed_mkfs(path, size_bytes: int, disk: str, maxio: int = 128 << 10, **mkfs_kw):

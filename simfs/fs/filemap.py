@@ -11,8 +11,8 @@ import struct
 import numpy as np
 
 from policies.base import BlockRequest, NoSpace
-from .errors import FSError
-from .ondisk.constants import DIND_BLOCK, IND_BLOCK, NDIR_BLOCKS, TIND_BLOCK
+from simfs.errors import FSError
+from simfs.ondisk.constants import DIND_BLOCK, IND_BLOCK, NDIR_BLOCKS, TIND_BLOCK
 
 _U32 = struct.Struct("<I")
 

@@ -18,7 +18,7 @@ threshold (the writer keeps going) or the hard limit (the writer waits), on evic
 sync/fsync/unmount. Contiguous dirty blocks leave as one request of at most `maxio` blocks.
 
 Writing back is what the *model* does: it occupies the modelled disk and marks buffers clean.
-The bytes themselves reach the image file through `ImageFile` (simfs.imagefile), which is
+The bytes themselves reach the image file through `ImageFile` (simfs.blockio.imagefile), which is
 told of every change and commits on its own real-time schedule; this cache never writes the
 image, and the model's timing never depends on when a commit happens.
 """
@@ -51,7 +51,7 @@ class BufferCache:
         if writeback not in WRITEBACK_POLICIES:
             raise ValueError(f"unknown write-back policy '{writeback}'; choose one of: "
                              f"{', '.join(WRITEBACK_POLICIES)}")
-        self.image = image            # simfs.imagefile.ImageFile: reads, and is told of changes
+        self.image = image            # simfs.blockio.imagefile.ImageFile: reads, and is told of changes
         self.bs = block_size
         self.capacity = max(64, capacity_blocks)
         self.stats = stats

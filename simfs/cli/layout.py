@@ -73,7 +73,7 @@ def file_colour(ino: int) -> tuple:
 
 def block_owners(image) -> BlockMap:
     """Open IMAGE read-only and find the owner of every block."""
-    from simfs.volume import Volume, VolumeOptions
+    from simfs.fs.volume import Volume, VolumeOptions
     import stat as st
 
     vol = Volume.open(image, VolumeOptions(read_only=True, disk="ideal", cache=16 << 20))

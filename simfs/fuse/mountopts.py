@@ -85,7 +85,7 @@ class MountOptions:
 
 
 def _volume_cls():
-    from simfs.volume import VolumeOptions
+    from simfs.fs.volume import VolumeOptions
     return VolumeOptions
 
 

@@ -12,7 +12,7 @@ The image's clean state follows the kernel's ext2: "not clean" while mounted rea
 at unmount the state found at mount (an unchecked file system stays unchecked). An image that
 was not cleanly unmounted, or has errors recorded, is refused read-write unless
 `force` is given. What the tools wrote reaches the image in consistent commits at most
-`commit` real seconds apart (simfs.imagefile), independent of the modelled write-back.
+`commit` real seconds apart (simfs.blockio.imagefile), independent of the modelled write-back.
 """
 
 import errno
@@ -31,32 +31,32 @@ import disk_models
 
 from policies import make_allocator, make_inode_placer, NoSpace
 from policies.base import BlockRequest
-from policies.dirhash import DirHasher
+from simfs.ondisk.dirhash import DirHasher
 from policies.dirorder import BadCookie, make_dir_order
-from .cache import METADATA, BufferCache, vkey
-from .clock import SimClock
-from .directory import Directories
-from .errors import FSError, ImageError
-from .filemap import FileMap
-from .freespace import FreeSpace
-from .imagefile import ImageFile, JournalError, pending_journal, recover
-from .inodes import InodeTable
-from .stats import Stats
-from .trace import TraceWriter
-from .ondisk import xattr as xattr_fmt
-from .ondisk.constants import (
+from simfs.blockio.cache import METADATA, BufferCache, vkey
+from simfs.blockio.clock import SimClock
+from simfs.fs.directory import Directories
+from simfs.errors import FSError, ImageError
+from simfs.fs.filemap import FileMap
+from simfs.fs.freespace import FreeSpace
+from simfs.blockio.imagefile import ImageFile, JournalError, pending_journal, recover
+from simfs.fs.inodes import InodeTable
+from simfs.blockio.stats import Stats
+from simfs.blockio.trace import TraceWriter
+from simfs.ondisk import xattr as xattr_fmt
+from simfs.ondisk.constants import (
     ERRORS_CONTINUE, INCOMPAT_FILETYPE, LINK_MAX, MAX_NAME_LEN, ROOT_INO, RO_COMPAT_LARGE_FILE,
     STATE_ERROR, STATE_VALID, SUPERBLOCK_OFFSET, file_type_of_mode,
 )
-from .ondisk.groupdesc import unpack_table
-from .ondisk.superblock import Geometry, Superblock
+from simfs.ondisk.groupdesc import unpack_table
+from simfs.ondisk.superblock import Geometry, Superblock
 
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
 XATTR_CREATE = 1
 XATTR_REPLACE = 2
 ENOATTR = errno.ENODATA
-log = logging.getLogger("simfs.volume")
+log = logging.getLogger("simfs.fs.volume")
 
 
 @dataclass
@@ -67,7 +67,7 @@ class VolumeOptions:
     inode_placement: str = ""            # "" = the allocator's own placement policy
     disk: str = "sata7200"               # disk model preset, with overrides: "sata7200,rpm=5400"
     cache: int = 128 << 20               # buffer cache size in bytes
-    writeback: str = "sync"              # sync | async | softdep (see simfs.cache)
+    writeback: str = "sync"              # sync | async | softdep (see simfs.blockio.cache)
     dirorder: str = "linear"             # readdir order: linear | hash | inode | name
     maxio: int = 128 << 10               # largest request clustering and read-ahead build, bytes
     cpu_op_us: float = 10.0              # simulated CPU time charged per operation, microseconds
@@ -368,7 +368,7 @@ class Volume:
         delayed allocator has not placed yet; xattr_block: the extended-attribute block or 0.
         Fast symlinks and device inodes have no runs."""
         import numpy as np
-        from .ondisk.constants import DIND_BLOCK, IND_BLOCK, NDIR_BLOCKS, TIND_BLOCK
+        from simfs.ondisk.constants import DIND_BLOCK, IND_BLOCK, NDIR_BLOCKS, TIND_BLOCK
 
         if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
             raise FSError(errno.ENOENT)

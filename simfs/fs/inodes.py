@@ -7,7 +7,7 @@ the buffer cache at once, so evicting an unpinned copy never loses anything.
 
 from collections import OrderedDict
 
-from .ondisk.inode import Inode
+from simfs.ondisk.inode import Inode
 
 
 class InodeTable:

@@ -10,9 +10,9 @@ import errno
 import zlib
 from collections import OrderedDict
 
-from .errors import FSError
-from .ondisk import dirent
-from .ondisk.constants import FT_DIR, INDEX_FL
+from simfs.errors import FSError
+from simfs.ondisk import dirent
+from simfs.ondisk.constants import FT_DIR, INDEX_FL
 
 
 class DirIndex:

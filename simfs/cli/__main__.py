@@ -1,0 +1,5 @@
+import sys
+
+from simfs.cli.main import main
+
+sys.exit(main())
