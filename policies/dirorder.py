@@ -106,6 +106,11 @@ class DirOrder:
     name = ""
     summary = ""
     needs_hash = False
+    # True for the on-disk slot order: readdir then streams entries from the cookie (the
+    # slot position) without building a listing, and the directory has no index, so a
+    # lookup scans its blocks linearly. Other orders stand for an indexed directory (htree,
+    # b-tree): a lookup reads the root and one leaf block.
+    slot_order = False
 
     def new_state(self) -> DirState:
         return DirState(self)
@@ -184,6 +189,7 @@ def _from(listing: list, cookies: list, start: int) -> Iterator[tuple[Entry, int
 
 class LinearOrder(DirOrder):
     name = "linear"
+    slot_order = True
     summary = ("on-disk slot order, what ext2 without dir_index, FFS and XFS return "
                "(creation order until deletions free slots)")
 

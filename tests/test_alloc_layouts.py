@@ -208,7 +208,7 @@ def test_first_indirect_block_on_an_aged_group(tmp_path, alloc):
 def test_cg_2013_puts_directories_and_later_indirects_in_the_metadata_area(tmp_path):
     img = _image(tmp_path, 1024, 16 << 20, 1024)
     with Volume.open(img, VolumeOptions(alloc="cg-2013")) as vol:
-        alloc, space = vol.allocator, vol.space
+        alloc, space = vol.placement.allocator, vol.space
         d = vol.mkdir(vol.root_ino, b"d", 0o755, 0, 0).st_ino
         g = vol.geo.group_of_inode(d)
         meta, data_zone = alloc._cgmeta(space, g), alloc._cgdata(space, g)

@@ -124,7 +124,7 @@ def test_reallocate_moves_a_broken_cluster_to_the_first_run_after_its_preference
         assert data == list(range(x, x + 10)) + [x + 11]
         cluster = [(8, x + 8), (9, x + 9), (10, x + 11)]
         inode = vol.inodes.get(a)
-        new = vol.allocator.reallocate(vol.space, _req(vol, a, 8), inode.incore["alloc"], cluster)
+        new = vol.placement.allocator.reallocate(vol.space, _req(vol, a, 8), inode.incore["alloc"], cluster)
         assert new == [x + 12, x + 13, x + 14]            # at or after pref = d7 + 1, never before
         assert not vol.space.block_used[new].any()
 
@@ -137,7 +137,7 @@ def test_reallocate_across_lbn_11_12(vol4k, alloc, moves):
         data, _ = block_map(vol, c)
         cluster = [(10, data[10]), (11, data[11]), (12, data[12])]
         inode = vol.inodes.get(c)
-        new = vol.allocator.reallocate(vol.space, _req(vol, c, 10), inode.incore["alloc"], cluster)
+        new = vol.placement.allocator.reallocate(vol.space, _req(vol, c, 10), inode.incore["alloc"], cluster)
         if moves:
             assert new is not None and len(new) == 3 and new == list(range(new[0], new[0] + 3))
             assert not vol.space.block_used[new].any() and new[0] > data[9]
@@ -152,15 +152,15 @@ def test_reallocate_refuses_a_cluster_spanning_groups(vol4k, alloc):
         data, _ = block_map(vol, c)
         other = vol.geo.group_start(1) + 500
         cluster = [(2, data[2]), (3, data[3]), (4, other)]
-        assert vol.allocator.reallocate(vol.space, _req(vol, c, 2), None, cluster) is None
-        assert vol.allocator.reallocate(vol.space, _req(vol, c, 2), None, []) is None
+        assert vol.placement.allocator.reallocate(vol.space, _req(vol, c, 2), None, cluster) is None
+        assert vol.placement.allocator.reallocate(vol.space, _req(vol, c, 2), None, []) is None
 
 
 def test_other_allocators_refuse_reallocation(vol4k):
     with vol4k("ext2") as vol:
         c = write_file(vol, vol.root_ino, b"c", 4 * 4096)
         data, _ = block_map(vol, c)
-        assert vol.allocator.reallocate(vol.space, _req(vol, c, 0), None, list(enumerate(data))) is None
+        assert vol.placement.allocator.reallocate(vol.space, _req(vol, c, 0), None, list(enumerate(data))) is None
 
 
 # ext2 reservation windows ---------------------------------------------------------------------
@@ -181,23 +181,23 @@ def test_ext2_windows_keep_interleaved_writers_apart(vol4k):
         db, ib = block_map(vol, b)
         assert da[:8] == list(range(da[0], da[0] + 8))   # the first 8-block window
         assert _runs(sorted(da + ia)) <= 6 and _runs(sorted(db + ib)) <= 6
-        windows = [(w.start, w.end) for w in vol.allocator.tree.nodes[1:]]
+        windows = [(w.start, w.end) for w in vol.placement.allocator.tree.nodes[1:]]
         assert len(windows) == 2 and windows == sorted(windows)
         assert all(e1 < s2 for (_, e1), (s2, _) in zip(windows, windows[1:]))
         for ino in (a, b):                                # release (close, truncate) drops them
-            vol.allocator.release(vol.inodes.get(ino).incore["alloc"])
-        assert len(vol.allocator.tree.nodes) == 1
+            vol.placement.allocator.release(vol.inodes.get(ino).incore["alloc"])
+        assert len(vol.placement.allocator.tree.nodes) == 1
 
 
 def test_ext2_window_goes_with_the_inode(vol4k):
     with vol4k("ext2") as vol:
         a = write_file(vol, vol.root_ino, b"a", 4096)
         vol.write(a, 4096, b"x")                          # a window again, not released
-        assert len(vol.allocator.tree.nodes) == 2
+        assert len(vol.placement.allocator.tree.nodes) == 2
         vol.unlink(vol.root_ino, b"a")                    # in-core inode dropped -> window gone
         import gc
         gc.collect()
-        assert len(vol.allocator.tree.nodes) == 1
+        assert len(vol.placement.allocator.tree.nodes) == 1
 
 
 def test_ext2_goal_rules(vol4k):

@@ -110,7 +110,7 @@ class AllocatorMachine(RuleBasedStateMachine):
     def _release(self, ino):
         inode = self.vol.inodes.get(ino)
         if inode.incore is not None:
-            self.vol.allocator.release(inode.incore["alloc"])
+            self.vol.placement.allocator.release(inode.incore["alloc"])
 
     @precondition(lambda self: self.files)
     @rule(data=st.data())

@@ -24,6 +24,7 @@ image, and the model's timing never depends on when a commit happens.
 """
 
 from collections import OrderedDict
+from typing import Protocol
 
 METADATA = ("inode", "dir", "indirect", "xattr", "symlink")
 WRITEBACK_POLICIES = ("sync", "async", "softdep")
@@ -34,6 +35,14 @@ def vkey(ino: int, lblk: int) -> int:
     """Cache key of a dirty page whose block is not allocated yet (delayed allocation):
     negative, so it never collides with a block number and sorts before them."""
     return -((ino << 32) | lblk) - 1
+
+
+class Placer(Protocol):
+    """What the cache is handed to place delayed pages: given keys of pages write-back
+    reached, give every pending page of their files a block, re-key the pages (`rekey`),
+    and return {key: block}."""
+
+    def place(self, keys: list[int]) -> dict[int, int]: ...
 
 
 class Buffer:
@@ -66,7 +75,7 @@ class BufferCache:
         self.op_sync: set[int] = set()       # metadata to write before the operation returns
         self.sync_kinds: tuple = ()
         self.last_syncer = 0.0
-        self.resolver = None          # places delayed blocks: f(list of vkeys) -> {vkey: blkno}
+        self.placer: Placer | None = None   # places delayed pages (simfs.fs.delalloc), if any
         self._resolving = False
 
     # reading -------------------------------------------------------------------------------
@@ -267,15 +276,20 @@ class BufferCache:
         for b in victims:
             self.buffers.pop(b, None)     # delayed blocks were re-keyed when placed
 
+    def place(self, keys: list[int]) -> dict[int, int]:
+        """Have the placer give delayed pages their blocks (it re-keys them here); no
+        eviction meanwhile, since evicting could write back a page being placed."""
+        self._resolving = True
+        try:
+            return self.placer.place(keys)
+        finally:
+            self._resolving = False
+
     def _write_back(self, blknos: list[int], wait: bool) -> None:
         """Write sorted dirty blocks back (in the model): contiguous runs up to maxio blocks
         become one request. Delayed blocks (negative keys) are placed first."""
         if blknos and blknos[0] < 0:
-            self._resolving = True
-            try:
-                placed = self.resolver([k for k in blknos if k < 0])
-            finally:
-                self._resolving = False
+            placed = self.place([k for k in blknos if k < 0])
             blknos = sorted(b for b in [b for b in blknos if b >= 0] + list(placed.values())
                             if b in self.buffers and self.buffers[b].dirty)   # a placed file may be gone
         i = 0

@@ -10,7 +10,6 @@ import struct
 
 import numpy as np
 
-from policies.base import BlockRequest, NoSpace
 from simfs.errors import FSError
 from simfs.ondisk.constants import DIND_BLOCK, IND_BLOCK, NDIR_BLOCKS, TIND_BLOCK
 
@@ -18,11 +17,11 @@ _U32 = struct.Struct("<I")
 
 
 class FileMap:
-    def __init__(self, geometry, cache, space, allocator, inodes):
+    def __init__(self, geometry, cache, space, placement, inodes):
         self.geo = geometry
         self.cache = cache
         self.space = space
-        self.allocator = allocator
+        self.placement = placement          # the allocator, asked through simfs.fs.placement
         self.inodes = inodes
         p = self.p = geometry.ptrs_per_block
         self.limits = (NDIR_BLOCKS, NDIR_BLOCKS + p, NDIR_BLOCKS + p + p * p, NDIR_BLOCKS + p + p * p + p ** 3)
@@ -124,21 +123,12 @@ class FileMap:
         return blk, new
 
     def _alloc(self, inode, lblk, kind, level, slot, map_prev, map_block) -> int:
-        if inode.incore is None:
-            inode.incore = {"alloc": self.allocator.new_inode_state()}
         prev = self.bmap(inode, lblk - 1) if lblk > 0 and level == 0 else 0
-        req = BlockRequest(ino=inode.ino, inode_group=self.geo.group_of_inode(inode.ino), lblk=lblk, kind=kind,
-                           level=level, slot=slot, map_prev=map_prev, map_block=map_block, prev_phys=prev,
-                           is_dir=inode.is_dir)
+        req = self.placement.request(inode, lblk, kind=kind, level=level, slot=slot, map_prev=map_prev,
+                                     map_block=map_block, prev_phys=prev)
         if self.space.free_blocks - self.space.reserved <= 0:
             raise FSError(errno.ENOSPC)
-        try:
-            b = self.allocator.allocate(self.space, req, inode.incore["alloc"])
-        except NoSpace:
-            raise FSError(errno.ENOSPC) from None
-        if self.space.is_metadata(b) or not (self.geo.first_data_block <= b < self.geo.blocks_count):
-            raise AssertionError(f"allocator {self.allocator.name} chose metadata/out-of-range block {b}")
-        return self._take(inode, b)
+        return self._take(inode, self.placement.allocate(inode, req))
 
     def _take(self, inode, b: int) -> int:
         self.space.take_block(b, inode.ino)

@@ -18,6 +18,7 @@ class InodeTable:
         self.capacity = capacity
         self.lru: "OrderedDict[int, Inode]" = OrderedDict()
         self.pinned: dict[int, Inode] = {}
+        self.pins: dict[int, int] = {}
 
     def _where(self, ino: int) -> tuple[int, int]:
         geo = self.geo
@@ -67,11 +68,19 @@ class InodeTable:
         return self._where(ino)[0]
 
     def pin(self, ino: int) -> None:
+        """Keep the in-core inode (its allocator state) until as many unpins: held by the
+        kernel or an open file, or with delayed pages pending."""
         inode = self.get(ino)
         self.lru.pop(ino, None)
         self.pinned[ino] = inode
+        self.pins[ino] = self.pins.get(ino, 0) + 1
 
     def unpin(self, ino: int) -> None:
+        left = self.pins.get(ino, 0) - 1
+        if left > 0:
+            self.pins[ino] = left
+            return
+        self.pins.pop(ino, None)
         inode = self.pinned.pop(ino, None)
         if inode is not None:
             self._remember(inode)
@@ -79,6 +88,7 @@ class InodeTable:
     def forget(self, ino: int) -> None:
         self.lru.pop(ino, None)
         self.pinned.pop(ino, None)
+        self.pins.pop(ino, None)
 
     def drop_unpinned(self) -> None:
         self.lru.clear()

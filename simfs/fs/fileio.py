@@ -1,0 +1,201 @@
+"""File data: read (with clustering and read-ahead), write, truncate, fsync.
+
+Writes map blocks through the file map (immediate allocation) or leave pages for delayed
+allocation (simfs.fs.delalloc); a block appended out of line offers its dirty cluster for
+reallocation (FFS cluster_write). Reads bring physically contiguous runs in as one request
+and read ahead on sequential access, as a real buffer cache does: a file laid out in
+one-block runs defeats both (seed 000's mechanism).
+"""
+
+import errno
+
+from simfs.blockio.cache import vkey
+from simfs.errors import FSError
+from simfs.fs.operation import operation
+
+
+class FileIO:
+    """Data operations of `simfs.fs.volume.Volume` (a mixin: it uses the volume's parts)."""
+
+    @operation
+    def read(self, ino: int, offset: int, size: int) -> bytes:
+        inode = self._inode(ino)
+        if inode.is_dir:
+            raise FSError(errno.EISDIR)
+        if offset < 0 or size < 0:
+            raise FSError(errno.EINVAL)
+        end = min(inode.size, offset + size)
+        if offset >= end:
+            return b""
+        bs = self.block_size
+        first, last = offset // bs, (end - 1) // bs
+        phys = self._prefetch(inode, first, last)
+        out = bytearray()
+        for lblk in range(first, last + 1):
+            lo = max(offset - lblk * bs, 0)
+            hi = min(end - lblk * bs, bs)
+            p = phys[lblk - first]
+            if p:
+                out += self.cache.bread(p, "data", ino)[lo:hi]
+            elif self.placement.delayed and vkey(ino, lblk) in self.cache:
+                out += self.cache.page(vkey(ino, lblk), "data", ino)[lo:hi]
+            else:
+                out += bytes(hi - lo)
+        self._count("bytes_read", len(out))
+        if self.options.atime and not self.options.read_only:
+            inode.atime_ns = self._now()
+            self.inodes.put(inode)
+        return bytes(out)
+
+    def _prefetch(self, inode, first: int, last: int) -> list[int]:
+        """Bring blocks first..last into the cache as clustered reads, and read ahead.
+
+        A read that continues the previous one (or starts the file) is sequential: the
+        read-ahead window doubles up to maxio. Physically contiguous blocks are read with one
+        request; a file laid out in one-block runs gets one request per block, so clustering
+        and read-ahead buy nothing (seed 000's mechanism). Returns the physical blocks of
+        first..last (0 for holes)."""
+        self.placement.state(inode)
+        ra = inode.incore.setdefault("ra", [0, 0])        # next expected block, window
+        maxio = self.cache.maxio
+        nblocks = -(-inode.size // self.block_size)
+        if first == ra[0] or first == 0:
+            window = min(max(2 * ra[1], 4), maxio)
+        else:
+            window = 0
+        ra[0], ra[1] = last + 1, window
+        stop = min(last + 1 + window, nblocks)
+        phys = [self.filemap.bmap(inode, lblk) for lblk in range(first, stop)]
+        i = 0
+        while i < len(phys):
+            if not phys[i]:
+                i += 1
+                continue
+            j = i + 1
+            while j < len(phys) and phys[j] == phys[j - 1] + 1 and j - i < maxio:
+                j += 1
+            self.cache.read_run(phys[i], j - i, "data", inode.ino, wait=first + i <= last)
+            i = j
+        return phys[: last - first + 1]
+
+    @operation
+    def write(self, ino: int, offset: int, data: bytes) -> int:
+        self._writable()
+        inode = self._inode(ino)
+        if inode.is_dir:
+            raise FSError(errno.EISDIR)
+        if offset < 0:
+            raise FSError(errno.EINVAL)
+        if not data:
+            return 0
+        if offset + len(data) > self.max_size:
+            if offset >= self.max_size:
+                raise FSError(errno.EFBIG)
+            data = data[: self.max_size - offset]
+        bs = self.block_size
+        done = 0
+        try:
+            while done < len(data):
+                pos = offset + done
+                lblk, lo = divmod(pos, bs)
+                n = min(bs - lo, len(data) - done)
+                if self.placement.delayed and not self.filemap.bmap(inode, lblk):
+                    key = self.delalloc.delay(inode, lblk)
+                    buf = self.cache.page(key, "data", ino)
+                    buf[lo:lo + n] = data[done:done + n]
+                    self.cache.mark_dirty(key, buf, "data", ino)
+                    done += n
+                    continue
+                phys, new = self.filemap.map_for_write(inode, lblk)
+                if new:
+                    phys = self._cluster_write(inode, lblk, phys)
+                if new or n == bs:
+                    buf = self.cache.getblk(phys, "data", ino)
+                else:
+                    buf = self.cache.bread(phys, "data", ino)
+                buf[lo:lo + n] = data[done:done + n]
+                self.cache.mark_dirty(phys, buf, "data", ino)
+                done += n
+        except FSError as e:
+            if e.errno != errno.ENOSPC or done == 0:
+                self._finish_write(inode, offset, done)
+                raise
+        self._finish_write(inode, offset, done)
+        self._count("bytes_written", done)
+        return done
+
+    def _cluster_write(self, inode, lblk: int, phys: int) -> int:
+        """FFS cluster_write: a block appended out of line with its predecessor offers the
+        allocator the still-dirty contiguous run before it plus itself (ffs_reallocblks);
+        if a new contiguous place is found the run moves there. Returns lblk's block."""
+        prev = self.filemap.bmap(inode, lblk - 1) if lblk else 0
+        if not prev or prev + 1 == phys:
+            return phys
+        cluster = [(lblk, phys)]
+        l, p = lblk - 1, prev
+        while l >= 0 and len(cluster) < self.cache.maxio:
+            if not self.cache.is_dirty(p):       # already written: no longer part of a cluster
+                break
+            cluster.insert(0, (l, p))
+            q = self.filemap.bmap(inode, l - 1) if l else 0
+            if not q or q + 1 != p:
+                break
+            l, p = l - 1, q
+        if len(cluster) < 2:
+            return phys
+        start = cluster[0][0]
+        slot, map_block = self.filemap.locate(inode, start)
+        req = self.placement.request(inode, start, slot=slot, map_block=map_block,
+                                     prev_phys=self.filemap.bmap(inode, start - 1) if start else 0)
+        new = self.placement.reallocate(inode, req, cluster)
+        if not new:
+            return phys
+        for (l, old), nb in zip(cluster, new):
+            if nb == old:
+                continue
+            self.space.take_block(nb, inode.ino)
+            self.filemap.set_pointer(inode, l, nb)
+            self.cache.rekey(old, nb)
+            self.space.release_block(old)
+        self._count("clusters_reallocated")
+        return new[-1]
+
+    def _finish_write(self, inode, offset: int, done: int) -> None:
+        if offset + done > inode.size:
+            inode.size = offset + done
+        if done:
+            self._touch(inode)
+        self.inodes.put(inode)
+
+    def _truncate(self, inode, size: int) -> None:
+        if size < 0:
+            raise FSError(errno.EINVAL)
+        if size > self.max_size:
+            raise FSError(errno.EFBIG)
+        bs = self.block_size
+        if size < inode.size:
+            if self.placement.delayed:
+                self.delalloc.undelay(inode, -(-size // bs))
+            self.placement.release(inode)
+            self.filemap.truncate(inode, -(-size // bs))
+            if size % bs:   # zero the tail of the last block so a later extension reads zeros
+                phys = self.filemap.bmap(inode, size // bs)
+                if phys:
+                    buf = self.cache.bread(phys, "data", inode.ino)
+                    buf[size % bs:] = bytes(bs - size % bs)
+                    self.cache.mark_dirty(phys, buf, "data", inode.ino)
+        inode.size = size
+        self.inodes.put(inode)
+
+    @operation
+    def fsync(self, ino: int, datasync: bool = False) -> None:
+        inode = self._inode(ino)
+        if self.placement.delayed:
+            self.delalloc.place_file(inode)
+        blocks = [b for _, b in self.filemap.blocks(inode)]
+        blocks.append(self.inodes.block_of(ino))
+        if inode.file_acl:
+            blocks.append(inode.file_acl)
+        self.cache.flush_blocks(blocks)
+        self.commit_soon()                   # durable on the image when fsync returns
+

@@ -1,0 +1,381 @@
+"""Names: lookup, attributes, create/mkdir/mknod/symlink/link, unlink/rmdir, rename, readdir.
+
+Ownership, modes, times and link counts are kept exact (the kernel checks permissions, with
+default_permissions); a file's last name going frees it only when nothing holds it.
+"""
+
+import errno
+import stat
+import time
+
+from policies import NoSpace
+from policies.dirorder import BadCookie
+from simfs.errors import FSError
+from simfs.fs.operation import operation
+from simfs.fs.types import RENAME_EXCHANGE, RENAME_NOREPLACE, Attr, StatFS
+from simfs.ondisk.constants import LINK_MAX, MAX_NAME_LEN, ROOT_INO, file_type_of_mode
+
+
+def _check_name(name: bytes) -> None:
+    if len(name) > MAX_NAME_LEN:
+        raise FSError(errno.ENAMETOOLONG)
+    if not name or b"/" in name or b"\0" in name:
+        raise FSError(errno.EINVAL)
+
+
+
+class Namespace:
+    """Namespace operations of `simfs.fs.volume.Volume` (a mixin: it uses the volume's parts)."""
+
+    @operation
+    def lookup(self, parent: int, name: bytes) -> Attr:
+        _check_name(name)
+        d = self._inode(parent)
+        if not d.is_dir:
+            raise FSError(errno.ENOTDIR)
+        hit = self.dirs.lookup(d, name)
+        if hit is None:
+            raise FSError(errno.ENOENT)
+        return self._attr(self.inodes.get(hit[0]))
+
+    def peek_attr(self, ino: int) -> Attr:
+        """Attributes without charging an inode read: readdirplus hands these to the kernel,
+        and the tool's own later lookup or stat is what pays (the fidelity contract)."""
+        if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
+            raise FSError(errno.ENOENT)
+        return self._attr(self.inodes.peek(ino))
+
+    @operation
+    def getattr(self, ino: int) -> Attr:
+        return self._attr(self._inode(ino))
+
+    @operation
+    def setattr(self, ino: int, *, mode=None, uid=None, gid=None, size=None, atime_ns=None,
+                mtime_ns=None) -> Attr:
+        self._writable()
+        inode = self._inode(ino)
+        if size is not None:
+            if inode.is_dir:
+                raise FSError(errno.EISDIR)
+            if not inode.is_reg:
+                raise FSError(errno.EINVAL)
+            self._truncate(inode, size)
+            self._touch(inode)
+        if mode is not None:
+            inode.mode = stat.S_IFMT(inode.mode) | stat.S_IMODE(mode)
+        if uid is not None:
+            inode.uid = uid
+        if gid is not None:
+            inode.gid = gid
+        if atime_ns is not None:
+            inode.atime_ns = atime_ns
+        if mtime_ns is not None:
+            inode.mtime_ns = mtime_ns
+        inode.ctime_ns = self._now()
+        self.inodes.put(inode)
+        return self._attr(inode)
+
+    def _new_inode(self, parent, name: bytes, mode: int, uid: int, gid: int):
+        """Allocate and link a new inode named `name` in directory `parent`."""
+        self._writable()
+        _check_name(name)
+        d = self._dir(parent)
+        if self.dirs.lookup(d, name) is not None:
+            raise FSError(errno.EEXIST)
+        is_dir = stat.S_ISDIR(mode)
+        if is_dir and d.links >= LINK_MAX:
+            raise FSError(errno.EMLINK)
+        try:
+            ino = self.placer.choose(self.space, parent, is_dir)
+        except NoSpace:
+            raise FSError(errno.ENOSPC) from None
+        self.space.take_inode(ino, is_dir)
+        inode = self.inodes.new(ino)
+        if d.mode & stat.S_ISGID:       # BSD group semantics of a setgid directory
+            gid = d.gid
+            if is_dir:
+                mode |= stat.S_ISGID
+        inode.mode, inode.uid, inode.gid = mode, uid, gid
+        inode.links = 2 if is_dir else 1
+        now = self._now()
+        inode.atime_ns = inode.mtime_ns = inode.ctime_ns = inode.crtime_ns = now
+        self.generation = (self.generation + 1) & 0xFFFFFFFF
+        inode.generation = self.generation
+        try:
+            if is_dir:
+                self.dirs.init(inode, parent)
+            self.inodes.put(inode)
+            self.dirs.add(d, name, ino, file_type_of_mode(mode))
+        except FSError:
+            self.filemap.truncate(inode, 0)
+            self.space.release_inode(ino, is_dir)
+            self.inodes.forget(ino)
+            raise
+        if is_dir:
+            d.links += 1
+        self._touch(d)
+        self.inodes.put(d)
+        return inode
+
+    @operation
+    def create(self, parent: int, name: bytes, mode: int, uid: int, gid: int) -> Attr:
+        return self._attr(self._new_inode(parent, name, stat.S_IFREG | stat.S_IMODE(mode), uid, gid))
+
+    @operation
+    def mkdir(self, parent: int, name: bytes, mode: int, uid: int, gid: int) -> Attr:
+        return self._attr(self._new_inode(parent, name, stat.S_IFDIR | (mode & 0o7777), uid, gid))
+
+    @operation
+    def mknod(self, parent: int, name: bytes, mode: int, rdev: int, uid: int, gid: int) -> Attr:
+        fmt = stat.S_IFMT(mode) or stat.S_IFREG
+        if fmt not in (stat.S_IFREG, stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK):
+            raise FSError(errno.EINVAL)
+        inode = self._new_inode(parent, name, fmt | (mode & 0o7777), uid, gid)
+        if fmt in (stat.S_IFCHR, stat.S_IFBLK):
+            inode.set_rdev(rdev)
+            self.inodes.put(inode)
+        return self._attr(inode)
+
+    @operation
+    def symlink(self, parent: int, name: bytes, target: bytes, uid: int, gid: int) -> Attr:
+        if len(target) >= self.block_size:
+            raise FSError(errno.ENAMETOOLONG)
+        if not target:
+            raise FSError(errno.ENOENT)
+        inode = self._new_inode(parent, name, stat.S_IFLNK | 0o777, uid, gid)
+        try:
+            if len(target) < 60:   # fast symlink: the target lives in i_block
+                raw = target.ljust(60, b"\0")
+                inode.block = [int.from_bytes(raw[i:i + 4], "little") for i in range(0, 60, 4)]
+            else:
+                phys, _ = self.filemap.map_for_write(inode, 0, "symlink")
+                self.cache.write(phys, target.ljust(self.block_size, b"\0"), "symlink", inode.ino)
+            inode.size = len(target)
+            self.inodes.put(inode)
+        except FSError:
+            self.unlink(parent, name)
+            raise
+        return self._attr(inode)
+
+    @operation
+    def readlink(self, ino: int) -> bytes:
+        inode = self._inode(ino)
+        if not inode.is_symlink:
+            raise FSError(errno.EINVAL)
+        if inode.is_fast_symlink(self.block_size):
+            return b"".join(b.to_bytes(4, "little") for b in inode.block)[: inode.size]
+        phys = self.filemap.bmap(inode, 0)
+        return bytes(self.cache.bread(phys, "symlink", ino)[: inode.size])
+
+    @operation
+    def link(self, ino: int, new_parent: int, new_name: bytes) -> Attr:
+        self._writable()
+        _check_name(new_name)
+        inode = self._inode(ino)
+        if inode.is_dir:
+            raise FSError(errno.EPERM)
+        if inode.links >= LINK_MAX:
+            raise FSError(errno.EMLINK)
+        if inode.links == 0:
+            raise FSError(errno.ENOENT)
+        d = self._dir(new_parent)
+        if self.dirs.lookup(d, new_name) is not None:
+            raise FSError(errno.EEXIST)
+        self.dirs.add(d, new_name, ino, file_type_of_mode(inode.mode))
+        inode.links += 1
+        self._touch(inode, m=False)
+        self.inodes.put(inode)
+        self._touch(d)
+        self.inodes.put(d)
+        return self._attr(inode)
+
+    @operation
+    def unlink(self, parent: int, name: bytes) -> None:
+        self._writable()
+        _check_name(name)
+        d = self._dir(parent)
+        hit = self.dirs.lookup(d, name)
+        if hit is None:
+            raise FSError(errno.ENOENT)
+        inode = self.inodes.get(hit[0])
+        if inode.is_dir:
+            raise FSError(errno.EISDIR)
+        self.dirs.remove(d, name)
+        self._touch(d)
+        self.inodes.put(d)
+        self._unref(inode)
+
+    @operation
+    def rmdir(self, parent: int, name: bytes) -> None:
+        self._writable()
+        _check_name(name)
+        if name == b".":
+            raise FSError(errno.EINVAL)
+        if name == b"..":
+            raise FSError(errno.ENOTEMPTY)
+        d = self._dir(parent)
+        hit = self.dirs.lookup(d, name)
+        if hit is None:
+            raise FSError(errno.ENOENT)
+        victim = self.inodes.get(hit[0])
+        if not victim.is_dir:
+            raise FSError(errno.ENOTDIR)
+        if not self.dirs.is_empty(victim):
+            raise FSError(errno.ENOTEMPTY)
+        self.dirs.remove(d, name)
+        d.links -= 1
+        self._touch(d)
+        self.inodes.put(d)
+        victim.links = 0
+        self._touch(victim, m=False)
+        self._unref(victim, dropped_dir=True)
+
+    def _unref(self, inode, dropped_dir: bool = False) -> None:
+        """One name less: free the inode when no name and no hold is left."""
+        if not dropped_dir:
+            inode.links -= 1
+            self._touch(inode, m=False)
+        self.inodes.put(inode)
+        if inode.links == 0 and not self.holds.get(inode.ino):
+            self._free_inode(inode)
+
+    def _free_inode(self, inode) -> None:
+        if inode.is_dir:
+            self.dirs.forget(inode.ino)
+        if inode.has_block_map and not inode.is_fast_symlink(self.block_size):
+            if self.placement.delayed:
+                self.delalloc.undelay(inode, 0)
+            self.filemap.truncate(inode, 0)
+        if inode.file_acl:
+            self._release_xattr_block(inode)
+        inode.dtime = int(time.time())
+        inode.size = 0
+        self.inodes.put(inode)
+        self.space.release_inode(inode.ino, inode.is_dir)
+        self.inodes.forget(inode.ino)
+
+    def _is_ancestor(self, anc: int, ino: int) -> bool:
+        """True if directory `anc` is `ino` or one of its ancestors (walking "..")."""
+        while True:
+            if ino == anc:
+                return True
+            if ino == ROOT_INO:
+                return False
+            d = self.inodes.get(ino)
+            hit = self.dirs.lookup(d, b"..")
+            if hit is None or hit[0] == ino:
+                return False
+            ino = hit[0]
+
+    @operation
+    def rename(self, old_parent: int, old_name: bytes, new_parent: int, new_name: bytes, flags: int = 0) -> None:
+        self._writable()
+        _check_name(old_name)
+        _check_name(new_name)
+        if flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE) or flags == RENAME_NOREPLACE | RENAME_EXCHANGE:
+            raise FSError(errno.EINVAL)
+        if old_name in (b".", b"..") or new_name in (b".", b".."):
+            raise FSError(errno.EBUSY)
+        od, nd = self._dir(old_parent), self._dir(new_parent)
+        src = self.dirs.lookup(od, old_name)
+        if src is None:
+            raise FSError(errno.ENOENT)
+        s = self.inodes.get(src[0])
+        dst = self.dirs.lookup(nd, new_name)
+        if flags & RENAME_EXCHANGE:
+            if dst is None:
+                raise FSError(errno.ENOENT)
+            return self._exchange(od, old_name, s, nd, new_name, self.inodes.get(dst[0]))
+        if dst is not None and flags & RENAME_NOREPLACE:
+            raise FSError(errno.EEXIST)
+        if s.is_dir and old_parent != new_parent and self._is_ancestor(s.ino, new_parent):
+            raise FSError(errno.EINVAL)
+        if dst is not None:
+            if dst[0] == s.ino:
+                return            # both names are links to one inode: POSIX says do nothing
+            t = self.inodes.get(dst[0])
+            if s.is_dir and not t.is_dir:
+                raise FSError(errno.ENOTDIR)
+            if not s.is_dir and t.is_dir:
+                raise FSError(errno.EISDIR)
+            if t.is_dir and not self.dirs.is_empty(t):
+                raise FSError(errno.ENOTEMPTY)
+            self.dirs.replace(nd, new_name, s.ino, file_type_of_mode(s.mode))
+            if t.is_dir:
+                t.links = 0
+                nd.links -= 1        # the victim's ".." goes
+                self._unref(t, dropped_dir=True)
+            else:
+                self._unref(t)
+        else:
+            if s.is_dir and nd.links >= LINK_MAX and old_parent != new_parent:
+                raise FSError(errno.EMLINK)
+            self.dirs.add(nd, new_name, s.ino, file_type_of_mode(s.mode))
+        self.dirs.remove(od, old_name)
+        if s.is_dir and old_parent != new_parent:
+            self.dirs.set_parent(s, new_parent)
+            od.links -= 1
+            nd.links += 1
+        self._touch(s, m=False)
+        self.inodes.put(s)
+        for d in {od.ino: od, nd.ino: nd}.values():
+            self._touch(d)
+            self.inodes.put(d)
+
+    def _exchange(self, od, old_name, s, nd, new_name, t) -> None:
+        if od.ino != nd.ino:
+            if s.is_dir and self._is_ancestor(s.ino, nd.ino) or t.is_dir and self._is_ancestor(t.ino, od.ino):
+                raise FSError(errno.EINVAL)
+        self.dirs.replace(od, old_name, t.ino, file_type_of_mode(t.mode))
+        self.dirs.replace(nd, new_name, s.ino, file_type_of_mode(s.mode))
+        if od.ino != nd.ino:
+            if s.is_dir:
+                self.dirs.set_parent(s, nd.ino)
+                od.links -= 1
+                nd.links += 1
+            if t.is_dir:
+                self.dirs.set_parent(t, od.ino)
+                nd.links -= 1
+                od.links += 1
+        for inode in (s, t):
+            self._touch(inode, m=False)
+            self.inodes.put(inode)
+        for d in {od.ino: od, nd.ino: nd}.values():
+            self._touch(d)
+            self.inodes.put(d)
+
+    # directories -------------------------------------------------------------------------
+    @operation
+    def readdir(self, ino: int, cookie: int = 0, state=None) -> list[tuple[bytes, int, int]]:
+        """[(name, ino, next_cookie)] after `cookie` (0: from the start), in the mount's
+        directory order; next_cookie resumes after that entry, even if the directory changes.
+        `state` (from `opendir_state`, one per open handle) keeps a sorted listing between
+        calls; the name order needs it to resume."""
+        d = self._inode(ino)
+        if not d.is_dir:
+            raise FSError(errno.ENOTDIR)
+        if self.dirorder.slot_order:
+            return [(name, eino, pos + 1) for pos, name, eino, _ in self.dirs.entries(d, cookie)]
+        entries = ((name, eino, ftype, pos) for pos, name, eino, ftype in self.dirs.entries(d, 0))
+        try:
+            # every entry change sets the directory's ctime, which no tool can set back
+            listing = self.dirorder.iterate(entries, after=cookie, hash_ctx=self.hasher, state=state,
+                                            generation=(ino, d.ctime_ns, d.mtime_ns, d.size))
+            return [(e[0], e[1], c) for e, c in listing]
+        except BadCookie:
+            raise FSError(errno.EINVAL) from None
+
+    def opendir_state(self):
+        """Per-handle readdir state for the directory-order policy."""
+        return self.dirorder.new_state()
+
+    @operation
+    def statfs(self) -> StatFS:
+        geo = self.geo
+        overhead = geo.first_data_block + sum(geo.super_and_gdt_blocks(g) + 2 + geo.inode_table_blocks
+                                              for g in range(geo.groups))
+        free = self.space.free_blocks - self.space.reserved
+        return StatFS(f_bsize=geo.block_size, f_frsize=geo.block_size, f_blocks=geo.blocks_count - overhead,
+                      f_bfree=free, f_bavail=max(0, free - self.sb.r_blocks_count),
+                      f_files=geo.inodes_count, f_ffree=self.space.free_inodes, f_favail=self.space.free_inodes)
+

@@ -1,0 +1,68 @@
+"""What the volume takes and returns: its options, attributes, statfs, and flag values."""
+
+import errno
+from dataclasses import dataclass
+
+from simfs.ondisk.constants import MAX_NAME_LEN
+
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
+XATTR_CREATE = 1
+XATTR_REPLACE = 2
+ENOATTR = errno.ENODATA
+
+
+@dataclass
+class VolumeOptions:
+    """Choices that shape a mounted volume; mount options (-o key=value) map onto these fields."""
+
+    alloc: str = "first-free"            # block allocator (see `simfs policies`)
+    inode_placement: str = ""            # "" = the allocator's own placement policy
+    disk: str = "sata7200"               # disk model preset, with overrides: "sata7200,rpm=5400"
+    cache: int = 128 << 20               # buffer cache size in bytes
+    writeback: str = "sync"              # sync | async | softdep (see simfs.blockio.cache)
+    dirorder: str = "linear"             # readdir order: linear | hash | inode | name
+    maxio: int = 128 << 10               # largest request clustering and read-ahead build, bytes
+    cpu_op_us: float = 10.0              # simulated CPU time charged per operation, microseconds
+    sync_interval: float = 30.0          # the syncer's period, simulated seconds
+    trace: str = ""                      # write a request trace (CSV) to this path
+    stats: str = ""                      # write the final statistics (JSON) here at unmount
+    atime: bool = False                  # update access times on read (noatime by default)
+    read_only: bool = False
+    commit: float = 5.0                  # real seconds the image may trail what was written
+    force: bool = False                  # mount read-write although not cleanly unmounted
+
+
+# Which kinds of metadata an operation must write before returning, under writeback=sync
+# (FFS's default mount: bwrite of the inode and directory block on namespace changes, of a
+
+
+@dataclass
+class Attr:
+    st_ino: int
+    st_mode: int
+    st_nlink: int
+    st_uid: int
+    st_gid: int
+    st_rdev: int
+    st_size: int
+    st_blocks: int
+    st_blksize: int
+    st_atime_ns: int
+    st_mtime_ns: int
+    st_ctime_ns: int
+    generation: int
+
+
+@dataclass
+class StatFS:
+    f_bsize: int
+    f_frsize: int
+    f_blocks: int
+    f_bfree: int
+    f_bavail: int
+    f_files: int
+    f_ffree: int
+    f_favail: int
+    f_namemax: int = MAX_NAME_LEN
+
