@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import fuse_mounts, make_image, run_simfs
+from tests.conftest import e2fsck, fuse_mounts, make_image, run_simfs
 
 pytestmark = pytest.mark.mount
 
@@ -131,3 +131,39 @@ def test_bad_options_leave_image_usable(image, empty_dir):
 def test_umount_not_mounted(empty_dir, tmp_path):
     _refused("umount", empty_dir, match="not mounted")
     _refused("umount", tmp_path / "nowhere", match="does not exist")
+
+
+def _patched(src, dst, offset: int, data: bytes):
+    """A copy of image src with data written at offset (a deterministic corruption)."""
+    shutil.copyfile(src, dst)
+    with open(dst, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+    return dst
+
+
+# Offsets on a 64M image with 4K blocks: superblock at byte 1024, descriptor 0 at 4096
+# (block_bitmap, inode_bitmap, inode_table: u32; free_blocks, free_inodes, used_dirs: u16).
+@pytest.mark.parametrize("offset,data,match", [
+    (4096, bytes(range(64)), "corrupt group descriptor 0 (block bitmap at block 50462976"),
+    (4096, (0).to_bytes(4, "little"), "corrupt group descriptor 0 (block bitmap at block 0"),
+    (4096 + 8, (3).to_bytes(4, "little"), "inode bitmap at block 3 overlaps the inode table"),
+    (4096 + 12, (40000).to_bytes(2, "little"), "40000 free blocks in a group of 16384"),
+    (4096 + 14, (9000).to_bytes(2, "little"), "9000 free inodes"),
+    (1024 + 8, (20000).to_bytes(4, "little"), "reserved block count 20000 > block count 16384"),
+    (1024 + 12, (20000).to_bytes(4, "little"), "free block count 20000 > block count"),
+    (1024 + 16, (9000).to_bytes(4, "little"), "free inode count 9000 > inode count"),
+])
+def test_corrupt_image_refused(image, empty_dir, tmp_path, offset, data, match):
+    """Was exit 1 with 'Bad file descriptor': the image's fd was closed twice."""
+    bad = _patched(image, tmp_path / "bad.img", offset, data)
+    before = bad.read_bytes()
+    line = _refused("mount", bad, empty_dir, match=match)
+    assert "corrupt" in line
+    assert bad.read_bytes() == before, "a refused image must not be written"
+
+
+def test_image_larger_than_the_disk_model(image, empty_dir):
+    _refused("mount", image, empty_dir, "-o", "disk=sata7200,capacity=100000",
+             match="does not fit the disk model")
+    assert e2fsck(image)[0] == 0
