@@ -167,3 +167,93 @@ def test_image_larger_than_the_disk_model(image, empty_dir):
     _refused("mount", image, empty_dir, "-o", "disk=sata7200,capacity=100000",
              match="does not fit the disk model")
     assert e2fsck(image)[0] == 0
+
+
+@pytest.mark.parametrize("opts,match", [
+    ("cache=0", "(valid: 256K to "),
+    ("cache=-1", "(valid: 256K to "),
+    ("cache=99999999999999G", "the machine's memory"),
+    ("maxio=0", "(valid: 4K to 64M)"),
+    ("cpu_op_us=-5", "(valid: 0 to 1000000)"),
+    ("cpu_op_us=nan", "expected a finite number"),
+    ("sync_interval=0", "(valid: 0.01 to 86400)"),
+    ("sync_interval=-1", "(valid: 0.01 to 86400)"),
+    ("cache=infK", "expected an integer"),
+])
+def test_number_out_of_range(image, empty_dir, opts, match):
+    _refused("mount", image, empty_dir, "-o", opts, match=match)
+
+
+@pytest.mark.parametrize("key", ["trace", "stats"])
+def test_output_file_in_missing_directory(image, empty_dir, key):
+    """trace= was exit 1 with a FileNotFoundError; stats= was accepted and never written."""
+    _refused("mount", image, empty_dir, "-o", f"{key}=/nonexistent/x.out",
+             match=f"cannot write the {key} file /nonexistent/x.out: directory /nonexistent does not exist")
+
+
+@pytest.mark.parametrize("key", ["trace", "stats"])
+def test_output_file_is_a_directory(image, empty_dir, tmp_path, key):
+    _refused("mount", image, empty_dir, "-o", f"{key}={tmp_path}", match="Is a directory")
+
+
+@pytest.mark.parametrize("opts,match", [
+    ("stats={image}", "the stats file {image} is also the image"),
+    ("trace={image}", "the trace file {image} is also the image"),
+    ("trace={d}/t,stats={d}/t", "the stats file {d}/t is also the trace file"),
+    ("log={d}/t,stats={d}/t", "is also the log file"),
+    ("stats={image}.log", "is also the log file"),
+])
+def test_outputs_must_not_overwrite_each_other(image, empty_dir, tmp_path, opts, match):
+    """-o stats=IMAGE used to overwrite the image with JSON at unmount."""
+    fmt = dict(image=image, d=tmp_path)
+    before = image.read_bytes()
+    _refused("mount", image, empty_dir, "-o", opts.format(**fmt), match=match.format(**fmt))
+    assert image.read_bytes() == before
+    assert not (tmp_path / "t").exists()
+
+
+def test_probe_leaves_no_files(image, empty_dir, tmp_path):
+    _refused("mount", image, empty_dir, "-o", f"stats={tmp_path}/s.json,trace={tmp_path}/t.csv,cache=0",
+             match="cache")
+    _refused("mount", tmp_path / "missing.img", empty_dir, "-o", f"stats={tmp_path}/s.json",
+             match="does not exist")
+    assert not (tmp_path / "s.json").exists() and not (tmp_path / "t.csv").exists()
+
+
+def test_stats_unwritable_at_unmount_is_reported(image, empty_dir, tmp_path):
+    """The statistics were silently not written while `simfs umount` returned 0."""
+    out = tmp_path / "out"
+    out.mkdir()
+    run_simfs("mount", image, empty_dir, "-o", f"stats={out}/s.json")
+    try:
+        (empty_dir / "f").write_text("data")
+        shutil.rmtree(out)
+    finally:
+        r = run_simfs("umount", empty_dir, check=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1, r.stderr
+    assert "the image was written back" in lines[0] and f"{out}/s.json" in lines[0], lines[0]
+    assert _ours() == []
+    assert e2fsck(image)[0] == 0
+
+
+def test_long_image_name_needs_a_log(tmp_path, empty_dir):
+    """IMAGE.log is longer than a file name may be: say so and name -o log=."""
+    img = make_image(tmp_path / ("x" * 252), "64M")
+    _refused("mount", img, empty_dir, match="-o log=")
+    run_simfs("mount", img, empty_dir, "-o", f"log={tmp_path}/l.log")
+    run_simfs("umount", empty_dir)
+    assert e2fsck(img)[0] == 0
+
+
+def test_mount_point_too_long(image, tmp_path):
+    deep = str(tmp_path) + "/" + "/".join(["y" * 200] * 25)
+    line = _refused("mount", image, deep, match="more than PATH_MAX (4095 bytes)")
+    assert "does not exist" not in line
+    _refused("mount", image, tmp_path / ("z" * 300), match="a name in it is longer than 255 bytes")
+    _refused("umount", deep, match="more than PATH_MAX (4095 bytes)")
+
+
+def test_umount_bad_timeout(empty_dir):
+    _refused("umount", empty_dir, "--timeout", "-1", match="--timeout")
+    _refused("umount", empty_dir, "--timeout", "nan", match="--timeout")
