@@ -1,12 +1,16 @@
-"""Bad input refused in-process, before anything is written: corrupt images at open."""
+"""Bad input refused before anything is written: mkfs arguments, corrupt images at open."""
 
 import os
 
 import pytest
 
 from simfs.errors import ImageError
-from simfs.ondisk.mkfs import mkfs
+from simfs.ondisk.mkfs import mkfs, plan
 from simfs.volume import Volume, VolumeOptions
+from tests.conftest import run_simfs
+from tests.helpers import assert_fsck_clean, needs_e2fsprogs
+
+M = 1 << 20
 
 
 def _corrupt_copy(tmp_path, offset: int, data: bytes):
@@ -44,3 +48,81 @@ def test_corrupt_superblock_and_descriptors_refused(tmp_path, offset, value, siz
         Volume.open(img, VolumeOptions(disk="ideal"))
     assert match in str(e.value) and "\n" not in str(e.value)
     assert img.read_bytes() == before
+
+
+# mkfs ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("size,kw,match", [
+    (64 * M, dict(reserved_ratio=2.0), "reserved blocks must be 0 to 50 percent"),
+    (64 * M, dict(reserved_ratio=-0.01), "reserved blocks must be 0 to 50 percent"),
+    (64 * M, dict(reserved_ratio=float("nan")), "reserved blocks must be 0 to 50 percent"),
+    (64 * M, dict(block_size=2048), "block size must be 1024 or 4096"),
+    (64 * M, dict(inode_size=512), "inode size must be 128 or 256"),
+    (64 * M, dict(bytes_per_inode=0), "bytes per inode must be from 1024 to 64M"),
+    (64 * M, dict(bytes_per_inode=128 * M), "bytes per inode must be from 1024 to 64M"),
+    (64 * M, dict(blocks_per_group=0), "blocks per group must be a multiple of 8 from 256 to 32768"),
+    (64 * M, dict(blocks_per_group=260), "blocks per group must be a multiple of 8"),
+    (64 * M, dict(inodes_per_group=0), "inodes per group must be from 16 to 32768"),
+    (64 * M, dict(inodes_per_group=15), "inodes per group must be from 16"),
+    (64 * M, dict(block_size=1024, blocks_per_group=256, inodes_per_group=8000),
+     "inodes per group must be from 16 to 928 with 256 blocks in the first group"),
+    (64 * M, dict(label=b"x" * 17), "at most 16"),
+    (1000, {}, "image too small"),
+    (300 << 10, dict(inodes_per_group=8192), "from 16 to 1056 with 75 blocks in the first group"),
+    (4 << 30, dict(block_size=1024, blocks_per_group=256), "cannot hold 512 descriptor blocks"),
+    (1 << 45, {}, "image too large for ext2"),
+    ((1 << 44) - 4096, dict(bytes_per_inode=4096), "too many inodes"),
+])
+def test_mkfs_arguments_refused(size, kw, match):
+    """These crashed (ZeroDivisionError, IndexError, struct.error) or made images e2fsck
+    calls corrupt (-m 200, an inode table larger than the image)."""
+    with pytest.raises(ImageError, match="^[^\n]*$") as e:
+        plan(size, **kw)
+    assert match in str(e.value)
+
+
+@needs_e2fsprogs
+@pytest.mark.parametrize("size,kw", [
+    (64 * M, dict(reserved_ratio=0.5)),
+    (64 * M, dict(reserved_ratio=0.0, label=b"x" * 16)),
+    (64 * M, dict(block_size=1024, blocks_per_group=256, inodes_per_group=928)),
+    (300 << 10, dict(inodes_per_group=1056)),
+    (300 << 10, dict(inodes_per_group=1024)),
+    (65 << 10, dict(block_size=1024)),
+    (256 << 10, dict(bytes_per_inode=1024, inode_size=128)),
+    (8 * M, dict(inodes_per_group=16, bytes_per_inode=64 * M)),
+])
+def test_mkfs_limits_make_clean_images(tmp_path, size, kw):
+    img = tmp_path / "edge.img"
+    mkfs(img, size, **kw)
+    assert_fsck_clean(img)
+
+
+@pytest.mark.parametrize("args,match", [
+    (["-m", "200"], "reserved blocks must be 0 to 50 percent"),
+    (["-m", "nan"], "reserved blocks must be 0 to 50 percent"),
+    (["-i", "0"], "bytes per inode"),
+    (["--inodes-per-group", "0"], "inodes per group"),
+    (["--blocks-per-group", "0"], "blocks per group"),
+    (["-L", "x" * 17], "at most 16"),
+    (["--disk", "sata7200,capacity=100000"], "does not fit the disk"),
+    (["--disk", "ideal", "--maxio", "0"], "--maxio must be from 4K to 64M"),
+])
+def test_mkfs_cli_refuses_before_writing(tmp_path, args, match):
+    img = tmp_path / "x.img"
+    r = run_simfs("mkfs", img, "--size", "64M", *args, check=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and match in lines[0], r.stderr
+    assert not img.exists()
+
+
+def test_mkfs_cli_failed_plan_keeps_the_old_image(tmp_path):
+    """--force with bad arguments: the existing image must survive (it was truncated first)."""
+    img = tmp_path / "x.img"
+    img.write_bytes(b"precious")
+    r = run_simfs("mkfs", img, "--size", "64M", "--force", "--disk", "ideal", "-m", "60", check=False)
+    assert r.returncode == 2 and img.read_bytes() == b"precious"
+
+
+def test_mkfs_cli_path_too_long(tmp_path):
+    r = run_simfs("mkfs", tmp_path / ("z" * 300), "--size", "64M", check=False)
+    assert r.returncode == 2 and "longer than 255 bytes" in r.stderr, r.stderr
