@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -65,8 +66,12 @@ def check_mountpoint(mnt: str) -> None:
     check_path(mnt, "mount point")
     if is_mounted(mnt):
         raise UsageError(f"mount point {mnt} is already a mount point")
-    if not os.path.lexists(mnt):
-        raise UsageError(f"mount point {mnt} does not exist")
+    try:
+        os.lstat(mnt)
+    except FileNotFoundError:
+        raise UsageError(f"mount point {mnt} does not exist") from None
+    except OSError as e:
+        raise UsageError(f"mount point {mnt}: {e.strerror}") from None
     if not os.path.isdir(mnt):
         raise UsageError(f"mount point {mnt} is not a directory")
     if os.path.ismount(mnt):
@@ -80,9 +85,13 @@ def check_mountpoint(mnt: str) -> None:
 
 def check_image(image: str) -> None:
     check_path(image, "image")
-    if not os.path.exists(image):
-        raise UsageError(f"image {image} does not exist")
-    if not os.path.isfile(image):
+    try:
+        st = os.stat(image)
+    except FileNotFoundError:
+        raise UsageError(f"image {image} does not exist") from None
+    except OSError as e:       # a symlink loop, a file used as a directory, no permission
+        raise UsageError(f"image {image}: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
         raise UsageError(f"image {image} is not a regular file")
 
 

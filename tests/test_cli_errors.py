@@ -257,3 +257,13 @@ def test_mount_point_too_long(image, tmp_path):
 def test_umount_bad_timeout(empty_dir):
     _refused("umount", empty_dir, "--timeout", "-1", match="--timeout")
     _refused("umount", empty_dir, "--timeout", "nan", match="--timeout")
+
+
+def test_paths_that_cannot_be_looked_up(image, tmp_path, empty_dir):
+    """These were all "does not exist"; say what is wrong instead."""
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    _refused("mount", tmp_path / "loop1", empty_dir, match="Too many levels of symbolic links")
+    _refused("mount", f"{image}/x", empty_dir, match="Not a directory")
+    _refused("mount", image, f"{image}/x", match="Not a directory")
+    _refused("mount", image, tmp_path / "nowhere", match="does not exist")
