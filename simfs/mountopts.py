@@ -52,7 +52,7 @@ ALIASES = {"ro": ("read_only", True), "rw": ("read_only", False)}
 # Defaults for fields that do not (yet) say so in their metadata.
 SUBOPTION_FIELDS = {"disk"}
 PATH_FIELDS = {"trace", "stats"}     # made absolute here: the daemon runs in /
-CHECKS = {"disk": ("disk_models", "resolve")}
+CHECKS = {"disk": ("disk_models", "make_disk")}   # builds the model: catches what only that finds
 
 
 def machine_memory() -> int:

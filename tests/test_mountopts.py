@@ -187,3 +187,11 @@ def test_every_numeric_volume_option_has_a_range():
 def test_format_size():
     assert [mountopts.format_size(n) for n in (5, 4096, 256 << 10, 64 << 20, 1536 << 10, (3 << 30) + 1)] == \
         ["5", "4K", "256K", "64M", "1.5M", "3G"]
+
+
+def test_disk_checked_by_building_the_model():
+    """A spec that resolves but cannot be built failed only in the daemon, after forking."""
+    with pytest.raises(OptionError, match="bad value for mount option disk: .*cylinders"):
+        parse(["disk=sata7200,capacity=4096"])
+    with pytest.raises(OptionError, match="bad value for mount option disk: rpm='nan'"):
+        parse(["disk=sata7200,rpm=nan"])
