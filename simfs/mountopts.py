@@ -176,18 +176,22 @@ def format_size(n: int) -> str:
     return str(n)
 
 
-def _check_range(key: str, text: str, val, f: dataclasses.Field | None) -> None:
-    """Refuse a number outside the field's range (nan included), naming the range."""
+def _range(key: str, f: dataclasses.Field | None):
+    """(low, high, text) of a numeric field's valid range, or None; text like '256K to 64M'."""
     rng = (f.metadata.get("range") if f is not None else None) or RANGES.get(key)
     if rng is None:
-        return
+        return None
     low, high = (b() if callable(b) else b for b in rng)
-    if low <= val <= high:
-        return
-    show = format_size if isinstance(val, int) else (lambda v: f"{v:.15g}")
-    note = " (the machine's memory)" if rng[1] is machine_memory else ""
-    raise OptionError(f"bad value for mount option {key}: {text!r} "
-                      f"(valid: {show(low)} to {show(high)}{note})")
+    show = format_size if isinstance(low, int) and isinstance(high, int) else (lambda v: f"{v:.15g}")
+    note = ", the machine's memory" if rng[1] is machine_memory else ""
+    return low, high, f"{show(low)} to {show(high)}{note}"
+
+
+def _check_range(key: str, text: str, val, f: dataclasses.Field | None) -> None:
+    """Refuse a number outside the field's range (nan included), naming the range."""
+    rng = _range(key, f)
+    if rng is not None and not rng[0] <= val <= rng[1]:
+        raise OptionError(f"bad value for mount option {key}: {text!r} (valid: {rng[2]})")
 
 
 def _check(key: str, value, f: dataclasses.Field | None) -> None:
@@ -352,6 +356,8 @@ def describe(volume_cls=None) -> str:
                 default = "yes" if default else "no"
             ch = _choices(f, _unoptional(typ)[0])
             extra = f" (one of: {', '.join(map(str, ch))})" if ch else ""
+            rng = _range(f.name, f)
+            extra += f" ({rng[2]})" if rng else ""
             help_ = f.metadata.get("help", "")
             lines.append(f"  {f.name}={default}{extra}" + (f"  {help_}" if help_ else ""))
         lines.append("  ro / rw  = read_only=yes / no; noX = X=no for yes/no options; "

@@ -169,7 +169,7 @@ def test_volume_numbers_out_of_range(spec, valid):
 def test_cache_may_be_as_large_as_memory():
     mem = mountopts.machine_memory()
     assert parse([f"cache={mem}"]).volume.cache == mem
-    with pytest.raises(OptionError, match=f"to {mountopts.format_size(mem)} "):
+    with pytest.raises(OptionError, match=f"to {mountopts.format_size(mem)}, the machine.s memory"):
         parse([f"cache={mem + 4096}"])
     assert mountopts.parse_int(mountopts.format_size(mem)) <= mem     # the bound it names is valid
 
@@ -195,3 +195,8 @@ def test_disk_checked_by_building_the_model():
         parse(["disk=sata7200,capacity=4096"])
     with pytest.raises(OptionError, match="bad value for mount option disk: rpm='nan'"):
         parse(["disk=sata7200,rpm=nan"])
+
+
+def test_describe_shows_ranges():
+    text = mountopts.describe(Opts)
+    assert "level=1.0 (0 to 10)" in text and "count=4 (1 to 64K)" in text
