@@ -139,6 +139,8 @@ def _check_distinct(**paths) -> None:
     for what, p in paths.items():
         try:
             st = os.stat(p)
+            if not stat.S_ISREG(st.st_mode):
+                continue                        # /dev/null may take both
             key = (st.st_dev, st.st_ino)
         except OSError:
             key = os.path.realpath(p)

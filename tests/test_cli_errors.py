@@ -212,6 +212,12 @@ def test_outputs_must_not_overwrite_each_other(image, empty_dir, tmp_path, opts,
     assert not (tmp_path / "t").exists()
 
 
+def test_outputs_to_dev_null(image, empty_dir):
+    run_simfs("mount", image, empty_dir, "-o", "trace=/dev/null,stats=/dev/null")
+    run_simfs("umount", empty_dir)
+    assert e2fsck(image)[0] == 0
+
+
 def test_probe_leaves_no_files(image, empty_dir, tmp_path):
     _refused("mount", image, empty_dir, "-o", f"stats={tmp_path}/s.json,trace={tmp_path}/t.csv,cache=0",
              match="cache")
