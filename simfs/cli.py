@@ -220,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--inode-size", "-I", type=int, default=256, help="128 or 256 (default 256)")
     s.add_argument("--bytes-per-inode", "-i", type=parse_size, default=None,
                    help="one inode per this many bytes, 1K to 64M (mke2fs default rules if omitted)")
-    s.add_argument("--blocks-per-group", type=int, default=None, help="a multiple of 8 from 256 to 8 x block size (the default)")
+    s.add_argument("--blocks-per-group", type=int, default=None,
+                   help="a multiple of 8 from 256 to 8 x block size (the default)")
     s.add_argument("--inodes-per-group", type=int, default=None,
                    help="16 or more; at most what one bitmap block and the first group hold")
     s.add_argument("--reserved-percent", "-m", dest="reserved_ratio", type=float, default=5.0,
