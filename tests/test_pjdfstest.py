@@ -20,6 +20,10 @@ one-second times) passes too but makes the run 85 s instead of 10. The dummy use
 identity the tests take are nobody/nogroup and daemon/daemon (Debian has both), so no user
 needs creating. Remounting read-only (allow_remount, the 13 EROFS tests) stays off: `mount -o
 remount,ro` on a fuse.simfs mount runs mount.fuse3, which would run a `simfs` mount helper.
+
+For comparison, the kernel's ext2 on a loop device with the same configuration (naptime 1 s)
+passes 385 and skips 13: it also runs link::link_count_max, which needs pathconf's LINK_MAX,
+unknown on FUSE. The run on simfs takes about 10 s.
 """
 
 from __future__ import annotations
