@@ -334,7 +334,10 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
 
     # helpers -----------------------------------------------------------------------------
     def _now(self) -> int:
-        return time.time_ns()
+        """Time stamps from the kernel's own clock (coarse, like current_time()), so a
+        utimensat(UTIME_NOW), whose "now" the kernel supplies, is never earlier than a
+        time simfs set a moment before."""
+        return time.clock_gettime_ns(time.CLOCK_REALTIME_COARSE)
 
     def _count(self, key: str, n: int = 1) -> None:
         self.stats.count(key, n)
