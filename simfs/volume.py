@@ -1003,14 +1003,27 @@ class Volume:
             if inode.incore is not None:
                 self.allocator.release(inode.incore["alloc"])
             self.filemap.truncate(inode, -(-size // bs))
-            if size % bs:   # zero the tail of the last block so a later extension reads zeros
-                phys = self.filemap.bmap(inode, size // bs)
-                if phys:
-                    buf = self.cache.bread(phys, "data", inode.ino)
-                    buf[size % bs:] = bytes(bs - size % bs)
-                    self.cache.mark_dirty(phys, buf, "data", inode.ino)
+            if size % bs:
+                self._zero_tail(inode, size)
         inode.size = size
         self.inodes.put(inode)
+
+    def _zero_tail(self, inode, size: int) -> None:
+        """Zero the last block past `size`, so a later extension reads zeros: in the allocated
+        block, or in the page still waiting for delayed allocation (which unmount would write)."""
+        bs = self.block_size
+        lblk, lo = divmod(size, bs)
+        phys = self.filemap.bmap(inode, lblk)
+        if phys:
+            buf = self.cache.bread(phys, "data", inode.ino)
+            key = phys
+        elif self.delayed and vkey(inode.ino, lblk) in self.cache:
+            key = vkey(inode.ino, lblk)
+            buf = self.cache.page(key, "data", inode.ino)
+        else:
+            return
+        buf[lo:] = bytes(bs - lo)
+        self.cache.mark_dirty(key, buf, "data", inode.ino)
 
     @operation
     def fsync(self, ino: int, datasync: bool = False) -> None:

@@ -81,3 +81,35 @@ def test_delayed_blocks_are_reserved_and_truncated_away(tmp_path):
         assert exc.value.errno == errno.ENOSPC
         vol.unlink(vol.root_ino, b"f")
     assert_fsck_clean(img)
+
+
+def _nonzero(vol, ino, size) -> int:
+    return len(vol.read(ino, 0, size).replace(b"\0", b""))
+
+
+@pytest.mark.parametrize("regrow", ["truncate", "write past EOF", "truncate then write"])
+def test_truncate_into_a_pending_page_zeroes_its_tail(tmp_path, regrow):
+    """Issue 11: truncating to the middle of a block still waiting for delayed allocation left
+    the old bytes in the rest of its page; growing the file showed them, unmount wrote them."""
+    img = tmp_path / "img"
+    mkfs(img, 8 * MIB, block_size=4096)
+    with Volume.open(img, VolumeOptions(alloc="delayed", disk="ideal")) as vol:
+        ino = vol.create(vol.root_ino, b"t", 0o644, 0, 0).st_ino
+        vol.write(ino, 0, b"A" * 2 * PAGE)
+        vol.setattr(ino, size=100)
+        assert vol.extents(ino)["delalloc"] == [(0, 1)]       # the page is still pending
+        if regrow == "truncate":
+            vol.setattr(ino, size=2 * PAGE)
+        elif regrow == "write past EOF":                      # the gap is inside the page
+            vol.write(ino, 2 * PAGE - 1, b"B")
+        else:
+            vol.setattr(ino, size=PAGE)
+            vol.write(ino, 2 * PAGE - 1, b"B")
+        expect = 100 + (regrow != "truncate")
+        assert vol.getattr(ino).st_size == 2 * PAGE
+        assert _nonzero(vol, ino, 2 * PAGE) == expect
+        assert vol.read(ino, 0, 101) == b"A" * 100 + b"\0"
+    assert_fsck_clean(img)
+    with Volume.open(img, VolumeOptions(disk="ideal")) as vol:
+        ino = vol.lookup(vol.root_ino, b"t").st_ino
+        assert _nonzero(vol, ino, 2 * PAGE) == expect
