@@ -786,6 +786,7 @@ class Volume:
             return b""
         bs = self.block_size
         first, last = offset // bs, (end - 1) // bs
+        pages = self._pending_pages(inode, first, last)
         phys = self._prefetch(inode, first, last)
         out = bytearray()
         for lblk in range(first, last + 1):
@@ -794,8 +795,8 @@ class Volume:
             p = phys[lblk - first]
             if p:
                 out += self.cache.bread(p, "data", ino)[lo:hi]
-            elif self.delayed and vkey(ino, lblk) in self.cache:
-                out += self.cache.page(vkey(ino, lblk), "data", ino)[lo:hi]
+            elif lblk in pages:
+                out += pages[lblk][lo:hi]
             else:
                 out += bytes(hi - lo)
         self._count("bytes_read", len(out))
@@ -803,6 +804,16 @@ class Volume:
             inode.atime_ns = self._now()
             self.inodes.put(inode)
         return bytes(out)
+
+    def _pending_pages(self, inode, first: int, last: int) -> dict[int, bytearray]:
+        """The pages of first..last still waiting for delayed allocation, taken before the
+        read does any I/O: a cache miss can evict, and write-back then places these pages
+        under block numbers the read has already looked up as holes."""
+        pending = self.delayed and inode.incore is not None and inode.incore.get("pending")
+        if not pending:
+            return {}
+        return {lblk: self.cache.page(vkey(inode.ino, lblk), "data", inode.ino)
+                for lblk in range(first, last + 1) if lblk in pending}
 
     def _prefetch(self, inode, first: int, last: int) -> list[int]:
         """Bring blocks first..last into the cache as clustered reads, and read ahead.

@@ -113,3 +113,31 @@ def test_truncate_into_a_pending_page_zeroes_its_tail(tmp_path, regrow):
     with Volume.open(img, VolumeOptions(disk="ideal")) as vol:
         ino = vol.lookup(vol.root_ino, b"t").st_ino
         assert _nonzero(vol, ino, 2 * PAGE) == expect
+
+
+@pytest.mark.parametrize("op", ["read"])
+def test_pending_pages_placed_by_eviction_in_the_middle_of_an_operation(tmp_path, op):
+    """With a small cache, a read's or fsync's own cache misses evict, and write-back then
+    places the file's pending pages: the read returned zeros for them (it had looked them
+    up as holes), fsync's placement started a second one (a block handed out twice). The
+    sweep over how much else was read first moves the pages to where eviction takes them."""
+    img = tmp_path / "img"
+    # the tail's pages: direct blocks for the read; for fsync, blocks that need a new
+    # indirect block (the placement's own allocations are what evict). Either way, placing
+    # them dirties no indirect block already cached, which eviction would lose (BufferCache._evict)
+    head, tail = b"h" * (8 if op == "read" else 12) * 1024, b"t" * 4 * 1024
+    for other in range(100):
+        mkfs(img, 2 * MIB, block_size=1024)
+        with Volume.open(img, VolumeOptions(alloc="delayed", disk="ideal", cache=64 * 1024)) as vol:
+            o = vol.create(vol.root_ino, b"o", 0o644, 0, 0).st_ino
+            vol.write(o, 0, b"o" * 200 * 1024)
+            f = vol.create(vol.root_ino, b"f", 0o644, 0, 0).st_ino
+            vol.write(f, 0, head)
+            vol.drop_caches()
+            vol.write(f, len(head), tail)               # pending pages
+            vol.read(o, 0, other * 1024)
+            if op == "fsync":
+                vol.fsync(f)
+                assert not vol.extents(f)["delalloc"]
+            assert vol.read(f, 0, 16 * 1024) == head + tail, other
+        assert_fsck_clean(img)
