@@ -1040,7 +1040,10 @@ class Volume:
     def fsync(self, ino: int, datasync: bool = False) -> None:
         inode = self._inode(ino)
         if self.delayed and inode.incore and inode.incore.get("pending"):
-            self._place_delayed([vkey(ino, next(iter(inode.incore["pending"])))])
+            # written first, so that the cache's write-back places them: placed from here, a
+            # block the placement reads or allocates could evict the file's other pages and
+            # start a second placement of this file (blocks handed out twice)
+            self.cache.flush_blocks([vkey(ino, lblk) for lblk in inode.incore["pending"]])
         blocks = [b for _, b in self.filemap.blocks(inode)]
         blocks.append(self.inodes.block_of(ino))
         if inode.file_acl:

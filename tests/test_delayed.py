@@ -115,7 +115,7 @@ def test_truncate_into_a_pending_page_zeroes_its_tail(tmp_path, regrow):
         assert _nonzero(vol, ino, 2 * PAGE) == expect
 
 
-@pytest.mark.parametrize("op", ["read"])
+@pytest.mark.parametrize("op", ["read", "fsync"])
 def test_pending_pages_placed_by_eviction_in_the_middle_of_an_operation(tmp_path, op):
     """With a small cache, a read's or fsync's own cache misses evict, and write-back then
     places the file's pending pages: the read returned zeros for them (it had looked them
