@@ -996,7 +996,9 @@ class Volume:
         return placed
 
     def _finish_write(self, inode, offset: int, done: int) -> None:
-        if offset + done > inode.size:
+        """The file grows by what was written, not by what was asked (a failed write past
+        EOF must not leave a hole of its size)."""
+        if done and offset + done > inode.size:
             inode.size = offset + done
         if done:
             self._touch(inode)
