@@ -1,6 +1,7 @@
 """Writes that run out of space (issue 11, item 4): a write that wrote nothing changes
-nothing (size, mtime, blocks), a short write grows the file by what it wrote;
-the image stays e2fsck-clean and says the same after a remount.
+nothing (size, mtime, blocks), a short write grows the file by what it wrote, and blocks
+allocated for a write that then failed (indirect blocks too) are free again; the image
+stays e2fsck-clean and says the same after a remount.
 """
 
 import errno
@@ -74,6 +75,27 @@ def test_a_write_that_wrote_nothing_changes_nothing(tmp_path, alloc):
         ino = vol.lookup(vol.root_ino, b"x").st_ino
         assert vol.getattr(ino).st_size == 10
         assert vol.read(ino, 0, 100) == b"x" * 10
+
+
+@needs_e2fsprogs
+@pytest.mark.parametrize("free", [1, 2, 3])
+def test_indirect_blocks_of_a_failed_write_are_freed(tmp_path, free):
+    """Immediate allocation maps a block far out top down: the triple, double and single
+    indirect blocks, then the data block. When room runs out on the way, the indirect
+    blocks already added are freed (they map nothing and would sit past EOF)."""
+    img = tmp_path / "img"
+    mkfs(img, 2 << 20, block_size=BS)
+    with _open(img, "first-free") as vol:
+        _free_some(vol, _fill(vol), free)
+        ino = vol.create(vol.root_ino, b"x", 0o644, 0, 0).st_ino
+        with pytest.raises(FSError) as exc:
+            vol.write(ino, FAR, b"x" * BS)
+        assert exc.value.errno == errno.ENOSPC
+        assert vol.statfs().f_bfree == free
+        a = vol.getattr(ino)
+        assert (a.st_size, a.st_blocks) == (0, 0)
+        assert vol.extents(ino)["indirect"] == []
+    assert_fsck_clean(img)
 
 
 @needs_e2fsprogs
