@@ -84,8 +84,8 @@ class FileMap:
     def map_for_write(self, inode, lblk: int, kind: str = "data", phys: int = 0) -> tuple[int, bool]:
         """(physical block, newly allocated) for lblk, allocating what is missing.
 
-        With `phys` (delayed allocation decided the place already) that block is taken for
-        the data; missing indirect blocks are still asked of the allocator. If an allocation
+        With `phys` (delayed allocation placed the data and took the block already) that
+        block is linked; missing indirect blocks are still asked of the allocator. If an allocation
         fails, the indirect blocks this call added are freed again before the error goes on."""
         slot, idx = self.path(lblk)
         blk = inode.block[slot]
@@ -94,7 +94,7 @@ class FileMap:
             if blk:
                 return blk, False
             if phys:
-                blk = self._take(inode, phys)
+                blk = self._own(inode, phys)
             else:
                 blk = self._alloc(inode, lblk, kind, 0, slot, _prev_nonzero(inode.block, slot), 0)
             inode.block[slot] = blk
@@ -117,7 +117,7 @@ class FileMap:
                     continue
                 last = depth == level - 1
                 if last and phys:
-                    child = self._take(inode, phys)
+                    child = self._own(inode, phys)
                 else:
                     child = self._alloc(inode, lblk, kind if last else "indirect", level - depth - 1, i,
                                         _prev_nonzero_buf(buf, i), blk)
@@ -167,6 +167,9 @@ class FileMap:
 
     def _take(self, inode, b: int) -> int:
         self.space.take_block(b, inode.ino)
+        return self._own(inode, b)
+
+    def _own(self, inode, b: int) -> int:
         inode.blocks += self.spb
         return b
 

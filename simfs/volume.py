@@ -968,29 +968,38 @@ class Volume:
         inos = sorted({(-k - 1) >> 32 for k in keys})
         for ino in inos:
             inode = self.inodes.get(ino)
-            pending = sorted(self._pending(inode))
+            pending = self._pending(inode)
+            lblks = sorted(pending)
             state = inode.incore["alloc"]
             i = 0
-            while i < len(pending):
+            while i < len(lblks):
                 j = i + 1
-                while j < len(pending) and pending[j] == pending[j - 1] + 1 and j - i < self.allocator.max_run:
+                while j < len(lblks) and lblks[j] == lblks[j - 1] + 1 and j - i < self.allocator.max_run:
                     j += 1
-                first = pending[i]
+                first = lblks[i]
                 req = BlockRequest(ino=ino, inode_group=self.geo.group_of_inode(ino), lblk=first,
                                    prev_phys=self.filemap.bmap(inode, first - 1) if first else 0)
                 try:
                     blocks = self.allocator.allocate_run(self.space, req, state, j - i)
                 except NoSpace:
                     raise FSError(errno.ENOSPC, "delayed allocation found no room at write-back") from None
-                for lblk, phys in zip(pending[i:j], blocks):
-                    self.space.reserved -= 1
-                    self.filemap.map_for_write(inode, lblk, "data", phys=phys)
+                for phys in blocks:   # all at once: an indirect block mapped below must go elsewhere
+                    self.space.take_block(phys, ino)
+                self.space.reserved -= len(blocks)
+                for k, (lblk, phys) in enumerate(zip(lblks[i:j], blocks)):
+                    try:
+                        self.filemap.map_for_write(inode, lblk, "data", phys=phys)
+                    except FSError:   # the rest stays pending, its blocks free again
+                        for b in blocks[k:]:
+                            self.space.release_block(b)
+                        self.space.reserved += len(blocks) - k
+                        raise
+                    pending.discard(lblk)
                     state.add(lblk, phys, 1)
                     self.cache.rekey(vkey(ino, lblk), phys)
                     placed[vkey(ino, lblk)] = phys
                 i = j
             self.inodes.put(inode)
-            inode.incore["pending"] = set()
             self.drop(ino)
         self._count("delayed_blocks_placed", len(placed))
         return placed

@@ -11,7 +11,7 @@ import pytest
 from simfs.errors import FSError
 from simfs.ondisk.mkfs import mkfs
 from simfs.volume import Volume, VolumeOptions
-from tests.helpers import assert_fsck_clean, needs_e2fsprogs
+from tests.helpers import assert_fsck_clean, fill_volume, free_blocks, needs_e2fsprogs
 
 BS = 1024
 FAR = 1 << 30            # a triple-indirect block with 1 KiB blocks: three indirect blocks first
@@ -22,36 +22,6 @@ def _open(img, alloc):
     return Volume.open(img, VolumeOptions(alloc=alloc, disk="ideal"))
 
 
-def _fill(vol, name=b"fill") -> int:
-    """Write a file until even one block more does not fit, even after write-back (which
-    places delayed blocks and gives back what their reservation overestimated)."""
-    ino = vol.create(vol.root_ino, name, 0o644, 0, 0).st_ino
-    size, chunk = 0, 64 * BS
-    while True:
-        try:
-            size += vol.write(ino, size, b"f" * chunk)
-            continue
-        except FSError as e:
-            assert e.errno == errno.ENOSPC
-        if chunk > BS:
-            chunk = BS
-            continue
-        vol.sync()
-        try:
-            size += vol.write(ino, size, b"f" * BS)
-        except FSError:
-            return ino
-
-
-def _free_some(vol, fill: int, blocks: int) -> None:
-    """Shorten the fill file until `blocks` blocks are free."""
-    size = vol.getattr(fill).st_size
-    while vol.statfs().f_bfree < blocks:
-        size -= BS
-        vol.setattr(fill, size=size)
-    vol.sync()
-
-
 @needs_e2fsprogs
 @pytest.mark.parametrize("alloc", ALLOCATORS)
 def test_a_write_that_wrote_nothing_changes_nothing(tmp_path, alloc):
@@ -60,7 +30,7 @@ def test_a_write_that_wrote_nothing_changes_nothing(tmp_path, alloc):
     with _open(img, alloc) as vol:
         ino = vol.create(vol.root_ino, b"x", 0o644, 0, 0).st_ino
         vol.write(ino, 0, b"x" * 10)
-        _fill(vol)
+        fill_volume(vol)
         before, free = vol.getattr(ino), vol.statfs().f_bfree
         for offset in (BS, 5 * BS, FAR):             # past EOF: each needs a new block
             with pytest.raises(FSError) as exc:
@@ -86,7 +56,7 @@ def test_indirect_blocks_of_a_failed_write_are_freed(tmp_path, free):
     img = tmp_path / "img"
     mkfs(img, 2 << 20, block_size=BS)
     with _open(img, "first-free") as vol:
-        _free_some(vol, _fill(vol), free)
+        free_blocks(vol, fill_volume(vol), free)
         ino = vol.create(vol.root_ino, b"x", 0o644, 0, 0).st_ino
         with pytest.raises(FSError) as exc:
             vol.write(ino, FAR, b"x" * BS)
@@ -106,7 +76,7 @@ def test_a_short_write_grows_the_file_by_what_it_wrote(tmp_path, alloc, offset):
     mkfs(img, 2 << 20, block_size=BS)
     data = bytes(range(1, 256)) * 400                        # 100 KB, no zero byte
     with _open(img, alloc) as vol:
-        _free_some(vol, _fill(vol), 40)
+        free_blocks(vol, fill_volume(vol), 40)
         ino = vol.create(vol.root_ino, b"x", 0o644, 0, 0).st_ino
         n = vol.write(ino, offset, data)
         assert 0 < n < len(data)
