@@ -925,10 +925,21 @@ class Volume:
                 continue
             self.space.take_block(nb, inode.ino)
             self.filemap.set_pointer(inode, l, nb)
-            self.cache.rekey(old, nb)
+            if l != lblk:                        # lblk's own data is not written yet
+                self._move_data(inode.ino, old, nb)
             self.space.release_block(old)
         self._count("clusters_reallocated")
         return new[-1]
+
+    def _move_data(self, ino: int, old: int, new: int) -> None:
+        """A reallocated block's data goes with it: its dirty buffer is re-keyed; if a cache
+        miss while the cluster was gathered or moved evicted it (writing it to `old`), it is
+        read back and written to `new`, which would otherwise keep what the disk held there."""
+        if old in self.cache:
+            self.cache.rekey(old, new)
+        else:
+            self.cache.write(new, self.cache.bread(old, "data", ino), "data", ino)
+            self.cache.forget(old)
 
     # delayed allocation ------------------------------------------------------------------
     def _pending(self, inode) -> set:
