@@ -948,18 +948,34 @@ class Volume:
         return inode.incore.setdefault("pending", set())
 
     def _delay(self, inode, lblk: int) -> int:
-        """Reserve a block for a delayed write of lblk; its cache key."""
+        """Reserve a block for a delayed write of lblk, and the indirect blocks it maps through
+        that no other pending block of the file reserved yet; its cache key."""
         pending = self._pending(inode)
         if lblk not in pending:
             space = self.space
-            # room for the block and, pessimistically, the indirect blocks it may need
-            if space.free_blocks - space.reserved * (1 + 3 / self.geo.ptrs_per_block) - 4 < 1:
+            maps = inode.incore.setdefault("maps", set())
+            new = [node for node in self._map_nodes(lblk) if node not in maps]
+            if space.free_blocks - space.reserved < 1 + len(new):
                 raise FSError(errno.ENOSPC)
             pending.add(lblk)
-            space.reserved += 1
+            maps.update(new)
+            space.reserved += 1 + len(new)
             if len(pending) == 1:
                 self.hold(inode.ino)          # keep the in-core inode until its blocks are placed
         return vkey(inode.ino, lblk)
+
+    def _map_nodes(self, lblk: int) -> list[tuple]:
+        """The indirect blocks lblk maps through, named by their place in the tree. Reserved
+        whether allocated or not (no reads): a sparse file's pages far apart each need their
+        own, and placing them must not run out of room after the writes succeeded."""
+        slot, idx = self.filemap.path(lblk)
+        return [(slot, *idx[:depth]) for depth in range(len(idx))]
+
+    def _reserve_maps(self, inode) -> None:
+        """Reserve the indirect blocks of the file's pending blocks anew (after some left)."""
+        maps = {node for lblk in inode.incore.get("pending", ()) for node in self._map_nodes(lblk)}
+        self.space.reserved += len(maps) - len(inode.incore.get("maps", ()))
+        inode.incore["maps"] = maps
 
     def _undelay(self, inode, keep_blocks: int) -> None:
         """Forget delayed blocks at or past keep_blocks (truncate, unlink)."""
@@ -969,6 +985,8 @@ class Volume:
             pending.discard(lblk)
             self.cache.forget(vkey(inode.ino, lblk))
             self.space.reserved -= 1
+        if gone:
+            self._reserve_maps(inode)
         if gone and not pending:
             self.drop(inode.ino)
 
@@ -982,34 +1000,39 @@ class Volume:
             pending = self._pending(inode)
             lblks = sorted(pending)
             state = inode.incore["alloc"]
-            i = 0
-            while i < len(lblks):
-                j = i + 1
-                while j < len(lblks) and lblks[j] == lblks[j - 1] + 1 and j - i < self.allocator.max_run:
-                    j += 1
-                first = lblks[i]
-                req = BlockRequest(ino=ino, inode_group=self.geo.group_of_inode(ino), lblk=first,
-                                   prev_phys=self.filemap.bmap(inode, first - 1) if first else 0)
-                try:
-                    blocks = self.allocator.allocate_run(self.space, req, state, j - i)
-                except NoSpace:
-                    raise FSError(errno.ENOSPC, "delayed allocation found no room at write-back") from None
-                for phys in blocks:   # all at once: an indirect block mapped below must go elsewhere
-                    self.space.take_block(phys, ino)
-                self.space.reserved -= len(blocks)
-                for k, (lblk, phys) in enumerate(zip(lblks[i:j], blocks)):
+            self.space.reserved -= len(inode.incore.pop("maps", ()))   # the indirect blocks' room
+            try:
+                i = 0
+                while i < len(lblks):
+                    j = i + 1
+                    while j < len(lblks) and lblks[j] == lblks[j - 1] + 1 and j - i < self.allocator.max_run:
+                        j += 1
+                    first = lblks[i]
+                    req = BlockRequest(ino=ino, inode_group=self.geo.group_of_inode(ino), lblk=first,
+                                       prev_phys=self.filemap.bmap(inode, first - 1) if first else 0)
                     try:
-                        self.filemap.map_for_write(inode, lblk, "data", phys=phys)
-                    except FSError:   # the rest stays pending, its blocks free again
-                        for b in blocks[k:]:
-                            self.space.release_block(b)
-                        self.space.reserved += len(blocks) - k
-                        raise
-                    pending.discard(lblk)
-                    state.add(lblk, phys, 1)
-                    self.cache.rekey(vkey(ino, lblk), phys)
-                    placed[vkey(ino, lblk)] = phys
-                i = j
+                        blocks = self.allocator.allocate_run(self.space, req, state, j - i)
+                    except NoSpace:
+                        raise FSError(errno.ENOSPC, "delayed allocation found no room at write-back") from None
+                    for phys in blocks:   # all at once: an indirect block mapped below must go elsewhere
+                        self.space.take_block(phys, ino)
+                    self.space.reserved -= len(blocks)
+                    for k, (lblk, phys) in enumerate(zip(lblks[i:j], blocks)):
+                        try:
+                            self.filemap.map_for_write(inode, lblk, "data", phys=phys)
+                        except FSError:
+                            for b in blocks[k:]:
+                                self.space.release_block(b)
+                            self.space.reserved += len(blocks) - k
+                            raise
+                        pending.discard(lblk)
+                        state.add(lblk, phys, 1)
+                        self.cache.rekey(vkey(ino, lblk), phys)
+                        placed[vkey(ino, lblk)] = phys
+                    i = j
+            except FSError:           # what was not placed stays pending, with its reservation
+                self._reserve_maps(inode)
+                raise
             self.inodes.put(inode)
             self.drop(ino)
         self._count("delayed_blocks_placed", len(placed))
