@@ -85,8 +85,8 @@ class FileMap:
         """(physical block, newly allocated) for lblk, allocating what is missing.
 
         With `phys` (delayed allocation placed the data and took the block already) that
-        block is linked; missing indirect blocks are still asked of the allocator. If an allocation
-        fails, the indirect blocks this call added are freed again before the error goes on."""
+        block is linked; missing indirect blocks are still asked of the allocator. If an
+        allocation fails, the indirect blocks this call added are freed before the error goes on."""
         slot, idx = self.path(lblk)
         blk = inode.block[slot]
         level = len(idx)
@@ -126,7 +126,8 @@ class FileMap:
                 self.cache.mark_dirty(blk, buf, "indirect", inode.ino)
                 if not last:
                     added.append((blk, i, child))
-                    self.cache.mark_dirty(child, self.cache.getblk(child, "indirect", inode.ino), "indirect", inode.ino)
+                    fresh = self.cache.getblk(child, "indirect", inode.ino)
+                    self.cache.mark_dirty(child, fresh, "indirect", inode.ino)
                 blk, new = child, last
         except FSError:
             if added:

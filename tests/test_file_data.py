@@ -11,7 +11,6 @@ alloc=delayed). A failure names the seed and lists the operations that led to it
 """
 
 import errno
-import os
 import random
 
 import pytest
