@@ -163,8 +163,8 @@ def run_probe(spec) -> ProbeReport:
 def format_report(rep: ProbeReport) -> str:
     lines = [f"probe {rep.name}: {rep.drive}"]
     if not rep.seek:
-        return "\n".join(lines + ["(not a rotating drive: no geometry to probe; `simfs disks show` "
-                                   "prints what the model derives)"])
+        return "\n".join(lines + ["(not a rotating drive, no geometry to probe: the ideal disk costs "
+                                   "nothing; for other models `simfs disks show` prints what they derive)"])
     ds = rep.datasheet_seek_ms
     lines += ["", f"seek vs distance (datasheet: track-to-track {ds['t2t']:g}, average {ds['avg']:g}, "
                   f"full stroke {ds['full']:g} ms; revolution {rep.revolution_ms:g} ms)",

@@ -52,7 +52,7 @@ def import_class(spec: str):
     module_name, _, attr = spec.partition(":")
     module_name, attr = module_name.strip(), attr.strip()
     if not module_name or not attr:
-        raise PluginError(f"{spec!r}: expected package.module:Class")
+        raise PluginError("expected package.module:Class")
     try:
         obj = importlib.import_module(module_name)
     except Exception as e:          # ImportError, SyntaxError, or whatever the module raised
