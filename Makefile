@@ -33,11 +33,16 @@ system:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-$(STAMP): setup.cfg pyproject.toml
+EXAMPLE_PLUGINS := examples/simfs-example-plugins
+
+$(STAMP): setup.cfg pyproject.toml $(EXAMPLE_PLUGINS)/setup.cfg $(EXAMPLE_PLUGINS)/pyproject.toml
 	$(MAKE) system
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	# the example plug-in package (entry points: allocator stride, dirorder newest-first,
+	# disk model ssd/x25-m); tests/mount/test_plugin_mount.py mounts with it
+	$(PY) -m pip install -q -e $(EXAMPLE_PLUGINS)
 	touch $@
 
 venv: $(STAMP)
@@ -77,4 +82,4 @@ soak-alloc: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
 	  tests/test_fsx.py::test_fsx_soak_alloc
 
 clean:
-	rm -rf $(VENV) $(TOOLS) *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(TOOLS) *.egg-info $(EXAMPLE_PLUGINS)/*.egg-info $(EXAMPLE_PLUGINS)/build .pytest_cache .hypothesis

@@ -11,11 +11,17 @@ A pure library: no I/O, no wall clock, no randomness.  The clock/I-O-queue layer
     disk.reset()                                              # power-on state
 
 API
-  make_disk(spec) -> DiskModel   spec: "preset[,key=value...]" or {"preset": name, key: value}.
-                                 Unknown preset or key, or a bad value -> ValueError saying what is valid.
+  make_disk(spec) -> DiskModel   spec: "preset[,key=value...]" or {"preset": name, key: value};
+                                 the preset may also be a model class, "package.module:Class"
+                                 (its first preset). Unknown preset or key, or a bad value ->
+                                 ValueError saying what is valid.
   resolve(spec) -> DiskSpec      the values and their provenance, without building a model.
-  PRESETS                        name -> Preset (summary, drive, values, provenance).
-  PARAMS                         name -> Param (unit, help, limits): the keys a spec may override.
+  PRESETS                        name -> Preset (summary, drive, model, values, provenance): the
+                                 built-ins and the presets plug-in models bring.
+  MODELS                         model name -> class: the registry (built-ins and entry points in
+                                 group simfs.disk_models); the contract is disk_models.base.
+  PARAMS                         name -> Param (unit, help, limits): the rotating models' keys
+                                 (each model's own are its PARAMS).
   describe(spec) -> str          every parameter, its value and its provenance, plus derived figures.
 
   DiskModel.access(DiskRequest) / .submit(op, lba, sectors, issue_time, sync) -> DiskResult
@@ -29,9 +35,10 @@ API
   RotatingDrive also exposes .layout (zones: .zone(lba), .zone_rate(z), .stream_time(a, b)),
       .seek (the Lee curve, seconds per cylinder distance), .t_rev, and .derived() for `show`.
 
-Models: RotatingDrive (zones, Lee seek curve, rotation from absolute time, skews, segmented
-read-ahead cache, write-back cache), AdvancedFormatDrive (4K physical sectors, 512e, partition
-offset, read-modify-write), IdealDisk (costs nothing).
+Models: RotatingDrive ("rotating": zones, Lee seek curve, rotation from absolute time, skews,
+segmented read-ahead cache, write-back cache), AdvancedFormatDrive ("advanced-format": 4K
+physical sectors, 512e, partition offset, read-modify-write; the rotating models pick it
+whenever physical_sector is 4096), IdealDisk ("ideal": costs nothing).
 """
 
 from __future__ import annotations
@@ -39,9 +46,24 @@ from __future__ import annotations
 from .advanced_format import AdvancedFormatDrive
 from .base import DiskModel, DiskRequest, DiskResult
 from .ideal import IdealDisk
-from .params import IDEAL_PARAMS, PARAMS, DiskSpec, format_value, parse_spec, parse_value, validate
-from .presets import PRESETS, Preset
+from .params import PARAMS, DiskSpec, format_value, parse_spec, parse_value
+from .presets import Preset
+from .registry import MODELS, PRESETS, model_for
 from .rotating import RotatingDrive
+
+
+def _preset(name: str) -> tuple[Preset, str]:
+    """(preset, model kind) for a preset name or a model class given as package.module:Class."""
+    if ":" in name:
+        cls = MODELS.resolve(name)
+        if not cls.presets:
+            raise ValueError(f"disk model {name!r} brings no preset (its class has no presets)")
+        return cls.presets[0], name
+    preset = PRESETS.get(name)
+    if preset is None:
+        raise ValueError(f"unknown disk preset {name!r}; choose one of: {', '.join(PRESETS)} "
+                         "(or a model class as package.module:Class)")
+    return preset, preset.kind
 
 
 def resolve(spec) -> DiskSpec:
@@ -49,32 +71,27 @@ def resolve(spec) -> DiskSpec:
     if isinstance(spec, DiskSpec):
         return spec
     name, overrides = parse_spec(spec)
-    preset = PRESETS.get(name)
-    if preset is None:
-        raise ValueError(f"unknown disk preset {name!r}; choose one of: {', '.join(PRESETS)}")
-    valid = IDEAL_PARAMS if preset.kind == "ideal" else tuple(PARAMS)
+    preset, kind = _preset(name)
+    model = model_for(kind)
+    params = model.PARAMS
+    valid = tuple(params)
     values, prov, applied = dict(preset.values), dict(preset.provenance), {}
     for key, raw in overrides.items():
         if key not in valid:
             hint = (" (the drive's buffer is drive_cache, in MiB; the mount's buffer cache is the "
                     "mount option cache=)") if key == "cache" else ""
             raise ValueError(f"unknown disk parameter {key!r} for {name}{hint}; valid keys: {', '.join(valid)}")
-        values[key] = parse_value(PARAMS[key], raw)
+        values[key] = parse_value(params[key], raw)
         prov[key] = f"override ({key}={raw}); preset value {format_value(preset.values[key])}"
         applied[key] = values[key]
-    if preset.kind != "ideal":
-        validate(values)
-    return DiskSpec(preset.name, preset.kind, preset.drive, values, prov, applied)
+    model.check_values(values)
+    return DiskSpec(preset.name, kind, preset.drive, values, prov, applied)
 
 
 def make_disk(spec) -> DiskModel:
     """Build a fresh model from "preset[,key=value...]" or a mapping (see module docstring)."""
     s = resolve(spec)
-    if s.kind == "ideal":
-        return IdealDisk(s)
-    if s.values["physical_sector"] == 4096:
-        return AdvancedFormatDrive(s)
-    return RotatingDrive(s)
+    return model_for(s.kind).from_spec(s)
 
 
 def describe(spec) -> str:
@@ -82,8 +99,9 @@ def describe(spec) -> str:
     s = resolve(spec)
     lines = [f"{s.name}: {s.drive}", ""]
     width = max(len(k) for k in s.values)
+    params = model_for(s.kind).PARAMS
     for key, value in s.values.items():
-        p = PARAMS[key]
+        p = params[key]
         shown = "auto" if value is None else format_value(value)
         unit = f" {p.unit}" if p.unit and value is not None else ""
         lines.append(f"  {key:<{width}}  {shown + unit:<16}  {s.provenance.get(key, '')}")
@@ -99,5 +117,5 @@ def describe(spec) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["AdvancedFormatDrive", "DiskModel", "DiskRequest", "DiskResult", "DiskSpec", "IdealDisk", "PARAMS",
-           "PRESETS", "Preset", "RotatingDrive", "describe", "make_disk", "resolve"]
+__all__ = ["AdvancedFormatDrive", "DiskModel", "DiskRequest", "DiskResult", "DiskSpec", "IdealDisk", "MODELS",
+           "PARAMS", "PRESETS", "Preset", "RotatingDrive", "describe", "make_disk", "resolve"]

@@ -44,6 +44,9 @@ CLEAN_MEMORY = 4096
 
 
 class AdvancedFormatDrive(RotatingDrive):
+    model = "advanced-format"
+    summary = ("rotating drive with 4 KiB physical sectors behind 512-byte logical ones (512e), "
+               "partition offset, read-modify-write of partly covered sectors")
     phys = 8
 
     def reset(self) -> None:

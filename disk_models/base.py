@@ -1,4 +1,4 @@
-"""The disk-model interface: a request goes in, its completion time and a breakdown come out.
+"""The disk-model contract: a request goes in, its completion time and a breakdown come out.
 
 Times are simulated seconds (floats).  LBAs and lengths are in 512-byte logical sectors and
 are relative to the partition the file system lives in (a model may add a partition offset).
@@ -8,6 +8,50 @@ read the wall clock and use no randomness, so the same request stream gives the 
 The caller issues requests in non-decreasing `issue_time`.  The drive has no command queue
 (like a PATA drive, or SATA without NCQ): a request starts when the previous one has finished,
 and the wait is reported as `queue`.
+
+Registry and presets
+--------------------
+A *model* is a class (a subclass of `DiskModel`); a *preset* is a named set of parameter
+values for one model, with the provenance of every value (`disk_models.presets.Preset`).
+``-o disk=PRESET[,key=value...]`` picks a preset and overrides some of its values; the
+preset's `kind` names its model. `disk_models.MODELS` maps model names to classes: the
+built-ins (``rotating``, ``advanced-format``, ``ideal``) and installed packages' entry
+points in group ``simfs.disk_models`` (entry-point name = the class's `model`).
+`disk_models.PRESETS` holds the built-in presets and every preset a plug-in model brings
+(its `presets`). ``-o disk=package.module:Class[,key=value...]`` uses a model class directly,
+with its first preset, no entry point needed.
+
+Contract (what a model class provides)
+--------------------------------------
+  model       class attribute: the model's registry name ("rotating"); the entry-point name
+  summary     class attribute: one line saying what is modelled
+  PARAMS      class attribute: name -> `disk_models.params.Param` (type, unit, help, limits),
+              every parameter the model takes; a spec may override only these. Every model
+              needs ``capacity`` (512-byte sectors); a plug-in may reuse the rotating
+              parameters of `disk_models.params.PARAMS` or define its own.
+  presets     class attribute (plug-ins): the `Preset` objects it brings, each with
+              ``kind`` = its `model`, a value and a provenance line for every parameter in
+              PARAMS (tag each figure [read], [derived] or [inferred], and name the source).
+              The first one is the default for ``-o disk=package.module:Class``.
+  check_values(values)   classmethod: cross-parameter checks (single values were checked
+              against PARAMS' limits); raise ValueError with a one-line message. Default: none.
+  from_spec(spec) -> DiskModel   classmethod: build a fresh model from a resolved
+              `disk_models.params.DiskSpec` (``spec.values``: every parameter, parsed;
+              ``spec.name``: the preset and its overrides). Default: ``cls(spec)``.
+  name, sectors          instance attributes: the spec's name, and the addressable
+              512-byte sectors (requests beyond it are refused by `check`).
+  submit(op, lba, sectors, issue_time, sync) -> DiskResult
+              service one request; `DiskResult.finish - issue` must equal the sum of its
+              components, and finish >= issue.
+  flush(now) -> float    when every cached write is on the media (>= now).
+  reset()     back to the power-on state.
+  busy_until  property: when the drive accepts the next command.
+  derived() -> {name: (value, unit, how)}   figures the model computes, for
+              ``simfs disks show``. Default: none.
+
+What a model may read: the spec it was built from and the requests it is given. What it must
+not do: I/O, the wall clock, unseeded randomness, or look at the file system above it (a
+model sees sectors, never blocks or files).
 """
 
 from __future__ import annotations
@@ -64,12 +108,34 @@ class DiskResult:
 
 
 class DiskModel(ABC):
-    """A modelled drive.  Subclasses implement `submit`, `flush` and `reset`."""
+    """A modelled drive.  Subclasses implement `submit`, `flush`, `reset` and `busy_until`
+    (the contract is the module docstring)."""
 
+    #: the model's registry name (the entry-point name of a plug-in)
+    model: str = ""
+    #: one line: what is modelled
+    summary: str = ""
+    #: parameter name -> disk_models.params.Param: what a spec may set
+    PARAMS: dict = {}
+    #: plug-ins: the presets (disk_models.presets.Preset) this model brings; the first is its default
+    presets: tuple = ()
     #: preset or spec name, e.g. "sata7200,rpm=5400"
     name: str = "?"
     #: addressable 512-byte sectors of the partition
     sectors: int = 0
+
+    @classmethod
+    def from_spec(cls, spec) -> "DiskModel":
+        """A fresh model for a resolved DiskSpec."""
+        return cls(spec)
+
+    @classmethod
+    def check_values(cls, values: dict) -> None:
+        """Cross-parameter checks; ValueError (one line) for a combination the model refuses."""
+
+    def derived(self) -> dict:
+        """Figures the model computes from its parameters: name -> (value, unit, how)."""
+        return {}
 
     def access(self, req: DiskRequest) -> DiskResult:
         """Service one request (see `submit`)."""

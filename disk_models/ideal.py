@@ -4,9 +4,14 @@ with it, simulated time measures only what they charge themselves."""
 from __future__ import annotations
 
 from .base import DiskModel, DiskResult
+from .params import IDEAL_PARAMS, PARAMS
 
 
 class IdealDisk(DiskModel):
+    model = "ideal"
+    summary = "every request completes at its issue time (for debugging)"
+    PARAMS = {k: PARAMS[k] for k in IDEAL_PARAMS}
+
     def __init__(self, spec):
         self.spec = spec
         self.name = spec.name

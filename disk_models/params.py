@@ -116,7 +116,7 @@ class DiskSpec:
     """A preset with overrides applied: every value, and where every value came from."""
 
     preset: str
-    kind: str                      # "rotating" or "ideal"
+    kind: str                      # the model: a name in disk_models.MODELS, or package.module:Class
     drive: str                     # what real drive it stands for
     values: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)

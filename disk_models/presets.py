@@ -18,7 +18,7 @@ REF = "reference/disk-models.md"
 @dataclass(frozen=True)
 class Preset:
     name: str
-    kind: str            # "rotating" or "ideal"
+    kind: str            # the model it uses: a name in disk_models.MODELS ("rotating", "ideal", ...)
     summary: str         # one line for `simfs disks`
     drive: str           # the drive it stands for
     values: dict = field(default_factory=dict)
@@ -116,7 +116,7 @@ SAS10K = _preset("sas10k", "rotating",
     "partition_offset": (0, "convention: LBAs are whole-disk"),
 })
 
-WD_EARS = _preset("wd-ears", "rotating",
+WD_EARS = _preset("wd-ears", "advanced-format",
     "WD Caviar Green EARS: 5400-class, 4K physical sectors with 512e, 1 TB, 64 MB cache, 2010",
     "Western Digital Caviar Green WD10EARS-00Y5B1 (Advanced Format, 2 x 500 GB platters, 2010)", {
     "capacity": (1_953_525_168, "[derived] IDEMA LBA count for 1000 GB: 97,696,368 + 1,953,504 x (1000 - 50)"),

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 from . import make_disk, resolve
 from .base import SECTOR
+from .rotating import RotatingDrive
 
 KIB = 1024
 MIB = 1 << 20
@@ -147,7 +148,7 @@ def rmw_profile(spec, count: int = 1000, span_mib: int = 1024, seed: int = 3):
 def run_probe(spec) -> ProbeReport:
     s = resolve(spec)
     disk = make_disk(s)
-    if s.kind == "ideal":
+    if not isinstance(disk, RotatingDrive):           # the probe measures rotating geometry
         return ProbeReport(s.name, s.drive, 0.0, {})
     v = s.values
     report = ProbeReport(s.name, s.drive, round(disk.t_rev * 1e3, 4),
@@ -162,7 +163,8 @@ def run_probe(spec) -> ProbeReport:
 def format_report(rep: ProbeReport) -> str:
     lines = [f"probe {rep.name}: {rep.drive}"]
     if not rep.seek:
-        return "\n".join(lines + ["(the ideal disk costs nothing: no geometry to probe)"])
+        return "\n".join(lines + ["(not a rotating drive, no geometry to probe: the ideal disk costs "
+                                   "nothing; for other models `simfs disks show` prints what they derive)"])
     ds = rep.datasheet_seek_ms
     lines += ["", f"seek vs distance (datasheet: track-to-track {ds['t2t']:g}, average {ds['avg']:g}, "
                   f"full stroke {ds['full']:g} ms; revolution {rep.revolution_ms:g} ms)",

@@ -18,6 +18,7 @@ few microseconds of Python per request.
 from __future__ import annotations
 
 from .base import DiskModel, DiskResult
+from .params import PARAMS, validate
 from .drive_cache import SegmentCache, WriteCache
 from .layout import SECTOR, build_layout
 from .seek import SeekCurve
@@ -39,8 +40,24 @@ def _start(begin: float, accepted: float) -> float:
 class RotatingDrive(DiskModel):
     """A conventional drive with 512-byte sectors (see AdvancedFormatDrive for 4K sectors)."""
 
+    model = "rotating"
+    summary = ("rotating drive: zones, Lee seek curve, rotation from absolute time, skews, "
+               "segmented read-ahead buffer, write-back cache")
+    PARAMS = PARAMS
     #: logical sectors per physical sector
     phys = 1
+
+    @classmethod
+    def from_spec(cls, spec) -> DiskModel:
+        """physical_sector chooses the family member: 4096 is Advanced Format (512e)."""
+        if spec.values["physical_sector"] == 4096:
+            from .advanced_format import AdvancedFormatDrive
+            return AdvancedFormatDrive(spec)
+        return RotatingDrive(spec)
+
+    @classmethod
+    def check_values(cls, values: dict) -> None:
+        validate(values)
 
     def __init__(self, spec):
         v = spec.values

@@ -1,4 +1,17 @@
-"""Allocation and directory-order policies, looked up by name."""
+"""Policies, looked up by name: block allocators, inode placers, directory orders, write-back.
+
+Each kind has a registry (`simfs.plugins.Registry`, a mapping name -> class) holding the
+built-ins, installed packages' entry points and - by `make_*` - classes named directly as
+``package.module:Class``; and one contract, in its base module:
+
+  kind              registry                      entry-point group     contract
+  block allocator   ALLOCATORS                    simfs.allocators      policies.base
+  inode placement   INODE_PLACERS                 simfs.inode_placers   policies.base
+  directory order   policies.dirorder.DIR_ORDERS  simfs.dirorders       policies.dirorder.DirOrder
+  write-back        policies.writeback.WRITEBACK  simfs.writeback       policies.writeback.WritebackPolicy
+"""
+
+from simfs.plugins import PluginError, Registry
 
 from .base import BlockAllocator, BlockRequest, InodePlacer, NoSpace
 from .delayed import Delayed
@@ -10,10 +23,21 @@ from .linux_ext2 import Ext2
 from .linux_ialloc import Orlov
 from .sequential import Sequential, SequentialInodes
 
-ALLOCATORS = {cls.name: cls for cls in (FirstFree, Sequential, Cg2010, Cg2013, Cg, Ext2,
-                                        Ext2fs2010, Ext2fs2010Fixed, Delayed)}
-INODE_PLACERS = {cls.name: cls for cls in (ParentGroup, SequentialInodes, FfsDirpref, Orlov,
-                                           Ext2fsDirpref)}
+
+def _check_allocator(cls) -> None:
+    if cls.decides not in ("write", "flush"):
+        raise PluginError(f"{cls.__qualname__}.decides is {cls.decides!r}, not 'write' or 'flush'")
+    if cls.decides == "flush" and (cls.allocate_run is BlockAllocator.allocate_run
+                                   or not isinstance(cls.max_run, int) or cls.max_run < 1):
+        raise PluginError(f"{cls.__qualname__} decides at 'flush' but has no allocate_run "
+                          "or no max_run >= 1")
+
+
+ALLOCATORS = Registry("allocator", "alloc", "simfs.allocators", BlockAllocator,
+                      (FirstFree, Sequential, Cg2010, Cg2013, Cg, Ext2, Ext2fs2010, Ext2fs2010Fixed, Delayed),
+                      check=_check_allocator)
+INODE_PLACERS = Registry("inode placement", "inode_placement", "simfs.inode_placers", InodePlacer,
+                         (ParentGroup, SequentialInodes, FfsDirpref, Orlov, Ext2fsDirpref))
 
 
 def unknown(kind: str, name: str, known) -> ValueError:
@@ -21,16 +45,14 @@ def unknown(kind: str, name: str, known) -> ValueError:
 
 
 def make_allocator(name: str) -> BlockAllocator:
-    if name not in ALLOCATORS:
-        raise unknown("allocator", name, ALLOCATORS)
-    return ALLOCATORS[name]()
+    """A new allocator for ``-o alloc=NAME`` (a registered name or package.module:Class)."""
+    return ALLOCATORS.create(name)
 
 
 def make_inode_placer(name: str) -> InodePlacer:
-    if name not in INODE_PLACERS:
-        raise unknown("inode placement", name, INODE_PLACERS)
-    return INODE_PLACERS[name]()
+    """A new inode placer for ``-o inode_placement=NAME`` (or package.module:Class)."""
+    return INODE_PLACERS.create(name)
 
 
 __all__ = ["ALLOCATORS", "INODE_PLACERS", "BlockAllocator", "BlockRequest", "InodePlacer", "NoSpace",
-           "make_allocator", "make_inode_placer"]
+           "PluginError", "make_allocator", "make_inode_placer"]

@@ -93,22 +93,33 @@ class Delayed(BlockAllocator):
             goal = (base if base >= 0 else geo.first_data_block) + req.lblk
         goal = min(max(goal, geo.first_data_block), geo.blocks_count - 1)
         out: list[int] = []
+        taken: list[tuple[int, int]] = []        # runs found so far: the volume takes them later
         need = count
         while need:
-            start, n = self._find(space, goal, need)
+            start, n = self._find(space, goal, need, taken)
             out.extend(range(start, start + n))
-            for j in range(n):                   # the volume takes them; keep our map current
-                space.block_used[start + j] = True
+            taken.append((start, n))
             need -= n
             goal = start + n
-        for b in out:                            # give them back: the volume's take_block marks them
-            space.block_used[b] = False
         return out
 
-    def _find(self, space: SpaceView, goal: int, need: int) -> tuple[int, int]:
+    @staticmethod
+    def _used(space: SpaceView, lo: int, hi: int, taken: list[tuple[int, int]]) -> np.ndarray:
+        """block_used[lo:hi] with the runs this call has already found marked in use: the
+        space's own array when none falls inside, else a copy (the maps are read-only)."""
+        seg = space.block_used[lo:hi]
+        hi = lo + len(seg)
+        mine = [(s, n) for s, n in taken if s < hi and s + n > lo]
+        if not mine:
+            return seg
+        seg = seg.copy()
+        for s, n in mine:
+            seg[max(s, lo) - lo:min(s + n, hi) - lo] = True
+        return seg
+
+    def _find(self, space: SpaceView, goal: int, need: int, taken: list[tuple[int, int]]) -> tuple[int, int]:
         geo = space.geometry
-        used = space.block_used
-        if not used[goal:goal + need].any() and goal + need <= geo.blocks_count:
+        if not self._used(space, goal, goal + need, taken).any() and goal + need <= geo.blocks_count:
             return goal, need
         g0 = geo.group_of_block(goal)
         best = None
@@ -120,7 +131,7 @@ class Delayed(BlockAllocator):
                 lo, hi = geo.group_start(g0), goal
             if lo >= hi or not space.group_free_blocks(g):
                 continue
-            starts, lengths = _free_runs(used[lo:hi])
+            starts, lengths = _free_runs(self._used(space, lo, hi, taken))
             if not len(starts):
                 continue
             fit = np.flatnonzero(lengths >= need)

@@ -68,6 +68,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Any, Iterable, Iterator
 
+from simfs.plugins import Registry
+
 __all__ = ["Entry", "BadCookie", "DirState", "DirOrder", "LinearOrder", "HashOrder",
            "InodeOrder", "NameOrder", "DIR_ORDERS", "make_dir_order"]
 
@@ -101,7 +103,37 @@ class DirState:
 
 
 class DirOrder:
-    """Base class. Subclasses set ``name`` and ``summary`` and implement ``_ranked``."""
+    """Base class of directory orders, and their contract.
+
+    Registry: `DIR_ORDERS` (built-ins, entry points in group ``simfs.dirorders`` whose name is
+    the class's ``name``, or ``-o dirorder=package.module:Class``). One instance per mounted
+    volume (``cls()``); ``new_state()`` makes one `DirState` per open directory handle.
+
+    A plug-in subclasses DirOrder, sets the class attributes and implements ``_ranked``:
+
+    name        the ``-o dirorder=`` name; ``summary`` one line for ``simfs policies``
+    needs_hash  True if ``_ranked`` uses the hash context (the volume always passes the
+                superblock's hasher: ``hash_ctx(name) -> (hash, minor)``, and
+                ``hash_ctx.many(names)`` for a list)
+    slot_order  True only for the on-disk slot order itself (it changes how the volume
+                stores and looks up directories: no index); every other order stands for an
+                indexed directory, whose lookups read a root and one leaf block
+    _ranked(entries, hash_ctx) -> [(rank, position, entry), ...]
+                one tuple per entry, in any order; the listing is sorted by (rank, position).
+                ``entries`` are ``(name, ino, ftype, position)`` tuples (see the module doc);
+                return the same tuple objects. The rank must be an int in
+                0 .. COOKIE_MAX - 1 and depend only on the entry's name, inode number and
+                position (so that it does not change while the entry exists): readdir
+                cookies are made from it (``rank + 1``, or ``rank`` inside a run of equal
+                ranks), and resuming from a cookie continues with the entries of the current
+                directory whose rank is greater. "." and ".." should come first (ranks 0
+                and 1), as every built-in order has them. An order whose keys are not
+                integers overrides ``_cookies`` and ``_emit`` as `NameOrder` does.
+
+    What it may read: the entries and the hash context. What it must not do: I/O, the clock,
+    unseeded randomness (the same directory must list the same way every time), keep
+    references to the entries between calls except in the ``DirState`` it is handed.
+    """
 
     name = ""
     summary = ""
@@ -298,14 +330,12 @@ def _check_pos(pos: int) -> int:
     return pos
 
 
-DIR_ORDERS: dict[str, type[DirOrder]] = {
-    cls.name: cls for cls in (LinearOrder, HashOrder, InodeOrder, NameOrder)}
+#: name -> class: the built-ins and installed packages' entry points (group simfs.dirorders)
+DIR_ORDERS = Registry("directory order", "dirorder", "simfs.dirorders", DirOrder,
+                      (LinearOrder, HashOrder, InodeOrder, NameOrder))
 
 
 def make_dir_order(name: str) -> DirOrder:
-    """A new policy object for ``-o dirorder=NAME``; ValueError lists the valid names."""
-    cls = DIR_ORDERS.get(name)
-    if cls is None:
-        raise ValueError(f"unknown directory order '{name}'; choose one of: "
-                         f"{', '.join(sorted(DIR_ORDERS))}")
-    return cls()
+    """A new policy object for ``-o dirorder=NAME`` (a registered name or
+    package.module:Class); ValueError (PluginError) lists the valid names."""
+    return DIR_ORDERS.create(name)

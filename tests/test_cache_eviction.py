@@ -12,6 +12,7 @@ import os
 import pytest
 
 import disk_models
+from policies.writeback import make_writeback
 from simfs.blockio.cache import BufferCache, vkey
 from simfs.blockio.clock import SimClock
 from simfs.blockio.imagefile import ImageFile
@@ -30,7 +31,7 @@ def test_eviction_keeps_a_victim_that_placing_a_delayed_page_dirtied(tmp_path):
         stats = Stats()
         clock = SimClock(disk_models.make_disk("ideal"), stats, BS // 512)
         image = ImageFile(str(path), fd, BS, writable=True)
-        cache = BufferCache(image, BS, 64, stats, clock, writeback="async")
+        cache = BufferCache(image, BS, 64, stats, clock, writeback=make_writeback("async"))
         key = vkey(12, 0)
         page = cache.page(key, "data", 12)
         page[:] = b"d" * BS

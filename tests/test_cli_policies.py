@@ -17,7 +17,7 @@ from policies import ALLOCATORS, INODE_PLACERS
 from policies.dirorder import DIR_ORDERS
 from simfs import cli
 from simfs.cli import policies as cp
-from simfs.blockio.cache import WRITEBACK_POLICIES
+from policies.writeback import WRITEBACK as WRITEBACK_POLICIES
 from simfs.ondisk.mkfs import mkfs
 from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs

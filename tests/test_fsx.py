@@ -77,8 +77,8 @@ def allocators() -> list[str]:
 
 
 def writeback_modes() -> list[str]:
-    from simfs.blockio.cache import WRITEBACK_POLICIES
-    return list(WRITEBACK_POLICIES)
+    from policies.writeback import WRITEBACK
+    return list(WRITEBACK)
 
 
 def _seed(case: str) -> int:

@@ -5,14 +5,12 @@ for the disk) and `mark_dirty` (written back later). Each buffer remembers what 
 (`kind`: data, inode, dir, bitmap, gdt, super, indirect, xattr, symlink) and for which
 inode, so statistics and traces can say why a block moved.
 
-Write-back follows the mount's policy:
-  sync     metadata an operation changes (inodes, directory and indirect blocks) is written
-           synchronously at the end of the operation, as FFS's default mount does; data,
-           bitmaps and descriptors are delayed
-  async    everything is delayed (an async mount)
-  softdep  everything is delayed, but write-back goes out in soft-updates order: bitmaps
-           and descriptors, then inode blocks, then directory blocks, then the rest, each
-           pass in elevator order
+Write-back follows the mount's write-back mode, an object the cache is handed
+(policies.writeback.WritebackPolicy: `sync`, `async`, `softdep` or a plug-in). It says which
+kinds of block an operation writes synchronously before it returns (`sync_kinds(op)`: sync
+writes the inode, directory and indirect blocks a namespace change dirties, as FFS's default
+mount does), and in which passes the syncer and sync write delayed blocks (`passes`: softdep
+writes bitmaps and descriptors, then inode blocks, then directory blocks, then the rest).
 Delayed blocks leave when the 30-second syncer runs, when dirty buffers pass the background
 threshold (the writer keeps going) or the hard limit (the writer waits), on eviction, and on
 sync/fsync/unmount. Contiguous dirty blocks leave as one request of at most `maxio` blocks.
@@ -25,10 +23,6 @@ image, and the model's timing never depends on when a commit happens.
 
 from collections import OrderedDict
 from typing import Protocol
-
-METADATA = ("inode", "dir", "indirect", "xattr", "symlink")
-WRITEBACK_POLICIES = ("sync", "async", "softdep")
-_SOFTDEP_PASSES = (("bitmap", "gdt"), ("inode",), ("dir",))
 
 
 def vkey(ino: int, lblk: int) -> int:
@@ -45,6 +39,17 @@ class Placer(Protocol):
     def place(self, keys: list[int]) -> dict[int, int]: ...
 
 
+class WritebackMode(Protocol):
+    """What the cache asks its write-back mode (policies.writeback.WritebackPolicy has the
+    contract): the block kinds an operation writes before returning, and the order of the
+    write-back passes."""
+
+    name: str
+    passes: tuple
+
+    def sync_kinds(self, op: str) -> tuple: ...
+
+
 class Buffer:
     __slots__ = ("blkno", "data", "kind", "ino", "dirty", "dirtied_at", "ready_at")
 
@@ -55,17 +60,14 @@ class Buffer:
 
 class BufferCache:
     def __init__(self, image, block_size: int, capacity_blocks: int, stats, clock, *,
-                 writeback: str = "sync", maxio_blocks: int = 32, sync_interval: float = 30.0,
+                 writeback: WritebackMode, maxio_blocks: int = 32, sync_interval: float = 30.0,
                  dirty_background: float = 0.10, dirty_limit: float = 0.40):
-        if writeback not in WRITEBACK_POLICIES:
-            raise ValueError(f"unknown write-back policy '{writeback}'; choose one of: "
-                             f"{', '.join(WRITEBACK_POLICIES)}")
         self.image = image            # simfs.blockio.imagefile.ImageFile: reads, and is told of changes
         self.bs = block_size
         self.capacity = max(64, capacity_blocks)
         self.stats = stats
         self.clock = clock
-        self.writeback = writeback
+        self.writeback = writeback    # the write-back mode (policies.writeback)
         self.maxio = max(1, maxio_blocks)
         self.sync_interval = sync_interval
         self.bg_dirty = max(1, int(self.capacity * dirty_background))
@@ -209,9 +211,10 @@ class BufferCache:
         self.image.discard(blkno)
 
     # the operation boundary ----------------------------------------------------------------
-    def begin_op(self, sync_kinds: tuple) -> None:
-        """Which kinds of block this operation must write before it returns (policy sync)."""
-        self.sync_kinds = sync_kinds if self.writeback == "sync" else ()
+    def begin_op(self, op: str) -> None:
+        """Operation `op` starts: the write-back mode says which kinds of block it must write
+        before it returns."""
+        self.sync_kinds = self.writeback.sync_kinds(op)
 
     def end_op(self) -> None:
         if self.op_sync:
@@ -248,8 +251,9 @@ class BufferCache:
     def _flush_dirty(self, wait: bool, older_than: float | None = None) -> None:
         dirty = [buf for buf in self.buffers.values()
                  if buf.dirty and (older_than is None or buf.dirtied_at <= older_than)]
-        if self.writeback == "softdep":
-            for kinds in _SOFTDEP_PASSES:
+        passes = self.writeback.passes
+        if passes:
+            for kinds in passes:
                 self._write_back(sorted(b.blkno for b in dirty if b.kind in kinds), wait)
             dirty = [b for b in dirty if b.dirty]
         self._write_back(sorted(b.blkno for b in dirty), wait)

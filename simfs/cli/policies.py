@@ -42,16 +42,6 @@ import sys
 EXTENTS_XATTR = "user.simfs.extents"
 EXT2_DIRECT = 12
 
-WRITEBACK_SUMMARIES = {
-    "sync": "FFS's default mount: inodes, directory and new indirect blocks written synchronously "
-            "when an operation changes them; data, bitmaps and descriptors delayed",
-    "async": "everything delayed (an async mount): written by the syncer, on memory pressure, "
-             "sync, fsync and unmount",
-    "softdep": "everything delayed, written back in soft-updates order: bitmaps and descriptors, "
-               "then inode blocks, then directory blocks, then the rest",
-}
-
-
 class _Fail(Exception):
     pass
 
@@ -93,7 +83,7 @@ def policy_table() -> list[dict]:
     """[{kind, option, name, summary, default, ...}] for every policy, grouped by kind."""
     from policies import ALLOCATORS, INODE_PLACERS
     from policies.dirorder import DIR_ORDERS
-    from simfs.blockio.cache import WRITEBACK_POLICIES
+    from policies.writeback import WRITEBACK
     from simfs.fs.volume import VolumeOptions
 
     d = VolumeOptions()
@@ -108,10 +98,9 @@ def policy_table() -> list[dict]:
     for name, cls in DIR_ORDERS.items():
         rows.append(dict(kind="directory order", option="dirorder", name=name, summary=cls.summary,
                          default=name == d.dirorder, module=cls.__module__))
-    for name in WRITEBACK_POLICIES:
+    for name, cls in WRITEBACK.items():
         rows.append(dict(kind="write-back", option="writeback", name=name,
-                         summary=WRITEBACK_SUMMARIES.get(name, ""), default=name == d.writeback,
-                         module="simfs.blockio.cache"))
+                         summary=cls.summary, default=name == d.writeback, module=cls.__module__))
     return rows
 
 

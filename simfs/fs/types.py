@@ -32,11 +32,6 @@ class VolumeOptions:
     commit: float = 5.0                  # real seconds the image may trail what was written
     force: bool = False                  # mount read-write although not cleanly unmounted
 
-
-# Which kinds of metadata an operation must write before returning, under writeback=sync
-# (FFS's default mount: bwrite of the inode and directory block on namespace changes, of a
-
-
 @dataclass
 class Attr:
     st_ino: int

@@ -30,6 +30,7 @@ import disk_models
 
 from policies import make_allocator, make_inode_placer
 from policies.dirorder import make_dir_order
+from policies.writeback import make_writeback
 from simfs.blockio.cache import BufferCache
 from simfs.blockio.clock import SimClock
 from simfs.blockio.imagefile import ImageFile, JournalError, journal_path, pending_journal, recover
@@ -96,7 +97,13 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.options = options
         self.geo = geo = Geometry(sb)
         self.block_size = geo.block_size
+        # the policies and the disk model first: a bad name (or package.module:Class) is
+        # refused before anything of the image is touched
         self.disk = disk_models.make_disk(options.disk)
+        writeback = make_writeback(options.writeback)
+        allocator = make_allocator(options.alloc)
+        self.placer = make_inode_placer(options.inode_placement or allocator.placer)
+        self.dirorder = make_dir_order(options.dirorder)
         self.stats = Stats()
         self.trace = TraceWriter(options.trace) if options.trace else None
         self.clock = SimClock(self.disk, self.stats, geo.block_size // 512, self.trace)
@@ -106,18 +113,15 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.image = ImageFile(self.path, fd, geo.block_size, writable=not options.read_only,
                                commit_interval=options.commit)
         self.cache = BufferCache(self.image, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
-                                 writeback=options.writeback, maxio_blocks=options.maxio // geo.block_size,
+                                 writeback=writeback, maxio_blocks=options.maxio // geo.block_size,
                                  sync_interval=options.sync_interval)
         gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
         self.descs = unpack_table(gdt, geo.groups)
         self._check_descs()
         self.space = FreeSpace(geo, self.descs, self.cache, self.stats)
-        allocator = make_allocator(options.alloc)
         self.placement = Placement(allocator, self.space, geo)
-        self.placer = make_inode_placer(options.inode_placement or allocator.placer)
         self.inodes = InodeTable(geo, self.descs, self.cache)
         self.filemap = FileMap(geo, self.cache, self.space, self.placement, self.inodes)
-        self.dirorder = make_dir_order(options.dirorder)
         self.hasher = DirHasher.from_superblock(sb.def_hash_version, sb.flags, sb.hash_seed)
         self.dirs = Directories(geo, self.cache, self.filemap, self.inodes,
                                 filetype=bool(sb.feature_incompat & INCOMPAT_FILETYPE),
