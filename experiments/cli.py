@@ -20,7 +20,7 @@ EXAMPLES = """examples:
 
 
 def _size(text: str) -> int:
-    from simfs.cli import parse_size
+    from simfs.cli.main import parse_size
     return parse_size(text)
 
 

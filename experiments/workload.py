@@ -89,7 +89,9 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-__all__ = ["TreeSummary", "generate_tree", "parse_size", "DEFAULT_MTIME", "main"]
+from simfs.units import format_mib, parse_size
+
+__all__ = ["TreeSummary", "generate_tree", "DEFAULT_MTIME", "main"]
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -150,8 +152,6 @@ class TreeSummary:
         return dataclasses.asdict(self)
 
     def format(self) -> str:
-        def mib(n: int) -> str:
-            return f"{n / MiB:.1f} MiB"
         lines = [
             f"tree {self.root} (seed {self.seed})",
             f"  files        {self.files:>10,}   ({self.source_files:,} outside .svn, "
@@ -160,8 +160,8 @@ class TreeSummary:
             f"depth {self.max_depth})",
             f"  symlinks     {self.symlinks:>10,}   ({self.dangling_symlinks:,} dangling)",
             f"  hardlinks    {self.hardlinks:>10,}",
-            f"  total bytes  {self.total_bytes:>14,}   ({mib(self.total_bytes)}; "
-            f"{mib(self.source_bytes)} outside .svn)",
+            f"  total bytes  {self.total_bytes:>14,}   ({format_mib(self.total_bytes)}; "
+            f"{format_mib(self.source_bytes)} outside .svn)",
             f"  largest file {self.largest_file:>14,}   {self.largest_path}",
             f"  longest path {self.longest_path:>10,} chars",
         ]
@@ -171,32 +171,6 @@ class TreeSummary:
 
 
 # --------------------------------------------------------------------------------- helpers
-
-def parse_size(value: int | str) -> int:
-    """'50M' -> 52428800; accepts K/M/G/T (binary, optional 'iB'/'B'), plain ints, 0x..."""
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"negative size: {value}")
-        return value
-    s = str(value).strip()
-    mult = 1
-    low = s.lower()
-    for suffix in ("ib", "b"):
-        if low.endswith(suffix) and len(low) > len(suffix) and low[-len(suffix) - 1] in "kmgt":
-            low = low[: -len(suffix)]
-            break
-    if low and low[-1] in "kmgt":
-        mult = 1024 ** ("kmgt".index(low[-1]) + 1)
-        low = low[:-1]
-    try:
-        num = float(low) if "." in low else int(low, 0)
-    except ValueError:
-        raise ValueError(f"bad size: {value!r}") from None
-    n = int(num * mult)
-    if n < 0:
-        raise ValueError(f"negative size: {value!r}")
-    return n
-
 
 def _subseed(seed: int, *parts: object) -> int:
     h = hashlib.sha256(repr((seed,) + parts).encode()).digest()

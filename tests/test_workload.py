@@ -18,8 +18,8 @@ from experiments.workload import (
     TreeSummary,
     generate_tree,
     main as workload_main,
-    parse_size,
 )
+from simfs.units import parse_size
 
 REPO = Path(__file__).resolve().parent.parent
 MMAP_WRITER = REPO / "tests" / "tools" / "mmap_writer.py"

@@ -9,25 +9,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 
-from simfs import __version__
+from simfs import __version__, units
 
 EXIT_USAGE = 2
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(i?b?)\s*$", re.I)
-
 
 def parse_size(text: str) -> int:
-    """'64M', '1G', '512KiB', '4096' -> bytes (binary multiples)."""
-    m = _SIZE_RE.match(str(text))
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 64M, 1G, 4096)")
-    num, unit = float(m.group(1)), m.group(2).lower()
-    mult = 1024 ** ("kmgtpe".index(unit) + 1) if unit else 1
-    return int(num * mult)
+    """An argparse type: '64M', '1G', '512KiB', '4096' -> bytes (simfs.units.parse_size)."""
+    try:
+        return units.parse_size(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 64M, 1G, 4096)") from None
 
 
 class _Fmt(argparse.RawDescriptionHelpFormatter):

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import sys
 
+from simfs.units import format_size
+
 # rows of the phases table: (label, how to get it from a phase dict, format)
 _MIB = 512 / 2**20
 
@@ -61,9 +63,7 @@ DISK_COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interfa
 
 def human(key: str, v):
     if isinstance(v, int) and not isinstance(v, bool) and key.startswith("bytes") and v >= 1024:
-        for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-            if v >= div:
-                return f"{v:,} ({v / div:.1f} {unit})"
+        return f"{v:,} ({format_size(v)})"
     if isinstance(v, bool):
         return str(v).lower()
     if isinstance(v, int):

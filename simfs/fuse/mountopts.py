@@ -21,6 +21,8 @@ import types
 import typing
 from dataclasses import dataclass, field
 
+from simfs import units
+
 
 class OptionError(ValueError):
     """A mount option is unknown or has a bad value (message meant for the user)."""
@@ -128,22 +130,9 @@ def parse_bool(key: str, text: str) -> bool:
     raise OptionError(f"bad value for mount option {key}: {text!r} (expected yes/no)")
 
 
-_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
 def parse_int(text: str) -> int:
-    """'4096', '0x1000', '64M', '128KiB', '1_000' -> int (binary suffixes)."""
-    t = text.strip().replace("_", "").lower()
-    for tail in ("ib", "b"):
-        if t.endswith(tail) and len(t) > len(tail) and t[-len(tail) - 1] in _SUFFIX:
-            t = t[:-len(tail)]
-            break
-    if t and t[-1] in _SUFFIX:
-        num = float(t[:-1])
-        if num < 0:
-            raise ValueError(text)
-        return int(num * _SUFFIX[t[-1]])
-    return int(t, 0)
+    """'4096', '0x1000', '64M', '128KiB', '1_000' -> int: a size (simfs.units.parse_size)."""
+    return units.parse_size(text)
 
 
 def _check(key: str, value, f: dataclasses.Field | None) -> None:
