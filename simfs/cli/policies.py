@@ -39,8 +39,9 @@ import os
 import stat
 import sys
 
+from simfs.fs.inspect import fiemap_extents, fibmap_extents, frag_counts, perfection
+
 EXTENTS_XATTR = "user.simfs.extents"
-EXT2_DIRECT = 12
 
 WRITEBACK_SUMMARIES = {
     "sync": "FFS's default mount: inodes, directory and new indirect blocks written synchronously "
@@ -235,31 +236,6 @@ def _log10(n: int) -> int:
     return l
 
 
-def _map_boundary_blocks(lblk: int, ppb: int) -> int:
-    """How many indirect blocks the ext2 map starts at logical block lblk (filefrag's
-    is_ext2 rule: 1 at every new indirect block, 2 where a double-indirect tree starts ...)."""
-    if lblk < EXT2_DIRECT:
-        return 0
-    n = lblk - EXT2_DIRECT
-    k = int(n % ppb == 0)
-    if n >= ppb and (n - ppb) % (ppb * ppb) == 0:
-        k += 1
-    if n >= ppb + ppb * ppb and (n - ppb - ppb * ppb) % (ppb ** 3) == 0:
-        k += 1
-    return k
-
-
-def fiemap_rows(doc: dict) -> list[dict]:
-    """The extents the kernel's ext2 FIEMAP reports: maximal runs of logically and physically
-    consecutive blocks, and (simfs only) unplaced delayed blocks as unknown_loc,delalloc.
-    Units: blocks."""
-    rows = [{"logical": l, "physical": p, "length": n, "flags": ["merged"]} for l, p, n in doc["runs"]]
-    for lblk, n in doc.get("delalloc", []):
-        rows.append({"logical": lblk, "physical": 0, "length": n, "flags": ["unknown_loc", "delalloc"]})
-    rows.sort(key=lambda r: r["logical"])
-    return rows
-
-
 _FLAG_ORDER = ("last", "unknown_loc", "delalloc", "merged")
 
 
@@ -292,89 +268,30 @@ def _header(lw: int, pw: int) -> str:
 
 def frag_fiemap(doc: dict, verbose: bool) -> tuple[int, list[str]]:
     """filefrag_fiemap: (extents found, table lines)."""
-    rows = fiemap_rows(doc)
-    bs, size = doc["block_size"], doc["size"]
+    total, rows = fiemap_extents(doc)
     lw, pw = _widths(doc)
-    lines = []
-    if rows and verbose:
-        lines.append(_header(lw, pw))
-    if rows:
-        rows[-1]["flags"] = ["last"] + rows[-1]["flags"]
-    total = 0
-    last_phys = last_log = last_len = 0
-    for i, r in enumerate(rows):
-        dense = last_phys + last_len
-        expected = last_phys + r["logical"] - last_log
-        if r["logical"] != 0 and r["physical"] != expected and r["physical"] != dense:
-            total += 1
-        else:
-            expected = 0
-            total = max(total, 1)
-        if verbose:
-            lines.append(_row_text(i, r, expected, size, bs, lw, pw))
-        last_phys, last_log, last_len = r["physical"], r["logical"], r["length"]
+    lines = [_header(lw, pw)] if rows and verbose else []
+    if verbose:
+        lines += [_row_text(i, r, r["expected"], doc["size"], doc["block_size"], lw, pw)
+                  for i, r in enumerate(rows)]
     return total, lines
 
 
 def frag_fibmap(doc: dict, verbose: bool, extent_format: bool) -> tuple[int, int, list[str]]:
-    """filefrag_fibmap for an ext2 file: (extents found, data blocks, lines)."""
-    bs, size = doc["block_size"], doc["size"]
-    ppb = bs // 4
-    nblocks = -(-size // bs)
+    """filefrag_fibmap for an ext2 file: (extents found, data blocks, lines). As filefrag
+    prints them: with -e each extent's row, with -v a "Discontinuity" line after the row of
+    every extent but the first and the last that did not start where expected."""
+    extents, count = fibmap_extents(doc)
     lw, pw = _widths(doc)
-    bmap = {}
-    for lblk, phys, n in doc["runs"]:
-        for j in range(n):
-            bmap[lblk + j] = phys + j
-    lines = []
-    num = count = 0
-    last_block = 0
-    ext = {"logical": 0, "physical": 0, "length": 0, "flags": ["merged"] if extent_format else []}
-    last = dict(ext, length=0)
-    expected = 0
-
-    def emit(e: dict, idx: int, exp: int) -> None:
-        lines.append(_row_text(idx, e, exp, size, bs, lw, pw))
-
-    for i in range(nblocks):
-        if last_block:
-            last_block += _map_boundary_blocks(i, ppb)
-        block = bmap.get(i, 0)
-        if not block:
-            continue
-        count += 1
-        if num == 0 or block != last_block + 1 or ext["logical"] + ext["length"] != i:
-            if num and last["length"]:
-                expected = last["physical"] + (ext["logical"] - last["logical"])
-                if expected == ext["physical"]:
-                    expected = 0
-            if extent_format and num == 0:
-                lines.append(_header(lw, pw))
-            if extent_format and num:
-                emit(ext, num - 1, expected)
-            if verbose and expected:
-                lines.append(f"Discontinuity: Block {ext['logical']} is at {ext['physical']} "
-                             f"(was {expected})")
-            last = dict(ext)
-            num += 1
-            ext = dict(ext, physical=block, logical=i, length=0)
-        ext["length"] += 1
-        last_block = block
-    if extent_format and num:
-        if last["length"]:
-            expected = last["physical"] + (ext["logical"] - last["logical"])
-            if expected == ext["physical"]:
-                expected = 0
-        emit(ext, num - 1, expected)
-    return num, count, lines
-
-
-def perfection(doc: dict, count: int) -> int:
-    """filefrag: count / (8 * block size - f_files / 8 / cylgroups - 3) + 1."""
-    bs = doc["block_size"]
-    cylgroups = -(-doc["f_blocks"] // (bs * 8)) if doc["f_blocks"] else 0
-    per_cyl = bs * 8 - (doc["inodes_count"] // 8 // max(cylgroups, 1)) - 3
-    return count // per_cyl + 1
+    flags = ["merged"] if extent_format else []
+    lines = [_header(lw, pw)] if extents and extent_format else []
+    for i, e in enumerate(extents):
+        if extent_format:
+            lines.append(_row_text(i, dict(e, flags=flags), e["expected"], doc["size"], doc["block_size"],
+                                   lw, pw))
+        if verbose and e["expected"] and i < len(extents) - 1:
+            lines.append(f"Discontinuity: Block {e['logical']} is at {e['physical']} (was {e['expected']})")
+    return len(extents), count, lines
 
 
 def frag_report(name: str, doc: dict, verbose: bool = False, bmap: bool = False,
@@ -406,14 +323,6 @@ def frag_report(name: str, doc: dict, verbose: bool = False, bmap: bool = False,
     return lines, info
 
 
-def summarize(doc: dict) -> dict:
-    """Both counts and the minimum, for scripts and tests."""
-    n_fiemap, _ = frag_fiemap(doc, False)
-    n_bmap, count, _ = frag_fibmap(doc, False, False)
-    return {"extents": n_fiemap, "extents_bmap": n_bmap, "data_blocks": count,
-            "perfection": perfection(doc, count), "runs_count": len(doc["runs"])}
-
-
 def cmd_frag(a) -> int:
     vol = None
     if a.image:
@@ -436,7 +345,7 @@ def cmd_frag(a) -> int:
                 status = 1
                 continue
             if a.json:
-                out = {"file": f, **summarize(doc), **doc}
+                out = {"file": f, **frag_counts(doc), **doc}
                 print(json.dumps(out))
                 continue
             dev = a.image or os.stat(f).st_dev
