@@ -17,8 +17,8 @@ from experiments.workload import (
     MTIME_SPREAD,
     TreeSummary,
     generate_tree,
-    main as workload_main,
 )
+from experiments.workload.cli import main as workload_main
 from simfs.units import parse_size
 
 REPO = Path(__file__).resolve().parent.parent
