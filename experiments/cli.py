@@ -1,6 +1,7 @@
 """`simfs experiment list | run NAME [--quick] [--source DIR] [--out DIR]`.
 
-`register(subparsers)` adds the subcommand to simfs/cli.py's parser.
+`register(subparsers)` adds the subcommand to simfs's parser: it is the entry point
+`experiment` of the group `simfs.commands` (setup.cfg), so simfs.cli never imports experiments.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from simfs.cli.common import size_type
+
 EXAMPLES = """examples:
   simfs experiment list
   simfs experiment run ext2fs-2010 --quick            # a few minutes at most
@@ -17,11 +20,6 @@ EXAMPLES = """examples:
   simfs experiment run mmap-fragmentation --size 1G --out results/mmap-1g
   simfs experiment run all --quick
 """
-
-
-def _size(text: str) -> int:
-    from simfs.cli import parse_size
-    return parse_size(text)
 
 
 def register(subparsers) -> None:
@@ -44,7 +42,7 @@ def register(subparsers) -> None:
                    help="copy this directory instead of a generated tree (tree experiments)")
     s.add_argument("--out", type=Path, default=None,
                    help="results directory (default results/<experiment>[-quick]-<time>)")
-    s.add_argument("--size", type=_size, default=None, help="mmap-fragmentation: the file size (default 256M)")
+    s.add_argument("--size", type=size_type, default=None, help="mmap-fragmentation: the file size (default 256M)")
     s.add_argument("--repetitions", "-r", type=int, default=None, help="override the experiment's repetitions")
     s.add_argument("--work-dir", type=Path, default=None,
                    help="where images, mounts and traces live while running (default /var/tmp)")

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from simfs.units import format_mib
+
 
 def _simfs() -> list[str]:
     exe = Path(sys.executable).with_name("simfs")
@@ -101,7 +103,7 @@ def main(argv=None) -> int:
 
     print("What happened:")
     print(f"  * generated {summary.files:,} files, {summary.dirs:,} directories, {summary.symlinks} symlinks, "
-          f"{summary.hardlinks} hard links ({summary.total_bytes / 2**20:.1f} MiB) in {times['generate']:.1f} s;")
+          f"{summary.hardlinks} hard links ({format_mib(summary.total_bytes)}) in {times['generate']:.1f} s;")
     print(f"  * made an ext2 image {image.name} ({a.size}, sparse), mounted it on {mnt.name}/;")
     print(f"  * `tar xf` unpacked the tree through FUSE in {times['unpack']:.1f} s and `diff -r` found "
           f"it identical ({times['diff']:.1f} s);")

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simfs.engine.timed_mkfs import timed_mkfs
+from simfs.units import format_mib
 
 from .phases import PhaseContext
 from .spec import Config, Experiment, Phase
@@ -86,7 +87,7 @@ class Workload:
             return self.summary.get("describe", "")
         src = self.summary.get("source", "generated")
         return (f"{src}: {self.files:,} files, {self.dirs:,} directories, "
-                f"{self.bytes / (1 << 20):.1f} MiB")
+                f"{format_mib(self.bytes)}")
 
 
 def prepare_workload(spec: dict, work: Path, source: Path | None = None) -> Workload:

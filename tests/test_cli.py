@@ -6,7 +6,9 @@ import shutil
 import pytest
 
 from simfs import __version__
-from simfs.cli import build_parser, parse_size, print_stats
+from simfs.cli.common import size_type as parse_size
+from simfs.cli.main import build_parser
+from simfs.cli.stats import print_stats
 from tests.conftest import run_simfs
 
 needs_e2fsck = pytest.mark.skipif(shutil.which("e2fsck") is None, reason="e2fsprogs not installed")

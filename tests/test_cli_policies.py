@@ -16,9 +16,10 @@ import pytest
 from policies import ALLOCATORS, INODE_PLACERS
 from policies.dirorder import DIR_ORDERS
 from simfs import cli
-from simfs.cli import policies as cp
+from simfs.cli import frag as cf
 from policies.writeback import WRITEBACK as WRITEBACK_POLICIES
 from simfs.ondisk.mkfs import mkfs
+from simfs.fs.inspect import frag_counts
 from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
 
@@ -91,14 +92,14 @@ def doc(runs, size, indirect=(), delalloc=(), bs=4096, f_blocks=15868, inodes=16
 def test_frag_counts_like_filefrag():
     # inline first indirect block: the kernel's FIEMAP sees two runs, filefrag -B one extent
     inline = doc([(0, 100, 12), (12, 113, 20)], 32 * 4096, indirect=[("IND", 112)])
-    assert cp.summarize(inline)["extents"] == 2 and cp.summarize(inline)["extents_bmap"] == 1
+    assert frag_counts(inline)["extents"] == 2 and frag_counts(inline)["extents_bmap"] == 1
     # stranded indirect block (cg-2010): one FIEMAP extent, two FIBMAP extents
     stranded = doc([(0, 100, 32)], 32 * 4096, indirect=[("IND", 900)])
-    assert cp.summarize(stranded)["extents"] == 1 and cp.summarize(stranded)["extents_bmap"] == 2
+    assert frag_counts(stranded)["extents"] == 1 and frag_counts(stranded)["extents_bmap"] == 2
     # a hole that keeps the physical distance is not a new extent (filefrag's `expected`)
     holey = doc([(0, 100, 2), (10, 110, 2)], 12 * 4096)
-    assert cp.summarize(holey)["extents"] == 1
-    lines, info = cp.frag_report("f", doc([(0, 100, 1), (1, 200, 1)], 8192), verbose=True)
+    assert frag_counts(holey)["extents"] == 1
+    lines, info = cf.frag_report("f", doc([(0, 100, 1), (1, 200, 1)], 8192), verbose=True)
     assert lines == [
         "Filesystem type is: ef53",
         "Filesystem cylinder groups approximately 1",
@@ -107,10 +108,10 @@ def test_frag_counts_like_filefrag():
         "   0:        0..       0:        100..       100:      1:             merged",
         "   1:        1..       1:        200..       200:      1:        101: last,merged,eof",
         "f: 2 extents found"]
-    lines, _ = cp.frag_report("f", doc([(0, 100, 1), (1, 200, 1)], 8192), bmap=True)
+    lines, _ = cf.frag_report("f", doc([(0, 100, 1), (1, 200, 1)], 8192), bmap=True)
     assert lines == ["f: 2 extents found, perfection would be 1 extent"]
-    assert cp.frag_report("e", doc([], 0))[0] == ["e: 0 extents found"]
-    d = cp.frag_report("d", doc([(0, 100, 4)], 8 * 4096, delalloc=[(4, 4)]), verbose=True, first=False)[0]
+    assert cf.frag_report("e", doc([], 0))[0] == ["e: 0 extents found"]
+    d = cf.frag_report("d", doc([(0, 100, 4)], 8 * 4096, delalloc=[(4, 4)]), verbose=True, first=False)[0]
     assert d[-2].endswith("last,unknown_loc,delalloc,eof") and "0..         0:      0:" in d[-2]
 
 
@@ -130,8 +131,8 @@ def test_extents_xattr_pages_join(monkeypatch):
         pages["user.simfs.extents" + (f".{k}" if k else "")] = raw
     with pytest.raises(Exception):
         fuse_ops.extents_page(ext, 3)
-    monkeypatch.setattr(cp.os, "getxattr", lambda path, name: pages[name])
-    got = cp.read_extents("/x")
+    monkeypatch.setattr(cf.os, "getxattr", lambda path, name: pages[name])
+    got = cf.read_extents("/x")
     assert [tuple(r) for r in got["runs"]] == runs and got["indirect"] == [["IND", 5]]
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from experiments import builtin, phases, report, runner
 from experiments.cli import run_one
-from experiments.fsscan import filefrag_extents
 from experiments.spec import Compare, Config, Experiment
+from simfs.fs.inspect import fibmap_extents
 
 from tests.conftest import fuse_mounts, run_simfs
 
@@ -27,6 +27,12 @@ def test_mount_string_keeps_disk_overrides_last():
     from simfs.fuse import mountopts
     v = mountopts.parse([c.mount_string()]).volume
     assert v.alloc == "cg" and v.disk == "wd-ears,partition_offset=41" and v.atime
+
+
+def filefrag_extents(pairs, size: int, bs: int) -> int:
+    """filefrag -B's extent count for data blocks [(logical, physical)] (what the experiments sum)."""
+    doc = {"runs": [(lblk, phys, 1) for lblk, phys in pairs], "size": size, "block_size": bs}
+    return len(fibmap_extents(doc)[0])
 
 
 def test_filefrag_counts_like_filefrag():

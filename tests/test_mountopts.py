@@ -8,6 +8,7 @@ from typing import Literal, Optional
 
 import pytest
 
+from simfs import units
 from simfs.fuse import mountopts
 from simfs.fuse.mountopts import OptionError, parse
 
@@ -169,9 +170,9 @@ def test_volume_numbers_out_of_range(spec, valid):
 def test_cache_may_be_as_large_as_memory():
     mem = mountopts.machine_memory()
     assert parse([f"cache={mem}"]).volume.cache == mem
-    with pytest.raises(OptionError, match=f"to {mountopts.format_size(mem)}, the machine.s memory"):
+    with pytest.raises(OptionError, match=f"to {units.option_size(mem)}, the machine.s memory"):
         parse([f"cache={mem + 4096}"])
-    assert mountopts.parse_int(mountopts.format_size(mem)) <= mem     # the bound it names is valid
+    assert mountopts.parse_int(units.option_size(mem)) <= mem     # the bound it names is valid
 
 
 def test_every_numeric_volume_option_has_a_range():
@@ -185,7 +186,7 @@ def test_every_numeric_volume_option_has_a_range():
 
 
 def test_format_size():
-    assert [mountopts.format_size(n) for n in (5, 4096, 256 << 10, 64 << 20, 1536 << 10, (3 << 30) + 1)] == \
+    assert [units.option_size(n) for n in (5, 4096, 256 << 10, 64 << 20, 1536 << 10, (3 << 30) + 1)] == \
         ["5", "4K", "256K", "64M", "1.5M", "3G"]
 
 

@@ -17,9 +17,9 @@ from experiments.workload import (
     MTIME_SPREAD,
     TreeSummary,
     generate_tree,
-    main as workload_main,
-    parse_size,
 )
+from experiments.workload.cli import main as workload_main
+from simfs.units import parse_size
 
 REPO = Path(__file__).resolve().parent.parent
 MMAP_WRITER = REPO / "tests" / "tools" / "mmap_writer.py"

@@ -1,3 +1,6 @@
-"""The `simfs` command: one module per command, `main` dispatches (simfs.cli.main)."""
+"""The `simfs` command: one module per command (mkfs, mount, fsck, stats, disks, policies, frag,
+layout, plot), `simfs.cli.main` builds the parser from them and dispatches."""
 
-from simfs.cli.main import build_parser, main, parse_size, print_stats  # noqa: F401
+from simfs.cli.main import main
+
+__all__ = ["main"]      # the console script simfs = simfs.cli:main

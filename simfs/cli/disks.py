@@ -4,7 +4,7 @@
     simfs disks show NAME[,k=v...]      every parameter, its value and where it came from
     simfs disks probe NAME[,k=v...] [-o probe.png] [--json]
 
-The top-level parser (simfs/cli.py) calls `register(subparsers)`; each handler takes the parsed
+The top-level parser (simfs/cli/main.py) calls `register(subparsers)`; each handler takes the parsed
 arguments and returns an exit code.  Bad names or parameters: one line on stderr, exit 2.
 """
 
@@ -85,16 +85,3 @@ def cmd_probe(args) -> int:
         if args.output:
             print(f"\nplot written to {args.output}")
     return 0
-
-
-def main(argv=None) -> int:
-    """Stand-alone entry (python -m simfs.cli.disks ...), for use before simfs/cli.py exists."""
-    parser = argparse.ArgumentParser(prog="simfs")
-    sub = parser.add_subparsers(dest="command", required=True)
-    register(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

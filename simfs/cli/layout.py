@@ -1,4 +1,5 @@
-"""`simfs layout`: an image drawn as a block map, every block coloured by what owns it.
+"""`simfs layout IMAGE -o map.png`: an image drawn as a block map, every block coloured by what
+owns it. Bad input: one line on stderr, exit status 2.
 
     m = block_owners("disk.img")                 # opens the image read-only, walks the tree
     info = draw(m, "map.png", group=0)            # one group, one cell per block
@@ -20,18 +21,23 @@ Nothing here is charged: the volume is opened read-only on the `ideal` disk.
 
 from __future__ import annotations
 
+import argparse
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
-FREE, SUPER, BITMAP, ITABLE, DIRS, INDIRECT, XATTR, UNOWNED, ROOTFILES = range(9)
-TOP0 = 9                     # files under top-level entry k have owner TOP0 + k
+from simfs.cli.common import fail
+from simfs.fs.inspect import (BITMAP, DATA, DIR as DIRS, FREE, INDIRECT, ITABLE, KIND_NAMES, SUPER,
+                              UNOWNED, XATTR, block_owners as block_owners_of)
+
+# Owner codes: the kinds of block of simfs.fs.inspect, but file data (DATA) is coloured by
+# where the file is: files directly in / (ROOTFILES), files under top-level entry k (TOP0 + k).
+ROOTFILES = DATA
+TOP0 = ROOTFILES + 1
 MAX_CODES = 65535
 
-LABELS = {FREE: "free", SUPER: "superblock + descriptors", BITMAP: "bitmaps", ITABLE: "inode tables",
-          DIRS: "directories", INDIRECT: "indirect blocks", XATTR: "xattr blocks",
-          UNOWNED: "used, no owner", ROOTFILES: "files in /"}
+LABELS = {**KIND_NAMES, ROOTFILES: "files in /"}
 FIXED_COLOURS = {FREE: (1.0, 1.0, 1.0), SUPER: (0.08, 0.08, 0.35), BITMAP: (0.25, 0.25, 0.75),
                  ITABLE: (0.62, 0.66, 0.86), DIRS: (0.08, 0.08, 0.08), INDIRECT: (0.93, 0.0, 0.0),
                  XATTR: (1.0, 0.0, 1.0), UNOWNED: (0.55, 0.55, 0.55), ROOTFILES: (0.0, 0.45, 0.45)}
@@ -72,57 +78,38 @@ def file_colour(ino: int) -> tuple:
 
 
 def block_owners(image) -> BlockMap:
-    """Open IMAGE read-only and find the owner of every block."""
+    """Open IMAGE read-only and find the owner of every block (simfs.fs.inspect.block_owners),
+    files coloured by the top-level directory they were first reached under."""
     from simfs.fs.volume import Volume, VolumeOptions
     import stat as st
 
     vol = Volume.open(image, VolumeOptions(read_only=True, disk="ideal", cache=16 << 20))
     try:
-        geo = vol.geo
-        n = geo.blocks_count
-        owner = np.full(n, UNOWNED, dtype=np.uint16)
-        owner[~vol.space.block_used] = FREE
-        ino_of = np.zeros(n, dtype=np.uint32)
-        owner[: geo.first_data_block] = SUPER
-        starts = []
-        for g, d in enumerate(vol.descs):
-            s = geo.group_start(g)
-            starts.append(s)
-            owner[s:s + geo.super_and_gdt_blocks(g)] = SUPER
-            owner[d.block_bitmap] = BITMAP
-            owner[d.inode_bitmap] = BITMAP
-            owner[d.inode_table:d.inode_table + geo.inode_table_blocks] = ITABLE
-        m = BlockMap(image=os.fspath(image), block_size=geo.block_size, blocks_count=n,
-                     first_data_block=geo.first_data_block, blocks_per_group=geo.blocks_per_group,
-                     groups=geo.groups, group_starts=starts, owner=owner, ino=ino_of)
+        inodes = {}                       # ino -> (directory?, data runs)
+        own = block_owners_of(vol, each=lambda e: inodes.__setitem__(
+            e["ino"], (st.S_ISDIR(e["mode"]), len(e["runs"]))))
+        code_of = np.full(own.inodes_count + 1, UNOWNED, dtype=np.uint16)
+        m = BlockMap(image=os.fspath(image), block_size=own.block_size, blocks_count=own.blocks_count,
+                     first_data_block=own.first_data_block, blocks_per_group=own.blocks_per_group,
+                     groups=own.groups, group_starts=own.group_starts, owner=own.kind.astype(np.uint16),
+                     ino=own.ino)
 
         def claim(ino: int, code: int) -> None:
-            e = vol.extents(ino)
-            data_code = DIRS if st.S_ISDIR(e["mode"]) else code
-            for _, phys, cnt in e["runs"]:
-                owner[phys:phys + cnt] = data_code
-                ino_of[phys:phys + cnt] = ino
-            for _, phys in e["indirect"]:
-                owner[phys] = INDIRECT
-                ino_of[phys] = ino
-            if e["xattr_block"]:
-                owner[e["xattr_block"]] = XATTR
-            if data_code != DIRS:
+            is_dir, runs = inodes[ino]
+            if not is_dir:
+                code_of[ino] = code
                 m.files[code] = m.files.get(code, 0) + 1
-                m.runs[code] = m.runs.get(code, 0) + len(e["runs"])
+                m.runs[code] = m.runs.get(code, 0) + runs
 
         seen = {vol.root_ino}
-        claim(vol.root_ino, DIRS)
         stack = []
         for name, child, _ in vol.readdir(vol.root_ino):
             if name in (b".", b"..") or child in seen:
                 continue
             seen.add(child)
-            mode = vol.peek_attr(child).st_mode
-            if st.S_ISDIR(mode):
+            if inodes[child][0]:
                 code = min(TOP0 + len(m.tops), MAX_CODES)
                 m.tops.append(os.fsdecode(name))
-                claim(child, code)
                 stack.append((child, code))
             else:
                 claim(child, ROOTFILES)
@@ -133,17 +120,14 @@ def block_owners(image) -> BlockMap:
                     continue
                 seen.add(child)
                 claim(child, code)
-                if st.S_ISDIR(vol.peek_attr(child).st_mode):
+                if inodes[child][0]:
                     stack.append((child, code))
         # inodes in use that the walk did not reach (orphans): their blocks are still theirs
-        used = np.flatnonzero(vol.space.inode_used) + 1
-        for ino in used:
-            ino = int(ino)
+        for ino in inodes:
             if ino not in seen and ino >= 11:      # 1..10 are reserved (2, the root, is seen)
-                try:
-                    claim(ino, UNOWNED)
-                except Exception:
-                    pass
+                claim(ino, UNOWNED)
+        data = own.kind == DATA
+        m.owner[data] = code_of[own.ino[data]]
         return m
     finally:
         vol.close()
@@ -332,3 +316,63 @@ def format_summary(m: BlockMap, info: dict | None = None) -> str:
         lines.append(f"drawn: blocks {info['first']:,}..{info['end'] - 1:,}, {info['cells_per_block']} "
                      f"block(s) per cell, {info['width']} x {info['rows']} cells")
     return "\n".join(lines)
+
+
+# the command ---------------------------------------------------------------------------------------
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "layout", help="draw an image's block map (PNG), coloured by owner",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Open IMAGE read-only, walk its tree and draw every block as a cell coloured by "
+                    "what owns it: free, file-system metadata (superblock and descriptor copies, "
+                    "bitmaps, inode tables), directories, indirect blocks, extended-attribute "
+                    "blocks, and the files of each top-level directory in a colour of its own "
+                    "(or one hue per file). Cells run left to right, rows top to bottom; group "
+                    "boundaries are drawn. With more blocks than cells, a cell mixes the colours "
+                    "of its blocks, so sparse use looks pale.",
+        epilog="examples:\n  simfs layout disk.img -o map.png\n"
+               "  simfs layout disk.img -o g0.png --group 0 --title 'ext2fs-2010, tar x'\n"
+               "  simfs layout disk.img -o map.png --width 512 --color-by file\n"
+               "  simfs layout disk.img -o part.png --blocks 0:20000")
+    p.add_argument("image", metavar="IMAGE")
+    p.add_argument("-o", "--output", required=True, metavar="PNG")
+    p.add_argument("--width", type=int, default=None, help="cells per row (default 256, or a divisor "
+                                                          "of the group size near it)")
+    p.add_argument("--group", type=int, default=None, metavar="N", help="draw only group N, one cell per block")
+    p.add_argument("--blocks", default=None, metavar="FIRST:END", help="draw only blocks FIRST..END-1")
+    p.add_argument("--cells", type=int, default=None, metavar="K",
+                   help="blocks per cell (default: as few as keep the map under ~1000 rows)")
+    p.add_argument("--color-by", choices=("top", "file"), default="top",
+                   help="files coloured by top-level directory (default) or one hue per file")
+    p.add_argument("--title", default=None, help="title (e.g. the allocator: it is not stored in the image)")
+    p.add_argument("--dpi", type=int, default=100)
+    p.set_defaults(func=cmd_layout)
+
+
+def cmd_layout(a) -> int:
+    from simfs.errors import ImageError
+    rng = None
+    if a.blocks:
+        try:
+            first, _, end = a.blocks.partition(":")
+            rng = (int(first or 0), int(end) if end else None)
+        except ValueError:
+            return fail(f"--blocks {a.blocks!r}: expected FIRST:END (block numbers)", "layout")
+    if a.width is not None and a.width < 1:
+        return fail("--width must be at least 1", "layout")
+    if a.cells is not None and a.cells < 1:
+        return fail("--cells must be at least 1", "layout")
+    try:
+        m = block_owners(a.image)
+    except ImageError as e:
+        return fail(str(e), "layout")
+    try:
+        info = draw(m, a.output, width=a.width, group=a.group, blocks=rng, cells=a.cells,
+                           color_by=a.color_by, title=a.title, dpi=a.dpi)
+    except ValueError as e:
+        return fail(str(e), "layout")
+    except OSError as e:
+        return fail(f"cannot write {a.output}: {e.strerror or e}", "layout")
+    print(format_summary(m, info))
+    print(f"map written to {a.output}")
+    return 0

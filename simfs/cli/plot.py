@@ -5,7 +5,7 @@
 Draws (simfs.cli.seekplot.plot_traces) disk offset vs simulated time, MB/s, seeks/s and IO/s, and
 prints seekwatcher's summary per trace: run time, requests, MB, avg MB/s, avg IO/s, avg
 seeks/s (a seek: more than 128 sectors between one request's end and the next one's start).
-The top-level parser (simfs/cli.py) calls `register(subparsers)`. Bad input (a missing file,
+The top-level parser (simfs/cli/main.py) calls `register(subparsers)`. Bad input (a missing file,
 a file that is not a simfs trace, a label count that does not match): one line, exit 2.
 """
 

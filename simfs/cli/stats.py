@@ -2,7 +2,7 @@
 
 Tables are Markdown pipe tables, padded to line up: readable in a terminal, and rendered as
 tables when pasted into an issue or a README. No colours, no wrapping, no trailing blanks. The `time` section (Volume.stats_snapshot, see
-simfs/stats.py) becomes:
+simfs/blockio/stats.py) becomes:
 
   simulated time      the clock, the disk model and policies, dirty and cached blocks now
   phases              one column per phase (`all`, then each mark) and the total: elapsed and
@@ -18,7 +18,40 @@ Any other section is one name/value table (nested mappings flattened as a.b).
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+
+from simfs.cli.common import Fmt, fail
+from simfs.units import format_size
+
+
+def register(sub) -> None:
+    s = sub.add_parser("stats", help="print a mount's counters", formatter_class=Fmt,
+                       description="Print MNT/.simfs/stats: FUSE requests by type, errors, and the "
+                                   "volume's counters (bytes and blocks read and written, blocks "
+                                   "and inodes allocated and freed, cache hits and misses).",
+                       epilog="examples:\n  simfs stats /mnt/sim\n  simfs stats --json /mnt/sim | jq .counters")
+    s.add_argument("mountpoint", metavar="MNT")
+    s.add_argument("--json", action="store_true", help="print the raw JSON")
+    s.set_defaults(func=cmd_stats)
+
+
+def cmd_stats(a) -> int:
+    path = os.path.join(a.mountpoint, ".simfs", "stats")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return fail(f"{a.mountpoint} is not a simfs mount (no .simfs/stats)", "stats")
+    except OSError as e:
+        return fail(f"cannot read {path}: {e.strerror}", "stats")
+    if a.json:
+        sys.stdout.write(raw.decode())
+        return 0
+    print_stats(json.loads(raw))
+    return 0
+
 
 # rows of the phases table: (label, how to get it from a phase dict, format)
 _MIB = 512 / 2**20
@@ -61,9 +94,7 @@ DISK_COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interfa
 
 def human(key: str, v):
     if isinstance(v, int) and not isinstance(v, bool) and key.startswith("bytes") and v >= 1024:
-        for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-            if v >= div:
-                return f"{v:,} ({v / div:.1f} {unit})"
+        return f"{v:,} ({format_size(v)})"
     if isinstance(v, bool):
         return str(v).lower()
     if isinstance(v, int):

@@ -1,11 +1,17 @@
-"""Looking inside a volume without disturbing it (extents) and as e2fsck reads it (a scan).
+"""Looking inside a volume without disturbing it (extents, block owners, filefrag's counts) and
+as e2fsck reads it (a scan).
 
-`extents` is an observation for `simfs frag`, `simfs layout` and the experiments: nothing is
-charged or cached. `metadata_scan` is the opposite: it reads what e2fsck reads, through the
-cache and clock, so its cost is simulated time (seed 003's fsck).
+`Volume.extents` is an observation for `simfs frag`, `simfs layout` and the experiments: nothing
+is charged or cached. On it: `block_owners` (what every block is and which inode owns it:
+`simfs layout`'s map, the experiments' block maps) and filefrag's two ways of counting a file's
+extents with its "perfection" figure (`simfs frag`, the experiments' extent counts).
+`metadata_scan` is the opposite: it reads what e2fsck reads, through the cache and clock, so its
+cost is simulated time (seed 003's fsck).
 """
 
 import errno
+import stat
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -107,3 +113,178 @@ class Inspection:
             i = j
         return {"inodes": inodes, "dir_blocks": len(blocks)}
 
+
+
+# Who owns each block ------------------------------------------------------------------------------
+# Kinds of block, as `simfs layout` colours them and the experiments' block maps count them.
+FREE, SUPER, BITMAP, ITABLE, DIR, INDIRECT, XATTR, UNOWNED, DATA = range(9)
+KIND_NAMES = {FREE: "free", SUPER: "superblock + descriptors", BITMAP: "bitmaps",
+              ITABLE: "inode tables", DIR: "directories", INDIRECT: "indirect blocks",
+              XATTR: "xattr blocks", UNOWNED: "used, no owner", DATA: "file data"}
+
+
+@dataclass
+class BlockOwners:
+    """What every block of a volume is: `kind` (FREE ... DATA) and `ino`, the inode whose
+    data, directory or indirect block it is (0 for the rest; an extended-attribute block may
+    be shared, so it has none). SUPER covers the blocks before the first group, the superblock
+    and descriptor copies with the reserved descriptor blocks; UNOWNED is a used block that no
+    inode examined claims (none after a clean unmount when every inode was examined)."""
+
+    block_size: int
+    blocks_count: int
+    first_data_block: int
+    blocks_per_group: int
+    groups: int
+    group_starts: list
+    inodes_count: int
+    kind: np.ndarray                       # uint8 per block
+    ino: np.ndarray                        # uint32 per block
+
+    def claim(self, e: dict) -> None:
+        """Mark one inode's blocks, from its `Volume.extents`."""
+        data = DIR if stat.S_ISDIR(e["mode"]) else DATA
+        ino = e["ino"]
+        for _, phys, n in e["runs"]:
+            self.kind[phys:phys + n] = data
+            self.ino[phys:phys + n] = ino
+        for _, phys in e["indirect"]:
+            self.kind[phys] = INDIRECT
+            self.ino[phys] = ino
+        if e["xattr_block"]:
+            self.kind[e["xattr_block"]] = XATTR
+
+
+def block_owners(vol, inos=None, each=None) -> BlockOwners:
+    """Who owns each block of `vol`: the file system's own metadata from the group descriptors,
+    then the blocks of every inode in use (or only of `inos`), in inode order, from
+    `vol.extents` (an observation: nothing is charged). `each(extents)` is called for every
+    inode examined, for callers that also want per-file figures."""
+    geo = vol.geo
+    n = geo.blocks_count
+    kind = np.full(n, UNOWNED, dtype=np.uint8)
+    kind[~vol.space.block_used] = FREE
+    kind[: geo.first_data_block] = SUPER
+    starts = []
+    for g, d in enumerate(vol.descs):
+        s = geo.group_start(g)
+        starts.append(s)
+        kind[s:s + geo.super_and_gdt_blocks(g)] = SUPER
+        kind[d.block_bitmap] = BITMAP
+        kind[d.inode_bitmap] = BITMAP
+        kind[d.inode_table:d.inode_table + geo.inode_table_blocks] = ITABLE
+    own = BlockOwners(block_size=geo.block_size, blocks_count=n, first_data_block=geo.first_data_block,
+                      blocks_per_group=geo.blocks_per_group, groups=geo.groups, group_starts=starts,
+                      inodes_count=geo.inodes_count, kind=kind, ino=np.zeros(n, dtype=np.uint32))
+    if inos is None:
+        inos = (int(i) + 1 for i in np.flatnonzero(vol.space.inode_used))
+    for ino in inos:
+        e = vol.extents(ino)
+        own.claim(e)
+        if each is not None:
+            each(e)
+    return own
+
+
+# filefrag's counting -------------------------------------------------------------------------------
+# On an extents document (`Volume.extents`: runs, size, block_size; the geometry for perfection),
+# as e2fsprogs 1.47's misc/filefrag.c counts a block-mapped file of the Linux kernel's ext2.
+# `simfs frag` prints these; the experiments sum them over files.
+
+def fiemap_extents(doc: dict) -> tuple[int, list[dict]]:
+    """filefrag's FIEMAP path: (extents found, rows). Rows are what the kernel's ext2 reports,
+    maximal runs of logically and physically consecutive blocks (flags "merged", the last one
+    "last"), plus unplaced delayed blocks ("unknown_loc", "delalloc"), in logical order; a row is
+    a new extent unless it continues the previous one physically (filefrag's `expected` /
+    `expected_dense`: an indirect block between two runs makes two extents). Each row's
+    "expected" is the block filefrag expected there, 0 when it continues. Units: blocks."""
+    rows = [{"logical": l, "physical": p, "length": n, "flags": ["merged"]} for l, p, n in doc["runs"]]
+    for lblk, n in doc.get("delalloc", []):
+        rows.append({"logical": lblk, "physical": 0, "length": n, "flags": ["unknown_loc", "delalloc"]})
+    rows.sort(key=lambda r: r["logical"])
+    if rows:
+        rows[-1]["flags"] = ["last"] + rows[-1]["flags"]
+    total = 0
+    last_phys = last_log = last_len = 0
+    for r in rows:
+        dense = last_phys + last_len
+        expected = last_phys + r["logical"] - last_log
+        if r["logical"] != 0 and r["physical"] != expected and r["physical"] != dense:
+            total += 1
+        else:
+            expected = 0
+            total = max(total, 1)
+        r["expected"] = expected
+        last_phys, last_log, last_len = r["physical"], r["logical"], r["length"]
+    return total, rows
+
+
+def _map_boundary_blocks(lblk: int, ppb: int) -> int:
+    """How many indirect blocks the ext2 map starts at logical block lblk (filefrag's
+    is_ext2 rule: 1 at every new indirect block, 2 where a double-indirect tree starts ...)."""
+    if lblk < NDIR_BLOCKS:
+        return 0
+    n = lblk - NDIR_BLOCKS
+    k = int(n % ppb == 0)
+    if n >= ppb and (n - ppb) % (ppb * ppb) == 0:
+        k += 1
+    if n >= ppb + ppb * ppb and (n - ppb - ppb * ppb) % (ppb ** 3) == 0:
+        k += 1
+    return k
+
+
+def fibmap_extents(doc: dict) -> tuple[list[dict], int]:
+    """filefrag's FIBMAP path for an ext2 file: (extents, data blocks). Block by block; where
+    the ext2 map needs new indirect blocks the expected next block moves past them (filefrag's
+    `is_ext2` rule), so indirect blocks placed inline do not fragment; a hole starts a new
+    extent. Each extent's "expected" is where filefrag expected it to start, from the extent
+    before it (0 for the first, and where it starts there)."""
+    bs, size = doc["block_size"], doc["size"]
+    ppb = bs // 4
+    bmap = {}
+    for lblk, phys, n in doc["runs"]:
+        for j in range(n):
+            bmap[lblk + j] = phys + j
+    extents = []
+    count = 0
+    last_block = 0
+    expected = 0
+    for i in range(-(-size // bs)):
+        if last_block:
+            last_block += _map_boundary_blocks(i, ppb)
+        block = bmap.get(i, 0)
+        if not block:
+            continue
+        count += 1
+        if not extents or block != last_block + 1 or extents[-1]["logical"] + extents[-1]["length"] != i:
+            if len(extents) >= 2:
+                prev, cur = extents[-2], extents[-1]
+                expected = prev["physical"] + (cur["logical"] - prev["logical"])
+                cur["expected"] = 0 if expected == cur["physical"] else expected
+            extents.append({"logical": i, "physical": block, "length": 0, "expected": 0})
+        extents[-1]["length"] += 1
+        last_block = block
+    if len(extents) >= 2:
+        prev, cur = extents[-2], extents[-1]
+        expected = prev["physical"] + (cur["logical"] - prev["logical"])
+        cur["expected"] = 0 if expected == cur["physical"] else expected
+    return extents, count
+
+
+def perfection(doc: dict, count: int) -> int:
+    """filefrag's "perfection would be M extents": count / (8 * block size - f_files / 8 /
+    cylgroups - 3) + 1, cylgroups = f_blocks / (8 * block size) rounded up, with integer
+    arithmetic as in its C (e2fsprogs 1.47 never increments the block count it divides, so it
+    always says 1; simfs passes the data blocks)."""
+    bs = doc["block_size"]
+    cylgroups = -(-doc["f_blocks"] // (bs * 8)) if doc["f_blocks"] else 0
+    per_cyl = bs * 8 - (doc["inodes_count"] // 8 // max(cylgroups, 1)) - 3
+    return count // per_cyl + 1
+
+
+def frag_counts(doc: dict) -> dict:
+    """Both of filefrag's counts and its minimum, for scripts, tests and the experiments."""
+    n_fiemap, _ = fiemap_extents(doc)
+    extents, count = fibmap_extents(doc)
+    return {"extents": n_fiemap, "extents_bmap": len(extents), "data_blocks": count,
+            "perfection": perfection(doc, count), "runs_count": len(doc["runs"])}

@@ -23,6 +23,8 @@ import types
 import typing
 from dataclasses import dataclass, field
 
+from simfs import units
+
 
 class OptionError(ValueError):
     """A mount option is unknown or has a bad value (message meant for the user)."""
@@ -150,31 +152,11 @@ def parse_bool(key: str, text: str) -> bool:
     raise OptionError(f"bad value for mount option {key}: {text!r} (expected yes/no)")
 
 
-_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
 def parse_int(text: str) -> int:
-    """'4096', '0x1000', '64M', '128KiB', '1_000' -> int (binary suffixes)."""
-    t = text.strip().replace("_", "").lower()
-    for tail in ("ib", "b"):
-        if t.endswith(tail) and len(t) > len(tail) and t[-len(tail) - 1] in _SUFFIX:
-            t = t[:-len(tail)]
-            break
-    if t and t[-1] in _SUFFIX:
-        num = float(t[:-1])
-        if not math.isfinite(num) or num < 0:      # inf would overflow int(): say "bad value"
-            raise ValueError(text)
-        return int(num * _SUFFIX[t[-1]])
-    return int(t, 0)
-
-
-def format_size(n: int) -> str:
-    """Bytes in the largest K/M/G/T unit, rounded down: 262144 -> '256K', 1.54 GiB -> '1.5G'."""
-    for suffix, mult in reversed(_SUFFIX.items()):
-        if n >= mult:
-            return f"{n // mult}{suffix.upper()}" if n % mult == 0 else \
-                f"{math.floor(n * 10 / mult) / 10:g}{suffix.upper()}"
-    return str(n)
+    """'4096', '0x1000', '64M', '128KiB', '1_000' -> int: a size (simfs.units.parse_size);
+    a sign is kept, so that the range check can name the valid range."""
+    t = text.strip()
+    return -units.parse_size(t[1:]) if t.startswith("-") else units.parse_size(t)
 
 
 def _range(key: str, f: dataclasses.Field | None):
@@ -183,7 +165,7 @@ def _range(key: str, f: dataclasses.Field | None):
     if rng is None:
         return None
     low, high = (b() if callable(b) else b for b in rng)
-    show = format_size if isinstance(low, int) and isinstance(high, int) else (lambda v: f"{v:.15g}")
+    show = units.option_size if isinstance(low, int) and isinstance(high, int) else (lambda v: f"{v:.15g}")
     note = ", the machine's memory" if rng[1] is machine_memory else ""
     return low, high, f"{show(low)} to {show(high)}{note}"
 

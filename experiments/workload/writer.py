@@ -1,0 +1,129 @@
+"""Writing a planned tree: directories in pre-order, each with its files, symlinks, hard links
+and (with svn) its `.svn/`, then directory times children first; counts what it wrote."""
+
+from __future__ import annotations
+
+import os
+
+from .plan import Dir, Plan
+from .rng import M64, subseed
+from .source import corpora, source_text
+from .svn import write_svn
+
+
+class Writer:
+    def __init__(self, root: str, seed: int, plan: Plan, svn: bool):
+        self.root = root
+        self.seed = seed
+        self.plan = plan
+        self.svn = svn
+        self.corp = corpora(seed)
+        self.cbase = subseed(seed, "content")
+        # summary counters
+        self.files = 0
+        self.dirs = 0
+        self.symlinks = 0
+        self.hardlinks = 0
+        self.total = 0
+        self.largest = -1
+        self.largest_path = ""
+        self.empty_files = 0
+        self.empty_dirs = 0
+        self.src_files = 0
+        self.src_bytes = 0
+        self.svn_dirs = 0
+        self.max_depth = 0
+        self.longest = 0
+        self.svn_dir_list: list[tuple[str, int]] = []
+
+    def _p(self, rel: str) -> str:
+        return os.path.join(self.root, rel) if rel else self.root
+
+    def rel_path(self, d: Dir, name: str) -> str:
+        return f"{d.path}/{name}" if d.path else name
+
+    def _note_path(self, rel: str) -> None:
+        if len(rel) > self.longest:
+            self.longest = len(rel)
+
+    def content(self, fid: int) -> bytes:
+        pl = self.plan
+        rel = self.rel_path(pl.fdir[fid], pl.fname[fid])
+        cseed = self.cbase ^ ((fid + 1) * 0x9E3779B97F4A7C15 & M64)
+        return source_text(self.corp, cseed, pl.fkind[fid], rel, pl.fsize[fid])
+
+    def write_file(self, rel: str, data: bytes, mode: int, mtime: int, source: bool) -> None:
+        fd = os.open(self._p(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fchmod(fd, mode)
+            os.utime(fd, (mtime, mtime))
+        finally:
+            os.close(fd)
+        n = len(data)
+        self.files += 1
+        self.total += n
+        if n == 0:
+            self.empty_files += 1
+        if n > self.largest:
+            self.largest, self.largest_path = n, rel
+        if source:
+            self.src_files += 1
+            self.src_bytes += n
+        self._note_path(rel)
+
+    def mkdir(self, rel: str, mtime: int | None = None) -> None:
+        """Make a directory; with ``mtime`` its time is set in the final pass."""
+        p = self._p(rel)
+        os.mkdir(p, 0o700)
+        os.chmod(p, 0o755)
+        self.dirs += 1
+        self._note_path(rel)
+        if mtime is not None:
+            self.svn_dir_list.append((rel, mtime))
+
+    def run(self) -> None:
+        pl = self.plan
+        for d in pl.dirs:
+            if d.parent is not None:
+                self.mkdir(d.path)
+                self.max_depth = max(self.max_depth, d.depth)
+            else:
+                os.chmod(self.root, 0o755)
+            entries_meta: list[tuple[str, str, int, bytes | None, int]] = []
+            for fid in d.files:
+                data = self.content(fid)
+                rel = self.rel_path(d, pl.fname[fid])
+                self.write_file(rel, data, pl.fmode[fid], pl.fmtime[fid], True)
+                if self.svn:
+                    entries_meta.append((pl.fname[fid], "file", fid, data, pl.fmtime[fid]))
+            for name, target, mt in d.symlinks:
+                rel = self.rel_path(d, name)
+                p = self._p(rel)
+                os.symlink(target, p)
+                os.utime(p, (mt, mt), follow_symlinks=False)
+                self.symlinks += 1
+                self._note_path(rel)
+                if self.svn:
+                    entries_meta.append((name, "link", -1, f"link {target}".encode(), mt))
+            for name, fid in d.hardlinks:
+                rel = self.rel_path(d, name)
+                os.link(self._p(self.rel_path(pl.fdir[fid], pl.fname[fid])), self._p(rel),
+                        follow_symlinks=False)
+                self.hardlinks += 1
+                self._note_path(rel)
+                if self.svn:
+                    entries_meta.append((name, "file", fid, self.content(fid), pl.fmtime[fid]))
+            if not self.svn and d.parent is not None and not (
+                    d.files or d.symlinks or d.hardlinks or d.subdirs):
+                self.empty_dirs += 1
+            if self.svn:
+                write_svn(self, d, entries_meta)
+        # directory times last, children before parents
+        for rel, mt in reversed(self.svn_dir_list):
+            os.utime(self._p(rel), (mt, mt))
+        for d in reversed(pl.dirs):
+            os.utime(self._p(d.path), (d.mtime, d.mtime))
