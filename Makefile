@@ -5,7 +5,21 @@ PY     := $(VENV)/bin/python
 SYSTEM_PKGS := fuse3 libfuse3-dev pkg-config e2fsprogs gcc
 STAMP  := $(VENV)/.installed
 
-.PHONY: all system venv test test-quick demo bench clean
+# fsx and pjdfstest (POSIX suites run by tests/test_fsx.py, tests/test_pjdfstest.py) are Rust
+# crates, built with cargo into $(TOOLS) (pinned versions, --locked), once: a stamp per version.
+# They need Rust >= 1.85: a rustup cargo (CARGO_HOME or ~/.cargo) is preferred to one on PATH.
+TOOLS             := .cargo-tools
+FSX_VERSION       := 0.3.2
+PJDFSTEST_VERSION := 0.2.2
+TOOL_STAMPS       := $(TOOLS)/.fsx-$(FSX_VERSION) $(TOOLS)/.pjdfstest-$(PJDFSTEST_VERSION)
+ifeq ($(origin CARGO),undefined)
+CARGO := $(firstword $(wildcard $(if $(CARGO_HOME),$(CARGO_HOME)/bin/cargo) $(HOME)/.cargo/bin/cargo \
+                                /root/.cargo/bin/cargo) $(shell command -v cargo 2>/dev/null))
+endif
+SOAK_OPS       ?= 1000000
+SOAK_ALLOC_OPS ?= 100000
+
+.PHONY: all system venv tools test test-quick demo bench soak soak-alloc clean
 
 all: venv
 
@@ -28,7 +42,22 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP)
+# cargo install TOOL VERSION, into $(TOOLS)/bin; the stamp records the version installed.
+define cargo_install
+	@test -n "$(CARGO)" || { echo "cargo not found: install Rust >= 1.85 (rustup) or run make CARGO=/path/to/cargo" >&2; exit 1; }
+	$(CARGO) install --quiet --locked --root $(TOOLS) --version =$(2) $(1)
+	@touch $@
+endef
+
+$(TOOLS)/.fsx-$(FSX_VERSION):
+	$(call cargo_install,fsx,$(FSX_VERSION))
+
+$(TOOLS)/.pjdfstest-$(PJDFSTEST_VERSION):
+	$(call cargo_install,pjdfstest,$(PJDFSTEST_VERSION))
+
+tools: $(TOOL_STAMPS)
+
+test: $(STAMP) $(TOOL_STAMPS)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 demo: $(STAMP)
@@ -37,5 +66,15 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks.run
 
+# fsx with $(SOAK_OPS) operations (mmap on) on a default mount, then unmount, e2fsck -fn and
+# the file read back from the image; soak-alloc: $(SOAK_ALLOC_OPS) operations for each allocator.
+soak: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
+	SIMFS_SOAK_OPS=$(SOAK_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
+	  tests/test_fsx.py::test_fsx_soak
+
+soak-alloc: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
+	SIMFS_SOAK_OPS=$(SOAK_ALLOC_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
+	  tests/test_fsx.py::test_fsx_soak_alloc
+
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(TOOLS) *.egg-info .pytest_cache .hypothesis

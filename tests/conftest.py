@@ -46,6 +46,18 @@ def run(cmd, **kw) -> subprocess.CompletedProcess:
     return r
 
 
+def cargo_tool(name: str) -> str:
+    """Path of a test suite `make tools` builds (fsx, pjdfstest): .cargo-tools/bin, else PATH.
+    Skips the test, saying how to get it, where neither has it."""
+    p = REPO / ".cargo-tools" / "bin" / name
+    if p.exists():
+        return str(p)
+    found = shutil.which(name)
+    if found:
+        return found
+    pytest.skip(f"{name} is not installed: `make tools` builds it into .cargo-tools/ (needs cargo)")
+
+
 def fuse_mounts() -> list[str]:
     from simfs.fuse.daemon import mounts
     return [p for p, t, _ in mounts() if t.startswith("fuse")]

@@ -17,6 +17,7 @@ offset, u32 length, the bytes; trailer u32 CRC-32 of everything before it, `COMM
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 import time
@@ -31,7 +32,13 @@ COMMIT_MAX_BYTES = 64 << 20
 
 
 def journal_path(image: str) -> str:
-    return image + ".journal"
+    """IMAGE.journal beside the image; for a name too long for that, a hidden name made
+    from its hash (same directory, so a rename of the pair keeps them together)."""
+    head, base = os.path.split(image)
+    if len(os.fsencode(base)) + len(".journal") <= 255:
+        return image + ".journal"
+    digest = hashlib.sha256(os.fsencode(base)).hexdigest()[:32]
+    return os.path.join(head, f".{digest}.journal")
 
 
 class JournalError(Exception):

@@ -42,22 +42,28 @@ def _fail(msg: str, cmd: str = "") -> int:
 
 # mkfs -----------------------------------------------------------------------------------------
 def cmd_mkfs(a) -> int:
-    from simfs.ondisk.mkfs import mkfs
+    from simfs.fuse.daemon import image_locked, path_problem, shown
+    from simfs.errors import ImageError
+    from simfs.ondisk.mkfs import mkfs, plan
     image = os.path.abspath(a.image)
+    problem = path_problem(image)
+    if problem:
+        return _fail(f"{shown(a.image)}: {problem}", "mkfs")
     if os.path.exists(image) and not a.force:
         return _fail(f"{a.image} exists; use --force to overwrite it", "mkfs")
     if os.path.isdir(image):
         return _fail(f"{a.image} is a directory", "mkfs")
     if not os.path.isdir(os.path.dirname(image)):
         return _fail(f"directory {os.path.dirname(image)} does not exist", "mkfs")
-    if a.block_size not in (1024, 4096):
-        return _fail(f"unsupported block size {a.block_size} (1024 or 4096)", "mkfs")
-    from simfs.fuse.daemon import image_locked
-    if os.path.exists(image) and image_locked(image):
-        return _fail(f"{a.image} is in use (mounted?)", "mkfs")
     kw = dict(block_size=a.block_size, inode_size=a.inode_size, bytes_per_inode=a.bytes_per_inode,
               blocks_per_group=a.blocks_per_group, inodes_per_group=a.inodes_per_group,
               reserved_ratio=a.reserved_ratio / 100.0, label=a.label.encode())
+    try:                       # every argument checked before the image is touched
+        blocks = plan(a.size, **kw)[0]
+    except ImageError as e:
+        return _fail(str(e), "mkfs")
+    if os.path.exists(image) and image_locked(image):
+        return _fail(f"{a.image} is in use (mounted?)", "mkfs")
     import uuid as _uuid
     for opt, value in (("uuid", a.uuid), ("hash_seed", a.hash_seed)):
         if value:
@@ -68,11 +74,18 @@ def cmd_mkfs(a) -> int:
                              f"(e.g. 01234567-89ab-cdef-0123-456789abcdef)", "mkfs")
     if a.disk:
         import disk_models
+        from simfs.fuse.mountopts import RANGES, format_size
         try:
-            disk_models.resolve(a.disk)
+            sectors = disk_models.make_disk(a.disk).sectors
         except ValueError as e:
             return _fail(f"--disk: {e}", "mkfs")
-    from simfs.errors import ImageError
+        if blocks * a.block_size // 512 > sectors:
+            return _fail(f"the file system ({blocks * a.block_size} bytes) does not fit the disk "
+                         f"{a.disk} ({sectors * 512} bytes)", "mkfs")
+        low, high = RANGES["maxio"]
+        if not low <= a.maxio <= high:
+            return _fail(f"--maxio must be from {format_size(low)} to {format_size(high)}, "
+                         f"not {a.maxio}", "mkfs")
     existed = os.path.exists(image)
     try:
         if a.disk:
@@ -251,12 +264,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--block-size", "-b", type=parse_size, default=4096, help="1024 or 4096 (default 4096)")
     s.add_argument("--inode-size", "-I", type=int, default=256, help="128 or 256 (default 256)")
     s.add_argument("--bytes-per-inode", "-i", type=parse_size, default=None,
-                   help="one inode per this many bytes (mke2fs default rules if omitted)")
-    s.add_argument("--blocks-per-group", type=int, default=None, help="default: 8 x block size")
-    s.add_argument("--inodes-per-group", type=int, default=None)
+                   help="one inode per this many bytes, 1K to 64M (mke2fs default rules if omitted)")
+    s.add_argument("--blocks-per-group", type=int, default=None,
+                   help="a multiple of 8 from 256 to 8 x block size (the default)")
+    s.add_argument("--inodes-per-group", type=int, default=None,
+                   help="16 or more; at most what one bitmap block and the first group hold")
     s.add_argument("--reserved-percent", "-m", dest="reserved_ratio", type=float, default=5.0,
-                   help="blocks reserved for root, percent (default 5)")
-    s.add_argument("--label", "-L", default="", help="volume label")
+                   help="blocks reserved for root, percent: 0 to 50 (default 5)")
+    s.add_argument("--label", "-L", default="", help="volume label, at most 16 bytes")
     s.add_argument("--uuid", default=None, help="file-system UUID (default: random)")
     s.add_argument("--hash-seed", default=None, metavar="UUID",
                    help="seed of the directory-index hash, a UUID (default: random); with --uuid "

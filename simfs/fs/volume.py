@@ -32,7 +32,7 @@ from policies import make_allocator, make_inode_placer
 from policies.dirorder import make_dir_order
 from simfs.blockio.cache import BufferCache
 from simfs.blockio.clock import SimClock
-from simfs.blockio.imagefile import ImageFile, JournalError, pending_journal, recover
+from simfs.blockio.imagefile import ImageFile, JournalError, journal_path, pending_journal, recover
 from simfs.blockio.stats import Stats
 from simfs.blockio.trace import TraceWriter
 from simfs.errors import FSError, ImageError
@@ -57,7 +57,7 @@ from simfs.ondisk.dirhash import DirHasher
 from simfs.ondisk.groupdesc import unpack_table
 from simfs.ondisk.superblock import Geometry, Superblock
 
-log = logging.getLogger("simfs.volume")
+log = logging.getLogger("simfs.fs.volume")
 
 
 def _is_clean(sb: Superblock) -> bool:
@@ -183,7 +183,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         if state is None:
             return
         if options.read_only:
-            raise ImageError(f"{name}: a commit was interrupted ({name}.journal): mount it "
+            raise ImageError(f"{name}: a commit was interrupted ({journal_path(name)}): mount it "
                              f"read-write once or run `simfs fsck --repair {name}` to finish it")
         try:
             n = recover(name, fd)
@@ -193,13 +193,39 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
                     if n else "discarded a torn journal (the image is as of the commit before)")
 
     def _check_descs(self) -> None:
-        geo = self.geo
+        """Refuse a corrupt superblock or descriptor table (or an image the disk model cannot
+        hold) before anything is written, with the reason; Volume.open closes the image."""
+        geo, sb, name = self.geo, self.sb, self.path
+
+        def corrupt(what: str):
+            raise ImageError(f"{name}: corrupt {what}")
+        if sb.r_blocks_count > sb.blocks_count:
+            corrupt(f"superblock (reserved block count {sb.r_blocks_count} > block count {sb.blocks_count})")
+        if sb.free_blocks_count > sb.blocks_count:
+            corrupt(f"superblock (free block count {sb.free_blocks_count} > block count {sb.blocks_count})")
+        if sb.free_inodes_count > sb.inodes_count:
+            corrupt(f"superblock (free inode count {sb.free_inodes_count} > inode count {sb.inodes_count})")
         for g, d in enumerate(self.descs):
             start, end = geo.group_start(g), geo.group_start(g) + geo.group_blocks(g)
-            for what, b, n in (("block bitmap", d.block_bitmap, 1), ("inode bitmap", d.inode_bitmap, 1),
-                               ("inode table", d.inode_table, geo.inode_table_blocks)):
-                if not (start <= b and b + n <= end):     # open() closes the image
-                    raise ImageError(f"{self.path}: corrupt group descriptor {g} ({what} at block {b})")
+            first = start + geo.super_and_gdt_blocks(g)
+            spans = sorted([(d.block_bitmap, 1, "block bitmap"), (d.inode_bitmap, 1, "inode bitmap"),
+                            (d.inode_table, geo.inode_table_blocks, "inode table")])
+            for b, n, what in spans:
+                if not (first <= b and b + n <= end):
+                    corrupt(f"group descriptor {g} ({what} at block {b}, outside the group's "
+                            f"blocks {first}..{end - 1})")
+            for (b, n, what), (b2, _, what2) in zip(spans, spans[1:]):
+                if b + n > b2:
+                    corrupt(f"group descriptor {g} ({what} at block {b} overlaps the {what2} at block {b2})")
+            if d.free_blocks > end - start:
+                corrupt(f"group descriptor {g} ({d.free_blocks} free blocks in a group of {end - start})")
+            if d.free_inodes + d.used_dirs > geo.inodes_per_group:
+                corrupt(f"group descriptor {g} ({d.free_inodes} free inodes and {d.used_dirs} directories "
+                        f"in a group of {geo.inodes_per_group} inodes)")
+        need = sb.blocks_count * geo.sectors_per_block
+        if need > self.disk.sectors:
+            raise ImageError(f"{name}: the file system ({need} sectors) does not fit the disk model "
+                             f"{self.options.disk} ({self.disk.sectors} sectors); give it a larger capacity=")
 
     def close(self) -> None:
         """Free orphans, write every dirty structure back, put back the state found at mount
@@ -308,7 +334,10 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
 
     # helpers -----------------------------------------------------------------------------
     def _now(self) -> int:
-        return time.time_ns()
+        """Time stamps from the kernel's own clock (coarse, like current_time()), so a
+        utimensat(UTIME_NOW), whose "now" the kernel supplies, is never earlier than a
+        time simfs set a moment before."""
+        return time.clock_gettime_ns(time.CLOCK_REALTIME_COARSE)
 
     def _count(self, key: str, n: int = 1) -> None:
         self.stats.count(key, n)

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -33,11 +34,44 @@ class UsageError(Exception):
 
 
 # checks ------------------------------------------------------------------------------------
+PATH_MAX = 4096     # Linux: longest path a system call takes, NUL included
+NAME_MAX = 255      # longest name in a directory (ext4, tmpfs, xfs, btrfs)
+
+
+def path_problem(path: str) -> str | None:
+    """Why a path is too long to look up, or None (os.path.exists() just says False)."""
+    try:
+        os.lstat(path)
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
+            n = len(os.fsencode(path))
+            if n >= PATH_MAX:
+                return f"the path is {n} bytes long, more than PATH_MAX ({PATH_MAX - 1} bytes)"
+            return f"a name in it is longer than {NAME_MAX} bytes"
+    return None
+
+
+def shown(path: str) -> str:
+    """A path for a one-line message: one longer than PATH_MAX is cut short."""
+    return path if len(path) < PATH_MAX else path[:40] + "..."
+
+
+def check_path(path: str, what: str) -> None:
+    problem = path_problem(path)
+    if problem:
+        raise UsageError(f"{what} {shown(path)}: {problem}")
+
+
 def check_mountpoint(mnt: str) -> None:
+    check_path(mnt, "mount point")
     if is_mounted(mnt):
         raise UsageError(f"mount point {mnt} is already a mount point")
-    if not os.path.lexists(mnt):
-        raise UsageError(f"mount point {mnt} does not exist")
+    try:
+        os.lstat(mnt)
+    except FileNotFoundError:
+        raise UsageError(f"mount point {mnt} does not exist") from None
+    except OSError as e:
+        raise UsageError(f"mount point {mnt}: {e.strerror}") from None
     if not os.path.isdir(mnt):
         raise UsageError(f"mount point {mnt} is not a directory")
     if os.path.ismount(mnt):
@@ -50,10 +84,36 @@ def check_mountpoint(mnt: str) -> None:
 
 
 def check_image(image: str) -> None:
-    if not os.path.exists(image):
-        raise UsageError(f"image {image} does not exist")
-    if not os.path.isfile(image):
+    check_path(image, "image")
+    try:
+        st = os.stat(image)
+    except FileNotFoundError:
+        raise UsageError(f"image {image} does not exist") from None
+    except OSError as e:       # a symlink loop, a file used as a directory, no permission
+        raise UsageError(f"image {image}: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
         raise UsageError(f"image {image} is not a regular file")
+
+
+def check_output(path: str, what: str, keep: bool = False, hint: str = "") -> None:
+    """A file the daemon will write (log, trace, stats) must be creatable now: otherwise the
+    daemon fails after forking, or, for stats, only at unmount. A probe file it made is
+    removed unless `keep`."""
+    def fail(reason: str):
+        raise UsageError(f"cannot write the {what} file {shown(path)}: {reason}{hint}")
+    problem = path_problem(path)
+    if problem:
+        fail(problem)
+    d = os.path.dirname(path)
+    if not os.path.lexists(d):
+        fail(f"directory {d} does not exist")
+    existed = os.path.lexists(path)
+    try:    # O_NONBLOCK: a FIFO without a reader fails (ENXIO) rather than hang the mount
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644))
+    except OSError as e:
+        fail(e.strerror)
+    if not existed and not keep:
+        os.unlink(path)
 
 
 def _path_options(vopts) -> dict:
@@ -70,6 +130,23 @@ def _check_outside(mnt: str, **paths) -> None:
         real = os.path.realpath(os.path.abspath(p))
         if real.startswith(root) or real == root.rstrip("/"):
             raise UsageError(f"the {what} file {p} must not be inside the mount point {mnt}")
+
+
+def _check_distinct(**paths) -> None:
+    """Image, log, trace and stats must be different files: the trace and the statistics
+    are written over whatever is there (`-o stats=IMAGE` destroyed the image)."""
+    seen: dict = {}
+    for what, p in paths.items():
+        try:
+            st = os.stat(p)
+            if not stat.S_ISREG(st.st_mode):
+                continue                        # /dev/null may take both
+            key = (st.st_dev, st.st_ino)
+        except OSError:
+            key = os.path.realpath(p)
+        if key in seen:
+            raise UsageError(f"the {what} file {p} is also the {seen[key]}; give each its own file")
+        seen[key] = what if what == "image" else f"{what} file"
 
 
 def _unescape_mountinfo(s: str) -> str:
@@ -216,8 +293,9 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None) -> i
         try:
             vol.close()
             log.info("image %s written back and closed; daemon exits", image)
-        except Exception:
-            log.exception("closing the volume failed")
+        except Exception as e:     # `simfs umount` finds this line in the log and reports it
+            done = "the image was written back, but " if getattr(vol, "closed", False) else ""
+            log.exception("%sclosing the volume failed: %s: %s", done, type(e).__name__, e)
             rc = 1
     return rc
 
@@ -227,23 +305,26 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False) -> int:
     image, mnt = os.path.abspath(image), os.path.abspath(mnt)
     check_mountpoint(mnt)
     check_image(image)
-    log_path = os.path.abspath(mopts.log) if mopts.log else default_log_path(image)
-    _check_outside(mnt, image=image, log=log_path, **_path_options(mopts.volume))
+    log_path = os.path.abspath(mopts.log) if mopts.log else (None if foreground else default_log_path(image))
+    outputs = _path_options(mopts.volume)
+    logs = {"log": log_path} if log_path else {}
+    _check_outside(mnt, image=image, **logs, **outputs)
+    _check_distinct(image=image, **logs, **outputs)
+    for what, path in outputs.items():
+        check_output(path, what)
+    if log_path:
+        check_output(log_path, "log", keep=True,
+                     hint="" if mopts.log else "; give another with -o log=FILE")
     if foreground:
-        setup_logging(log_path if mopts.log else None, mopts.loglevel, stream=sys.stderr)
+        setup_logging(log_path, mopts.loglevel, stream=sys.stderr)
 
         def ready(warnings):
             for w in warnings:
                 print(f"simfs mount: warning: {w}", file=sys.stderr)
             print(f"simfs: {image} mounted on {mnt} (foreground; Ctrl-C or "
                   f"`simfs umount {mnt}` to stop)", file=sys.stderr, flush=True)
-        return serve(image, mnt, mopts, log_path=log_path if mopts.log else None, ready=ready)
+        return serve(image, mnt, mopts, log_path=log_path, ready=ready)
 
-    try:
-        with open(log_path, "a"):
-            pass
-    except OSError as e:
-        raise UsageError(f"cannot write the log {log_path}: {e.strerror}") from None
     sys.stdout.flush()
     sys.stderr.flush()
     r, w = os.pipe()
@@ -376,9 +457,38 @@ def wait_for_daemon(pid: int | None, image: str | None, timeout: float | None = 
     return True
 
 
+def _log_size(path: str | None) -> int:
+    try:
+        return os.path.getsize(path) if path else 0
+    except OSError:
+        return 0
+
+
+def daemon_error(log_path: str | None, offset: int, pid) -> str | None:
+    """The first ERROR the daemon `pid` logged after `offset`: how `simfs umount` learns that
+    the daemon (not its child) failed while writing back, e.g. the -o stats= file."""
+    if not log_path or not pid:
+        return None
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(offset if offset <= os.fstat(f.fileno()).st_size else 0)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():      # "DATE TIME PID LEVEL NAME: MESSAGE"
+        parts = line.split(" ", 4)
+        if len(parts) == 5 and parts[2] == str(pid) and parts[3] in ("ERROR", "CRITICAL"):
+            return parts[4].partition(": ")[2] or parts[4]
+    return None
+
+
 def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None) -> int:
-    """`simfs umount`: unmount, then wait for the daemon to finish writing and exit."""
+    """`simfs umount`: unmount, then wait for the daemon to finish writing and exit; 1 if it
+    logged a failure meanwhile."""
+    if timeout is not None and not timeout >= 0:
+        raise UsageError(f"--timeout must be a number of seconds >= 0, not {timeout:g}")
     mnt = os.path.abspath(mnt)
+    check_path(mnt, "mount point")
     if not is_mounted(mnt) and not os.path.lexists(mnt):
         raise UsageError(f"{mnt} does not exist")
     if not is_mounted(mnt, "fuse"):
@@ -388,6 +498,8 @@ def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None) -> int
     if info is None:
         print(f"simfs umount: {mnt} does not answer as simfs (daemon gone?); unmounting anyway",
               file=sys.stderr)
+    log_path = (info or {}).get("log")
+    log_start = _log_size(log_path)
     r = _fusermount(mnt, lazy)
     if r.returncode != 0:
         detail = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"fusermount3 exit {r.returncode}"
@@ -400,5 +512,10 @@ def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None) -> int
         if not wait_for_daemon(info.get("pid"), info.get("image"), timeout):
             print(f"simfs umount: unmounted, but the daemon (pid {info.get('pid')}) is still "
                   f"running after {timeout:g} s; see {info.get('log')}", file=sys.stderr)
+            return 1
+        error = daemon_error(log_path, log_start, info.get("pid"))
+        if error:
+            print(f"simfs umount: unmounted, but the daemon failed: {error} (log: {log_path})",
+                  file=sys.stderr)
             return 1
     return 0

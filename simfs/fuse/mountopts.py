@@ -6,7 +6,8 @@ Enum, Optional; integers take K/M/G/T suffixes). A field may carry metadata:
 `choices` (list or callable) and `check` (callable raising ValueError) validate its value
 here, `help` describes it, and `suboptions=True` lets its value hold commas, as in
 `-o disk=sata7200,rpm=5400,alloc=cg`: items with keys that are not options continue the
-previous value; `path=True` makes a relative path absolute (the daemon runs in /).
+previous value; `path=True` makes a relative path absolute (the daemon runs in /);
+`range=(low, high)` bounds a number (either may be a callable, evaluated when parsing).
 Front-end keys (`log=`, `fsname=`, ...) are handled by the
 mount itself and never reach the volume. Unknown keys or values raise `OptionError`, whose
 message is one line and names what is valid.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import os
 import types
 import typing
@@ -50,7 +52,27 @@ ALIASES = {"ro": ("read_only", True), "rw": ("read_only", False)}
 # Defaults for fields that do not (yet) say so in their metadata.
 SUBOPTION_FIELDS = {"disk"}
 PATH_FIELDS = {"trace", "stats"}     # made absolute here: the daemon runs in /
-CHECKS = {"disk": ("disk_models", "resolve")}
+CHECKS = {"disk": ("disk_models", "make_disk")}   # builds the model: catches what only that finds
+
+
+def machine_memory() -> int:
+    """Physical memory in bytes: a buffer cache larger than this cannot be what was meant."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 1 << 40
+
+
+# Valid ranges (inclusive) of numeric fields, for fields whose metadata has no "range".
+# cache: the buffer cache keeps at least 64 blocks (256K of 4K blocks) whatever it is told;
+# maxio: at least one block of the largest block size; sync_interval: the syncer must run.
+RANGES = {
+    "cache": (256 << 10, machine_memory),
+    "maxio": (4 << 10, 64 << 20),
+    "cpu_op_us": (0.0, 1e6),
+    "sync_interval": (0.01, 86400.0),
+    "commit": (0.05, 86400.0),
+}
 
 _TRUE = {"1", "yes", "y", "true", "on"}
 _FALSE = {"0", "no", "n", "false", "off"}
@@ -140,10 +162,37 @@ def parse_int(text: str) -> int:
             break
     if t and t[-1] in _SUFFIX:
         num = float(t[:-1])
-        if num < 0:
+        if not math.isfinite(num) or num < 0:      # inf would overflow int(): say "bad value"
             raise ValueError(text)
         return int(num * _SUFFIX[t[-1]])
     return int(t, 0)
+
+
+def format_size(n: int) -> str:
+    """Bytes in the largest K/M/G/T unit, rounded down: 262144 -> '256K', 1.54 GiB -> '1.5G'."""
+    for suffix, mult in reversed(_SUFFIX.items()):
+        if n >= mult:
+            return f"{n // mult}{suffix.upper()}" if n % mult == 0 else \
+                f"{math.floor(n * 10 / mult) / 10:g}{suffix.upper()}"
+    return str(n)
+
+
+def _range(key: str, f: dataclasses.Field | None):
+    """(low, high, text) of a numeric field's valid range, or None; text like '256K to 64M'."""
+    rng = (f.metadata.get("range") if f is not None else None) or RANGES.get(key)
+    if rng is None:
+        return None
+    low, high = (b() if callable(b) else b for b in rng)
+    show = format_size if isinstance(low, int) and isinstance(high, int) else (lambda v: f"{v:.15g}")
+    note = ", the machine's memory" if rng[1] is machine_memory else ""
+    return low, high, f"{show(low)} to {show(high)}{note}"
+
+
+def _check_range(key: str, text: str, val, f: dataclasses.Field | None) -> None:
+    """Refuse a number outside the field's range (nan included), naming the range."""
+    rng = _range(key, f)
+    if rng is not None and not rng[0] <= val <= rng[1]:
+        raise OptionError(f"bad value for mount option {key}: {text!r} (valid: {rng[2]})")
 
 
 def _check(key: str, value, f: dataclasses.Field | None) -> None:
@@ -182,7 +231,9 @@ def _convert(key: str, text: str | None, typ, f: dataclasses.Field | None):
         try:
             val = float(text)
         except ValueError:
-            raise OptionError(f"bad value for mount option {key}: {text!r} (expected a number)") from None
+            val = math.nan
+        if not math.isfinite(val):
+            raise OptionError(f"bad value for mount option {key}: {text!r} (expected a finite number)")
     elif isinstance(typ, type) and issubclass(typ, enum.Enum):
         for m in typ:
             if text in (str(m.value), m.name, m.name.lower()):
@@ -191,6 +242,8 @@ def _convert(key: str, text: str | None, typ, f: dataclasses.Field | None):
                           f"(valid: {', '.join(str(m.value) for m in typ)})")
     else:
         val = text
+    if typ in (int, float):
+        _check_range(key, text, val, f)
     if choices is not None:
         norm = [str(c) for c in choices]
         if str(val) not in norm:
@@ -304,6 +357,8 @@ def describe(volume_cls=None) -> str:
                 default = "yes" if default else "no"
             ch = _choices(f, _unoptional(typ)[0])
             extra = f" (one of: {', '.join(map(str, ch))})" if ch else ""
+            rng = _range(f.name, f)
+            extra += f" ({rng[2]})" if rng else ""
             help_ = f.metadata.get("help", "")
             lines.append(f"  {f.name}={default}{extra}" + (f"  {help_}" if help_ else ""))
         lines.append("  ro / rw  = read_only=yes / no; noX = X=no for yes/no options; "

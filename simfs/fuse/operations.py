@@ -1,6 +1,6 @@
 """pyfuse3 Operations: a thin translation of FUSE requests onto a `Volume`.
 
-Fidelity contract (../shared/DESIGN.md): entry and attribute timeouts are 0, files are opened
+Fidelity contract (docs/design.md): entry and attribute timeouts are 0, files are opened
 with keep_cache off and without direct_io (so shared writable mmap works), and the kernel
 write-back cache is off, so every access reaches simfs. The volume is synchronous and is
 called directly from the trio handlers: requests are served one at a time, in order.

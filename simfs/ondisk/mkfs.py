@@ -24,37 +24,68 @@ from simfs.ondisk.inode import Inode
 from simfs.ondisk.superblock import Geometry, Superblock
 
 
-def _plan(size_bytes, block_size, blocks_per_group, inode_size, bytes_per_inode, inodes_per_group):
+def _lost_found_blocks(block_size: int) -> int:
+    """lost+found is 16 KiB, or 12 blocks with 1K blocks, like mke2fs."""
+    return min(12, max(2, 16384 // block_size)) if block_size == 1024 else max(2, 16384 // block_size)
+
+
+def plan(size_bytes: int, *, block_size: int = 4096, blocks_per_group: int | None = None,
+         inode_size: int = 256, bytes_per_inode: int | None = None, inodes_per_group: int | None = None,
+         reserved_ratio: float = 0.05, label: bytes = b"") -> tuple[int, int, int, int]:
+    """(blocks, blocks per group, groups, inodes per group) for these arguments, or ImageError
+    saying which argument is wrong; writes nothing, so callers can check before creating a file.
+    The limits are mke2fs's, and the first group must hold its metadata, root and lost+found
+    (an image that does not was e2fsck-corrupt)."""
     if block_size not in (1024, 4096):
         raise ImageError(f"block size must be 1024 or 4096, not {block_size}")
     if inode_size not in (128, 256):
         raise ImageError(f"inode size must be 128 or 256, not {inode_size}")
-    bpg = blocks_per_group or 8 * block_size
+    if not 0 <= reserved_ratio <= 0.5:
+        raise ImageError(f"reserved blocks must be 0 to 50 percent (as mke2fs -m), not {reserved_ratio * 100:g}")
+    if len(label) > 16:
+        raise ImageError(f"the label is {len(label)} bytes; ext2 keeps at most 16")
+    if bytes_per_inode is not None and not 1024 <= bytes_per_inode <= 64 << 20:
+        raise ImageError(f"bytes per inode must be from 1024 to 64M (as mke2fs -i), not {bytes_per_inode}")
+    bpg = 8 * block_size if blocks_per_group is None else blocks_per_group
     if bpg % 8 or not (256 <= bpg <= 8 * block_size):
-        raise ImageError(f"blocks per group must be a multiple of 8 from 256 to {8 * block_size}")
+        raise ImageError(f"blocks per group must be a multiple of 8 from 256 to {8 * block_size}, not {bpg}")
     first = 1 if block_size == 1024 else 0
     blocks = size_bytes // block_size
     if blocks < 64 + first:
-        raise ImageError(f"image too small: {size_bytes} bytes (need at least {64 * block_size})")
+        raise ImageError(f"image too small: {size_bytes} bytes (need at least {(64 + first) * block_size})")
     if blocks > 2**32 - 1:
-        raise ImageError("image too large for ext2 without the 64bit feature")
+        raise ImageError(f"image too large for ext2 without the 64bit feature: {size_bytes} bytes "
+                         f"(at most {(2**32 - 1) * block_size} with {block_size}-byte blocks)")
     groups = -(-(blocks - first) // bpg)
     if bytes_per_inode is None:
         bytes_per_inode = 8192 if blocks * block_size < 512 * 2**20 else 16384
     ipb = block_size // inode_size
+    gdt_blocks = -(-groups * GROUP_DESC_SIZE // block_size)
+    # group 0 holds the superblock, descriptors, bitmaps, root and lost+found besides its
+    # inode table, which also fits one bitmap block; whole table blocks, a multiple of 8
+    group0 = min(bpg, blocks - first)
+    spare = 1 + gdt_blocks + 2 + 1 + _lost_found_blocks(block_size)
+    step = max(ipb, 8)
+    max_ipg = min(8 * block_size, (group0 - spare) * ipb) // step * step
+    if max_ipg < 16:
+        raise ImageError(f"the first group ({group0} blocks) cannot hold {gdt_blocks} descriptor blocks, "
+                         f"the bitmaps, root, lost+found and an inode table: give a larger size or more "
+                         f"blocks per group")
+    if inodes_per_group is not None and not 16 <= inodes_per_group <= max_ipg:
+        raise ImageError(f"inodes per group must be from 16 to {max_ipg} with {group0} blocks in the first "
+                         f"group, {block_size}-byte blocks and {inode_size}-byte inodes, not {inodes_per_group}")
     if inodes_per_group is None:
         total = max(blocks * block_size // bytes_per_inode, 16 * groups)
         inodes_per_group = -(-total // groups)
-    # whole inode-table blocks, a multiple of 8, at most one bitmap block's worth
-    inodes_per_group = -(-inodes_per_group // ipb) * ipb
-    inodes_per_group = -(-inodes_per_group // 8) * 8
-    inodes_per_group = min(inodes_per_group, 8 * block_size, (bpg - 16) * ipb)
-    gdt_blocks = -(-groups * GROUP_DESC_SIZE // block_size)
+    inodes_per_group = min(-(-inodes_per_group // step) * step, max_ipg)
     overhead = 1 + gdt_blocks + 2 + -(-inodes_per_group * inode_size // block_size)
     last = blocks - first - (groups - 1) * bpg
     if groups > 1 and last < overhead + 50:   # mke2fs drops a uselessly small last group
         groups -= 1
         blocks = first + groups * bpg
+    if inodes_per_group * groups > 2**32 - 1:
+        raise ImageError(f"too many inodes ({inodes_per_group} x {groups} groups); "
+                         f"give a larger bytes per inode")
     return blocks, bpg, groups, inodes_per_group
 
 
@@ -68,8 +99,10 @@ def mkfs(path, size_bytes: int, *, block_size: int = 4096, blocks_per_group: int
     `writer(blkno, data)` receives every block mkfs writes, in order (the timing layer charges
     them); by default blocks are written straight into the image, which is made sparse.
     """
-    blocks, bpg, groups, ipg = _plan(size_bytes, block_size, blocks_per_group, inode_size,
-                                     bytes_per_inode, inodes_per_group)
+    blocks, bpg, groups, ipg = plan(size_bytes, block_size=block_size, blocks_per_group=blocks_per_group,
+                                    inode_size=inode_size, bytes_per_inode=bytes_per_inode,
+                                    inodes_per_group=inodes_per_group, reserved_ratio=reserved_ratio,
+                                    label=label)
     now = int(time.time()) if now is None else now
     uid = os.getuid() if uid is None else uid
     gid = os.getgid() if gid is None else gid
@@ -121,7 +154,7 @@ def mkfs(path, size_bytes: int, *, block_size: int = 4096, blocks_per_group: int
     # root and lost+found: blocks right after group 0's inode table
     next_free = int(np.argmin(used))
     root_blk = next_free
-    lpf_nblocks = min(12, max(2, 16384 // block_size)) if block_size == 1024 else max(2, 16384 // block_size)
+    lpf_nblocks = _lost_found_blocks(block_size)
     lpf_blks = list(range(root_blk + 1, root_blk + 1 + lpf_nblocks))
     used[root_blk:root_blk + 1 + lpf_nblocks] = True
     inode_used[LOST_FOUND_INO - 1] = True
@@ -215,5 +248,9 @@ def _create_image(path, size: int) -> int:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     except OSError as e:
         raise ImageError(f"{path}: cannot create image: {e.strerror}") from None
-    os.ftruncate(fd, size)
+    try:
+        os.ftruncate(fd, size)
+    except OSError as e:        # e.g. EFBIG: larger than the host file system allows
+        os.close(fd)
+        raise ImageError(f"{path}: cannot make a {size}-byte image: {e.strerror}") from None
     return fd

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import fuse_mounts, make_image, run_simfs
+from tests.conftest import e2fsck, fuse_mounts, make_image, run_simfs
 
 pytestmark = pytest.mark.mount
 
@@ -131,3 +131,145 @@ def test_bad_options_leave_image_usable(image, empty_dir):
 def test_umount_not_mounted(empty_dir, tmp_path):
     _refused("umount", empty_dir, match="not mounted")
     _refused("umount", tmp_path / "nowhere", match="does not exist")
+
+
+def _patched(src, dst, offset: int, data: bytes):
+    """A copy of image src with data written at offset (a deterministic corruption)."""
+    shutil.copyfile(src, dst)
+    with open(dst, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+    return dst
+
+
+# Offsets on a 64M image with 4K blocks: superblock at byte 1024, descriptor 0 at 4096
+# (block_bitmap, inode_bitmap, inode_table: u32; free_blocks, free_inodes, used_dirs: u16).
+@pytest.mark.parametrize("offset,data,match", [
+    (4096, bytes(range(64)), "corrupt group descriptor 0 (block bitmap at block 50462976"),
+    (4096, (0).to_bytes(4, "little"), "corrupt group descriptor 0 (block bitmap at block 0"),
+    (4096 + 8, (3).to_bytes(4, "little"), "inode bitmap at block 3 overlaps the inode table"),
+    (4096 + 12, (40000).to_bytes(2, "little"), "40000 free blocks in a group of 16384"),
+    (4096 + 14, (9000).to_bytes(2, "little"), "9000 free inodes"),
+    (1024 + 8, (20000).to_bytes(4, "little"), "reserved block count 20000 > block count 16384"),
+    (1024 + 12, (20000).to_bytes(4, "little"), "free block count 20000 > block count"),
+    (1024 + 16, (9000).to_bytes(4, "little"), "free inode count 9000 > inode count"),
+])
+def test_corrupt_image_refused(image, empty_dir, tmp_path, offset, data, match):
+    """Was exit 1 with 'Bad file descriptor': the image's fd was closed twice."""
+    bad = _patched(image, tmp_path / "bad.img", offset, data)
+    before = bad.read_bytes()
+    line = _refused("mount", bad, empty_dir, match=match)
+    assert "corrupt" in line
+    assert bad.read_bytes() == before, "a refused image must not be written"
+
+
+def test_image_larger_than_the_disk_model(image, empty_dir):
+    _refused("mount", image, empty_dir, "-o", "disk=sata7200,capacity=100000",
+             match="does not fit the disk model")
+    assert e2fsck(image)[0] == 0
+
+
+@pytest.mark.parametrize("opts,match", [
+    ("cache=0", "(valid: 256K to "),
+    ("cache=-1", "(valid: 256K to "),
+    ("cache=99999999999999G", "the machine's memory"),
+    ("maxio=0", "(valid: 4K to 64M)"),
+    ("cpu_op_us=-5", "(valid: 0 to 1000000)"),
+    ("cpu_op_us=nan", "expected a finite number"),
+    ("sync_interval=0", "(valid: 0.01 to 86400)"),
+    ("sync_interval=-1", "(valid: 0.01 to 86400)"),
+    ("cache=infK", "expected an integer"),
+])
+def test_number_out_of_range(image, empty_dir, opts, match):
+    _refused("mount", image, empty_dir, "-o", opts, match=match)
+
+
+@pytest.mark.parametrize("key", ["trace", "stats"])
+def test_output_file_in_missing_directory(image, empty_dir, key):
+    """trace= was exit 1 with a FileNotFoundError; stats= was accepted and never written."""
+    _refused("mount", image, empty_dir, "-o", f"{key}=/nonexistent/x.out",
+             match=f"cannot write the {key} file /nonexistent/x.out: directory /nonexistent does not exist")
+
+
+@pytest.mark.parametrize("key", ["trace", "stats"])
+def test_output_file_is_a_directory(image, empty_dir, tmp_path, key):
+    _refused("mount", image, empty_dir, "-o", f"{key}={tmp_path}", match="Is a directory")
+
+
+@pytest.mark.parametrize("opts,match", [
+    ("stats={image}", "the stats file {image} is also the image"),
+    ("trace={image}", "the trace file {image} is also the image"),
+    ("trace={d}/t,stats={d}/t", "the stats file {d}/t is also the trace file"),
+    ("log={d}/t,stats={d}/t", "is also the log file"),
+    ("stats={image}.log", "is also the log file"),
+])
+def test_outputs_must_not_overwrite_each_other(image, empty_dir, tmp_path, opts, match):
+    """-o stats=IMAGE used to overwrite the image with JSON at unmount."""
+    fmt = dict(image=image, d=tmp_path)
+    before = image.read_bytes()
+    _refused("mount", image, empty_dir, "-o", opts.format(**fmt), match=match.format(**fmt))
+    assert image.read_bytes() == before
+    assert not (tmp_path / "t").exists()
+
+
+def test_outputs_to_dev_null(image, empty_dir):
+    run_simfs("mount", image, empty_dir, "-o", "trace=/dev/null,stats=/dev/null")
+    run_simfs("umount", empty_dir)
+    assert e2fsck(image)[0] == 0
+
+
+def test_probe_leaves_no_files(image, empty_dir, tmp_path):
+    _refused("mount", image, empty_dir, "-o", f"stats={tmp_path}/s.json,trace={tmp_path}/t.csv,cache=0",
+             match="cache")
+    _refused("mount", tmp_path / "missing.img", empty_dir, "-o", f"stats={tmp_path}/s.json",
+             match="does not exist")
+    assert not (tmp_path / "s.json").exists() and not (tmp_path / "t.csv").exists()
+
+
+def test_stats_unwritable_at_unmount_is_reported(image, empty_dir, tmp_path):
+    """The statistics were silently not written while `simfs umount` returned 0."""
+    out = tmp_path / "out"
+    out.mkdir()
+    run_simfs("mount", image, empty_dir, "-o", f"stats={out}/s.json")
+    try:
+        (empty_dir / "f").write_text("data")
+        shutil.rmtree(out)
+    finally:
+        r = run_simfs("umount", empty_dir, check=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1, r.stderr
+    assert "the image was written back" in lines[0] and f"{out}/s.json" in lines[0], lines[0]
+    assert _ours() == []
+    assert e2fsck(image)[0] == 0
+
+
+def test_long_image_name_needs_a_log(tmp_path, empty_dir):
+    """IMAGE.log is longer than a file name may be: say so and name -o log=."""
+    img = make_image(tmp_path / ("x" * 252), "64M")
+    _refused("mount", img, empty_dir, match="-o log=")
+    run_simfs("mount", img, empty_dir, "-o", f"log={tmp_path}/l.log")
+    run_simfs("umount", empty_dir)
+    assert e2fsck(img)[0] == 0
+
+
+def test_mount_point_too_long(image, tmp_path):
+    deep = str(tmp_path) + "/" + "/".join(["y" * 200] * 25)
+    line = _refused("mount", image, deep, match="more than PATH_MAX (4095 bytes)")
+    assert "does not exist" not in line
+    _refused("mount", image, tmp_path / ("z" * 300), match="a name in it is longer than 255 bytes")
+    _refused("umount", deep, match="more than PATH_MAX (4095 bytes)")
+
+
+def test_umount_bad_timeout(empty_dir):
+    _refused("umount", empty_dir, "--timeout", "-1", match="--timeout")
+    _refused("umount", empty_dir, "--timeout", "nan", match="--timeout")
+
+
+def test_paths_that_cannot_be_looked_up(image, tmp_path, empty_dir):
+    """These were all "does not exist"; say what is wrong instead."""
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    _refused("mount", tmp_path / "loop1", empty_dir, match="Too many levels of symbolic links")
+    _refused("mount", f"{image}/x", empty_dir, match="Not a directory")
+    _refused("mount", image, f"{image}/x", match="Not a directory")
+    _refused("mount", image, tmp_path / "nowhere", match="does not exist")

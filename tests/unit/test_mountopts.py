@@ -20,7 +20,7 @@ class Mode(enum.Enum):
 @dataclass
 class Opts:
     alloc: str = "first-free"
-    cache: int = 1024
+    blocks: int = 1024
     ratio: float = 0.5
     atime: bool = False
     read_only: bool = False
@@ -32,6 +32,8 @@ class Opts:
     checked: str = field(default="ok", metadata={"check": lambda v: (_ for _ in ()).throw(ValueError("nope"))
                                                   if v == "bad" else None})
     out: str = field(default="", metadata={"path": True})
+    level: float = field(default=1.0, metadata={"range": (0.0, 10.0)})
+    count: int = field(default=4, metadata={"range": (1, lambda: 64 << 10)})
 
 
 def p(*specs):
@@ -44,13 +46,13 @@ def test_defaults():
 
 
 def test_types_converted_from_annotations():
-    o = p("alloc=cg,cache=64K,ratio=0.25,atime,order=hash,mode=slow,limit=7,policy=b")
+    o = p("alloc=cg,blocks=64K,ratio=0.25,atime,order=hash,mode=slow,limit=7,policy=b")
     v = o.volume
-    assert (v.alloc, v.cache, v.ratio, v.atime, v.order, v.mode, v.limit, v.policy) == \
+    assert (v.alloc, v.blocks, v.ratio, v.atime, v.order, v.mode, v.limit, v.policy) == \
         ("cg", 65536, 0.25, True, "hash", Mode.SLOW, 7, "b")
     assert p("limit=none").volume.limit is None
-    assert p("cache=0x100").volume.cache == 256
-    assert p("cache=2MiB").volume.cache == 2 << 20
+    assert p("blocks=0x100").volume.blocks == 256
+    assert p("blocks=2MiB").volume.blocks == 2 << 20
 
 
 def test_bool_spellings_and_aliases():
@@ -80,8 +82,8 @@ def test_fuse_options_defaults():
 
 
 def test_suboptions_take_following_unknown_items():
-    o = p("spec=base,k1=v1,k2=v2,cache=8,atime")
-    assert o.volume.spec == "base,k1=v1,k2=v2" and o.volume.cache == 8 and o.volume.atime
+    o = p("spec=base,k1=v1,k2=v2,blocks=8,atime")
+    assert o.volume.spec == "base,k1=v1,k2=v2" and o.volume.blocks == 8 and o.volume.atime
     assert o.given["spec"] == "base,k1=v1,k2=v2"
 
 
@@ -90,15 +92,23 @@ def test_path_fields_made_absolute():
 
 
 @pytest.mark.parametrize("spec,msg", [
-    ("bogus", "unknown mount option 'bogus'; valid options: alloc, cache"),
-    ("cache=lots", "bad value for mount option cache"),
+    ("bogus", "unknown mount option 'bogus'; valid options: alloc, blocks"),
+    ("level=11", "bad value for mount option level: '11' (valid: 0 to 10)"),
+    ("level=-0.5", "(valid: 0 to 10)"),
+    ("level=nan", "(expected a finite number)"),
+    ("ratio=inf", "(expected a finite number)"),
+    ("count=0", "bad value for mount option count: '0' (valid: 1 to 64K)"),
+    ("count=65537", "(valid: 1 to 64K)"),
+    ("count=infK", "(expected an integer"),
+    ("count=1e400K", "(expected an integer"),
+    ("blocks=lots", "bad value for mount option blocks"),
     ("ratio=x", "bad value for mount option ratio"),
     ("atime=maybe", "expected yes/no"),
     ("order=random", "valid: hash, linear"),
     ("mode=medium", "valid: fast, slow"),
     ("policy=c", "valid: a, b"),
     ("checked=bad", "bad value for mount option checked: nope"),
-    ("cache", "needs a value"),
+    ("blocks", "needs a value"),
     ("log", "needs a value"),
     ("loglevel=loud", "valid: debug, info"),
 ])
@@ -131,3 +141,62 @@ def test_real_volume_options_parse():
         assert n in mountopts.valid_keys()
     with pytest.raises(OptionError):
         parse(["definitely_not_an_option=1"])
+
+
+def test_ranges_are_inclusive():
+    assert p("level=0,count=1").volume.level == 0.0
+    assert p("level=10,count=64K").volume.count == 64 << 10
+
+
+@pytest.mark.parametrize("spec,valid", [
+    ("cache=0", "(valid: 256K to "),
+    ("cache=-1", "(valid: 256K to "),
+    ("cache=99999999999999G", "the machine's memory"),
+    ("maxio=0", "(valid: 4K to 64M)"),
+    ("maxio=1K", "(valid: 4K to 64M)"),
+    ("cpu_op_us=-5", "(valid: 0 to 1000000)"),
+    ("cpu_op_us=nan", "(expected a finite number)"),
+    ("sync_interval=0", "(valid: 0.01 to 86400)"),
+    ("sync_interval=-1", "(valid: 0.01 to 86400)"),
+    ("sync_interval=inf", "(expected a finite number)"),
+])
+def test_volume_numbers_out_of_range(spec, valid):
+    with pytest.raises(OptionError) as e:
+        parse([spec])
+    assert valid in str(e.value) and spec.split("=")[0] in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cache_may_be_as_large_as_memory():
+    mem = mountopts.machine_memory()
+    assert parse([f"cache={mem}"]).volume.cache == mem
+    with pytest.raises(OptionError, match=f"to {mountopts.format_size(mem)}, the machine.s memory"):
+        parse([f"cache={mem + 4096}"])
+    assert mountopts.parse_int(mountopts.format_size(mem)) <= mem     # the bound it names is valid
+
+
+def test_every_numeric_volume_option_has_a_range():
+    """A new number option must say what is sane (nan, negative, zero, huge are refused)."""
+    import typing
+    from simfs.fs.volume import VolumeOptions
+    hints = typing.get_type_hints(VolumeOptions)
+    for f in dataclasses.fields(VolumeOptions):
+        if mountopts._unoptional(hints[f.name])[0] in (int, float):
+            assert f.metadata.get("range") or f.name in mountopts.RANGES, f.name
+
+
+def test_format_size():
+    assert [mountopts.format_size(n) for n in (5, 4096, 256 << 10, 64 << 20, 1536 << 10, (3 << 30) + 1)] == \
+        ["5", "4K", "256K", "64M", "1.5M", "3G"]
+
+
+def test_disk_checked_by_building_the_model():
+    """A spec that resolves but cannot be built failed only in the daemon, after forking."""
+    with pytest.raises(OptionError, match="bad value for mount option disk: .*cylinders"):
+        parse(["disk=sata7200,capacity=4096"])
+    with pytest.raises(OptionError, match="bad value for mount option disk: rpm='nan'"):
+        parse(["disk=sata7200,rpm=nan"])
+
+
+def test_describe_shows_ranges():
+    text = mountopts.describe(Opts)
+    assert "level=1.0 (0 to 10)" in text and "count=4 (1 to 64K)" in text
