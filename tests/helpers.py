@@ -77,3 +77,36 @@ def copy_tree_into(vol, src, parent=None, chunk: int = 65536) -> int:
                 seen[(s.st_dev, s.st_ino)] = ino
             count += 1
     return count
+
+
+def fill_volume(vol, name=b"fill", bs: int = 1024) -> int:
+    """Write a file until even one block (of bs bytes) more does not fit, even after
+    write-back (which places delayed blocks and gives back what their reservation
+    overestimated). Returns its inode."""
+    import errno
+    from simfs.errors import FSError
+    ino = vol.create(vol.root_ino, name, 0o644, 0, 0).st_ino
+    size, chunk = 0, 64 * bs
+    while True:
+        try:
+            size += vol.write(ino, size, b"f" * chunk)
+            continue
+        except FSError as e:
+            assert e.errno == errno.ENOSPC
+        if chunk > bs:
+            chunk = bs
+            continue
+        vol.sync()
+        try:
+            size += vol.write(ino, size, b"f" * bs)
+        except FSError:
+            return ino
+
+
+def free_blocks(vol, fill: int, blocks: int, bs: int = 1024) -> None:
+    """Shorten the fill file (blocks of bs bytes) until `blocks` blocks are free."""
+    size = vol.getattr(fill).st_size
+    while vol.statfs().f_bfree < blocks:
+        size -= bs
+        vol.setattr(fill, size=size)
+    vol.sync()

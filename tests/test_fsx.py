@@ -77,7 +77,7 @@ def allocators() -> list[str]:
 
 
 def writeback_modes() -> list[str]:
-    from simfs.cache import WRITEBACK_POLICIES
+    from simfs.blockio.cache import WRITEBACK_POLICIES
     return list(WRITEBACK_POLICIES)
 
 

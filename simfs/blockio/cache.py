@@ -273,8 +273,10 @@ class BufferCache:
                 break
             victims.append(b)
         self._write_back(sorted(b for b in victims if self.buffers[b].dirty), wait=False)
-        for b in victims:
-            self.buffers.pop(b, None)     # delayed blocks were re-keyed when placed
+        for b in victims:                 # delayed pages were re-keyed when placed; a victim
+            buf = self.buffers.get(b)     # placing them dirtied (a map, a bitmap) stays
+            if buf is not None and not buf.dirty:
+                del self.buffers[b]
 
     def place(self, keys: list[int]) -> dict[int, int]:
         """Have the placer give delayed pages their blocks (it re-keys them here); no

@@ -39,19 +39,49 @@ class DelayedAllocation:
     def has_pending(self, inode) -> bool:
         return bool(inode.incore and inode.incore.get("pending"))
 
+    def keys(self, inode) -> list[int]:
+        """Cache keys of the file's pending pages."""
+        return [vkey(inode.ino, lblk) for lblk in (inode.incore or {}).get("pending") or ()]
+
+    def pages(self, inode, first: int, last: int) -> dict[int, bytearray]:
+        """The pages of first..last still waiting for delayed allocation, taken before a
+        read does any I/O: a cache miss can evict, and write-back then places these pages
+        under block numbers the read has already looked up as holes."""
+        pending = self.has_pending(inode) and inode.incore["pending"]
+        if not pending:
+            return {}
+        return {lblk: self.cache.page(vkey(inode.ino, lblk), "data", inode.ino)
+                for lblk in range(first, last + 1) if lblk in pending}
+
     def delay(self, inode, lblk: int) -> int:
-        """Reserve a block for a delayed write of lblk; the cache key of its page."""
+        """Reserve a block for a delayed write of lblk, and the indirect blocks it maps through
+        that no other pending block of the file reserved yet; the cache key of its page."""
         pending = self.pending(inode)
         if lblk not in pending:
             space = self.space
-            # room for the block and, pessimistically, the indirect blocks it may need
-            if space.free_blocks - space.reserved * (1 + 3 / self.geo.ptrs_per_block) - 4 < 1:
+            maps = inode.incore.setdefault("maps", set())
+            new = [node for node in self._map_nodes(lblk) if node not in maps]
+            if space.free_blocks - space.reserved < 1 + len(new):
                 raise FSError(errno.ENOSPC)
             pending.add(lblk)
-            space.reserved += 1
+            maps.update(new)
+            space.reserved += 1 + len(new)
             if len(pending) == 1:
                 self.inodes.pin(inode.ino)      # keep the in-core inode until its blocks are placed
         return vkey(inode.ino, lblk)
+
+    def _map_nodes(self, lblk: int) -> list[tuple]:
+        """The indirect blocks lblk maps through, named by their place in the tree. Reserved
+        whether allocated or not (no reads): a sparse file's pages far apart each need their
+        own, and placing them must not run out of room after the writes succeeded."""
+        slot, idx = self.filemap.path(lblk)
+        return [(slot, *idx[:depth]) for depth in range(len(idx))]
+
+    def _reserve_maps(self, inode) -> None:
+        """Reserve the indirect blocks of the file's pending blocks anew (after some left)."""
+        maps = {node for lblk in inode.incore.get("pending", ()) for node in self._map_nodes(lblk)}
+        self.space.reserved += len(maps) - len(inode.incore.get("maps", ()))
+        inode.incore["maps"] = maps
 
     def undelay(self, inode, keep_blocks: int) -> None:
         """Forget delayed blocks at or past keep_blocks (truncate, unlink)."""
@@ -63,6 +93,8 @@ class DelayedAllocation:
             pending.discard(lblk)
             self.cache.forget(vkey(inode.ino, lblk))
             self.space.reserved -= 1
+        if gone:
+            self._reserve_maps(inode)
         if gone and not pending:
             self.inodes.unpin(inode.ino)
 
@@ -72,33 +104,44 @@ class DelayedAllocation:
         placed = {}
         for ino in sorted({inode_of(k) for k in keys}):
             inode = self.inodes.get(ino)
-            pending = sorted(self.pending(inode))
-            i = 0
-            while i < len(pending):
-                j = i + 1
-                while j < len(pending) and pending[j] == pending[j - 1] + 1 and j - i < self.placement.max_run:
-                    j += 1
-                first = pending[i]
-                req = self.placement.request(inode, first,
-                                             prev_phys=self.filemap.bmap(inode, first - 1) if first else 0)
-                blocks = self.placement.allocate_run(inode, req, j - i)
-                for lblk, phys in zip(pending[i:j], blocks):
-                    self.space.reserved -= 1
-                    self.filemap.map_for_write(inode, lblk, "data", phys=phys)
-                    self.placement.placed(inode, lblk, phys)
-                    self.cache.rekey(vkey(ino, lblk), phys)
-                    placed[vkey(ino, lblk)] = phys
-                i = j
+            pending = self.pending(inode)
+            if not pending:
+                continue
+            lblks = sorted(pending)
+            self.space.reserved -= len(inode.incore.pop("maps", ()))   # the indirect blocks' room
+            try:
+                i = 0
+                while i < len(lblks):
+                    j = i + 1
+                    while j < len(lblks) and lblks[j] == lblks[j - 1] + 1 and j - i < self.placement.max_run:
+                        j += 1
+                    first = lblks[i]
+                    req = self.placement.request(inode, first,
+                                                 prev_phys=self.filemap.bmap(inode, first - 1) if first else 0)
+                    blocks = self.placement.allocate_run(inode, req, j - i)
+                    for phys in blocks:   # all at once: an indirect block mapped below must go elsewhere
+                        self.space.take_block(phys, ino)
+                    self.space.reserved -= len(blocks)
+                    for k, (lblk, phys) in enumerate(zip(lblks[i:j], blocks)):
+                        try:
+                            self.filemap.map_for_write(inode, lblk, "data", phys=phys)
+                        except FSError:
+                            for b in blocks[k:]:
+                                self.space.release_block(b)
+                            self.space.reserved += len(blocks) - k
+                            raise
+                        pending.discard(lblk)
+                        self.placement.placed(inode, lblk, phys)
+                        self.cache.rekey(vkey(ino, lblk), phys)
+                        placed[vkey(ino, lblk)] = phys
+                    i = j
+            except FSError:           # what was not placed stays pending, with its reservation
+                self._reserve_maps(inode)
+                raise
             self.inodes.put(inode)
-            inode.incore["pending"] = set()
             self.inodes.unpin(ino)
         self.stats.count("delayed_blocks_placed", len(placed))
         return placed
-
-    def place_file(self, inode) -> None:
-        """Place the file's pending blocks now (fsync)."""
-        if self.has_pending(inode):
-            self.cache.place([vkey(inode.ino, next(iter(inode.incore["pending"])))])
 
     def runs(self, inode) -> list[tuple[int, int]]:
         """(lblk, n) runs of the file's pending blocks, for inspection."""

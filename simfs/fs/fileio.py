@@ -29,6 +29,7 @@ class FileIO:
             return b""
         bs = self.block_size
         first, last = offset // bs, (end - 1) // bs
+        pages = self.delalloc.pages(inode, first, last)
         phys = self._prefetch(inode, first, last)
         out = bytearray()
         for lblk in range(first, last + 1):
@@ -37,8 +38,8 @@ class FileIO:
             p = phys[lblk - first]
             if p:
                 out += self.cache.bread(p, "data", ino)[lo:hi]
-            elif self.placement.delayed and vkey(ino, lblk) in self.cache:
-                out += self.cache.page(vkey(ino, lblk), "data", ino)[lo:hi]
+            elif lblk in pages:
+                out += pages[lblk][lo:hi]
             else:
                 out += bytes(hi - lo)
         self._count("bytes_read", len(out))
@@ -155,13 +156,26 @@ class FileIO:
                 continue
             self.space.take_block(nb, inode.ino)
             self.filemap.set_pointer(inode, l, nb)
-            self.cache.rekey(old, nb)
+            if l != lblk:                        # lblk's own data is not written yet
+                self._move_data(inode.ino, old, nb)
             self.space.release_block(old)
         self._count("clusters_reallocated")
         return new[-1]
 
+    def _move_data(self, ino: int, old: int, new: int) -> None:
+        """A reallocated block's data goes with it: its dirty buffer is re-keyed; if a cache
+        miss while the cluster was gathered or moved evicted it (writing it to `old`), it is
+        read back and written to `new`, which would otherwise keep what the disk held there."""
+        if old in self.cache:
+            self.cache.rekey(old, new)
+        else:
+            self.cache.write(new, self.cache.bread(old, "data", ino), "data", ino)
+            self.cache.forget(old)
+
     def _finish_write(self, inode, offset: int, done: int) -> None:
-        if offset + done > inode.size:
+        """The file grows by what was written, not by what was asked (a failed write past
+        EOF must not leave a hole of its size)."""
+        if done and offset + done > inode.size:
             inode.size = offset + done
         if done:
             self._touch(inode)
@@ -178,20 +192,36 @@ class FileIO:
                 self.delalloc.undelay(inode, -(-size // bs))
             self.placement.release(inode)
             self.filemap.truncate(inode, -(-size // bs))
-            if size % bs:   # zero the tail of the last block so a later extension reads zeros
-                phys = self.filemap.bmap(inode, size // bs)
-                if phys:
-                    buf = self.cache.bread(phys, "data", inode.ino)
-                    buf[size % bs:] = bytes(bs - size % bs)
-                    self.cache.mark_dirty(phys, buf, "data", inode.ino)
+            if size % bs:
+                self._zero_tail(inode, size)
         inode.size = size
         self.inodes.put(inode)
+
+    def _zero_tail(self, inode, size: int) -> None:
+        """Zero the last block past `size`, so a later extension reads zeros: in the allocated
+        block, or in the page still waiting for delayed allocation (which unmount would write)."""
+        bs = self.block_size
+        lblk, lo = divmod(size, bs)
+        phys = self.filemap.bmap(inode, lblk)
+        if phys:
+            buf = self.cache.bread(phys, "data", inode.ino)
+            key = phys
+        elif self.placement.delayed and vkey(inode.ino, lblk) in self.cache:
+            key = vkey(inode.ino, lblk)
+            buf = self.cache.page(key, "data", inode.ino)
+        else:
+            return
+        buf[lo:] = bytes(bs - lo)
+        self.cache.mark_dirty(key, buf, "data", inode.ino)
 
     @operation
     def fsync(self, ino: int, datasync: bool = False) -> None:
         inode = self._inode(ino)
         if self.placement.delayed:
-            self.delalloc.place_file(inode)
+            # written first, so that the cache's write-back places them: placed from here, a
+            # block the placement reads or allocates could evict the file's other pages and
+            # start a second placement of this file (blocks handed out twice)
+            self.cache.flush_blocks(self.delalloc.keys(inode))
         blocks = [b for _, b in self.filemap.blocks(inode)]
         blocks.append(self.inodes.block_of(ino))
         if inode.file_acl:

@@ -83,44 +83,70 @@ class FileMap:
     def map_for_write(self, inode, lblk: int, kind: str = "data", phys: int = 0) -> tuple[int, bool]:
         """(physical block, newly allocated) for lblk, allocating what is missing.
 
-        With `phys` (delayed allocation decided the place already) that block is taken for
-        the data; missing indirect blocks are still asked of the allocator."""
+        With `phys` (delayed allocation placed the data and took the block already) that
+        block is linked; missing indirect blocks are still asked of the allocator. If an
+        allocation fails, the indirect blocks this call added are freed before the error goes on."""
         slot, idx = self.path(lblk)
         blk = inode.block[slot]
         level = len(idx)
-        if not blk:
-            if level == 0 and phys:
-                blk = self._take(inode, phys)
+        if level == 0:
+            if blk:
+                return blk, False
+            if phys:
+                blk = self._own(inode, phys)
             else:
-                blk = self._alloc(inode, lblk, kind if level == 0 else "indirect", level, slot,
-                                  _prev_nonzero(inode.block, slot), 0)
+                blk = self._alloc(inode, lblk, kind, 0, slot, _prev_nonzero(inode.block, slot), 0)
             inode.block[slot] = blk
             self.inodes.put(inode)
-            if level == 0:
-                return blk, True
-            self.cache.mark_dirty(blk, self.cache.getblk(blk, "indirect", inode.ino), "indirect", inode.ino)
-        elif level == 0:
-            return blk, False
-        new = False
-        for depth, i in enumerate(idx):
-            buf = self.cache.bread(blk, "indirect", inode.ino)
-            child = _U32.unpack_from(buf, i * 4)[0]
-            if child:
-                blk = child
-                continue
-            last = depth == level - 1
-            if last and phys:
-                child = self._take(inode, phys)
-            else:
-                child = self._alloc(inode, lblk, kind if last else "indirect", level - depth - 1, i,
-                                    _prev_nonzero_buf(buf, i), blk)
-            buf = self.cache.bread(blk, "indirect", inode.ino)   # may have been evicted meanwhile
-            _U32.pack_into(buf, i * 4, child)
-            self.cache.mark_dirty(blk, buf, "indirect", inode.ino)
-            if not last:
-                self.cache.mark_dirty(child, self.cache.getblk(child, "indirect", inode.ino), "indirect", inode.ino)
-            blk, new = child, last
+            return blk, True
+        added = []          # (map block or 0 for i_block, index, new indirect block)
+        try:
+            if not blk:
+                blk = self._alloc(inode, lblk, "indirect", level, slot, _prev_nonzero(inode.block, slot), 0)
+                inode.block[slot] = blk
+                self.inodes.put(inode)
+                added.append((0, slot, blk))
+                self.cache.mark_dirty(blk, self.cache.getblk(blk, "indirect", inode.ino), "indirect", inode.ino)
+            new = False
+            for depth, i in enumerate(idx):
+                buf = self.cache.bread(blk, "indirect", inode.ino)
+                child = _U32.unpack_from(buf, i * 4)[0]
+                if child:
+                    blk = child
+                    continue
+                last = depth == level - 1
+                if last and phys:
+                    child = self._own(inode, phys)
+                else:
+                    child = self._alloc(inode, lblk, kind if last else "indirect", level - depth - 1, i,
+                                        _prev_nonzero_buf(buf, i), blk)
+                buf = self.cache.bread(blk, "indirect", inode.ino)   # may have been evicted meanwhile
+                _U32.pack_into(buf, i * 4, child)
+                self.cache.mark_dirty(blk, buf, "indirect", inode.ino)
+                if not last:
+                    added.append((blk, i, child))
+                    fresh = self.cache.getblk(child, "indirect", inode.ino)
+                    self.cache.mark_dirty(child, fresh, "indirect", inode.ino)
+                blk, new = child, last
+        except FSError:
+            if added:
+                self._unlink_branch(inode, added)
+            raise
         return blk, new
+
+    def _unlink_branch(self, inode, added) -> None:
+        """Free indirect blocks a failed map_for_write added (ext2_alloc_branch's cleanup):
+        they map nothing, and would stay allocated, counted in i_blocks, past EOF."""
+        parent, i, _ = added[0]
+        if parent:
+            buf = self.cache.bread(parent, "indirect", inode.ino)
+            _U32.pack_into(buf, i * 4, 0)
+            self.cache.mark_dirty(parent, buf, "indirect", inode.ino)
+        else:
+            inode.block[i] = 0
+        for _, _, blk in added:
+            self._free(inode, blk)
+        self.inodes.put(inode)
 
     def _alloc(self, inode, lblk, kind, level, slot, map_prev, map_block) -> int:
         prev = self.bmap(inode, lblk - 1) if lblk > 0 and level == 0 else 0
@@ -132,6 +158,9 @@ class FileMap:
 
     def _take(self, inode, b: int) -> int:
         self.space.take_block(b, inode.ino)
+        return self._own(inode, b)
+
+    def _own(self, inode, b: int) -> int:
         inode.blocks += self.spb
         return b
 

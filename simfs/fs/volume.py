@@ -58,6 +58,7 @@ from simfs.ondisk.groupdesc import unpack_table
 from simfs.ondisk.superblock import Geometry, Superblock
 
 log = logging.getLogger("simfs.fs.volume")
+_CLOCK_REALTIME_COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)   # 5 in Linux's <time.h>
 
 
 def _is_clean(sb: Superblock) -> bool:
@@ -337,7 +338,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         """Time stamps from the kernel's own clock (coarse, like current_time()), so a
         utimensat(UTIME_NOW), whose "now" the kernel supplies, is never earlier than a
         time simfs set a moment before."""
-        return time.clock_gettime_ns(time.CLOCK_REALTIME_COARSE)
+        return time.clock_gettime_ns(_CLOCK_REALTIME_COARSE)
 
     def _count(self, key: str, n: int = 1) -> None:
         self.stats.count(key, n)
