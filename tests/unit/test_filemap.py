@@ -178,19 +178,29 @@ def test_no_space_is_enospc_and_takes_nothing(image):
             fm.map_for_write(inode, 0)
         assert e.value.errno == errno.ENOSPC
         assert (space.free_blocks, inode.blocks, inode.block[0]) == (free, blocks, 0)
+        space.reserved = space.free_blocks - 1                              # room for the DIND block only
+        with pytest.raises(FSError) as e:
+            fm.map_for_write(inode, D2 + 5)
+        assert e.value.errno == errno.ENOSPC                                # the map blocks it added go back
+        assert (space.free_blocks, inode.blocks, inode.block[13]) == (free, blocks, 0)
         space.reserved = 0
         vol.drop(inode.ino)
 
 
-def test_phys_given_is_taken_for_the_data(image):
+def test_a_block_placed_beforehand_is_linked(image):
+    """Delayed allocation takes the data block itself, then has it linked (phys=)."""
     with Volume.open(image, VolumeOptions(disk="ideal")) as vol:
         fm, space = vol.filemap, vol.space
         inode = fresh_file(vol)
         target = space.first_free_block(5000, space.geometry.blocks_count)
+        space.take_block(target)
+        free, blocks = space.free_blocks, inode.blocks
         got, new = fm.map_for_write(inode, D1 + 2, phys=target)
-        assert (got, new) == (target, True) and space.block_used[target]
+        assert (got, new) == (target, True) and fm.bmap(inode, D1 + 2) == target
         ind = [p for k, p in fm.blocks(inode) if k == "IND"]
         assert len(ind) == 1 and ind[0] != target                           # the map block was allocated
+        assert space.free_blocks == free - 1                                 # only the map block was taken
+        assert inode.blocks == blocks + 2 * 2                                # both count in i_blocks
         fm.truncate(inode, 0)
-        assert not space.block_used[target]
+        assert not space.block_used[target] and space.free_blocks == free + 1
         vol.drop(inode.ino)
