@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 SYSTEM_PKGS := fuse3 libfuse3-dev pkg-config e2fsprogs gcc
 STAMP  := $(VENV)/.installed
 
-# fsx and pjdfstest (POSIX suites run by tests/test_fsx.py, tests/test_pjdfstest.py) are Rust
+# fsx and pjdfstest (POSIX suites run by tests/mount/test_fsx.py, tests/mount/test_pjdfstest.py) are Rust
 # crates, built with cargo into $(TOOLS) (pinned versions, --locked), once: a stamp per version.
 # They need Rust >= 1.85: a rustup cargo (CARGO_HOME or ~/.cargo) is preferred to one on PATH.
 TOOLS             := .cargo-tools
@@ -75,11 +75,11 @@ bench: $(STAMP)
 # the file read back from the image; soak-alloc: $(SOAK_ALLOC_OPS) operations for each allocator.
 soak: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
 	SIMFS_SOAK_OPS=$(SOAK_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
-	  tests/test_fsx.py::test_fsx_soak
+	  tests/mount/test_fsx.py::test_fsx_soak
 
 soak-alloc: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
 	SIMFS_SOAK_OPS=$(SOAK_ALLOC_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
-	  tests/test_fsx.py::test_fsx_soak_alloc
+	  tests/mount/test_fsx.py::test_fsx_soak_alloc
 
 clean:
 	rm -rf $(VENV) $(TOOLS) *.egg-info $(EXAMPLE_PLUGINS)/*.egg-info $(EXAMPLE_PLUGINS)/build .pytest_cache .hypothesis

@@ -20,6 +20,29 @@ def assert_fsck_clean(image) -> None:
 
 
 
+def write_file(vol, parent: int, name: bytes, size: int, chunk: int = 8192) -> int:
+    ino = vol.create(parent, name, 0o644, 0, 0).st_ino
+    vol.hold(ino)                      # open ... close (drop): the allocator's release
+    off = 0
+    while off < size:
+        n = min(chunk, size - off)
+        vol.write(ino, off, bytes([off // chunk % 251]) * n)
+        off += n
+    vol.drop(ino)
+    return ino
+
+
+def block_map(vol, ino: int):
+    """(data blocks in logical order, indirect blocks) of a file."""
+    data, ind = [], []
+    for key, phys in vol.filemap.blocks(vol.inodes.get(ino)):
+        if isinstance(key, str):
+            ind.append(phys)
+        else:
+            data.append((key, phys))
+    return [p for _, p in sorted(data)], ind
+
+
 def copy_tree_into(vol, src, parent=None, chunk: int = 65536) -> int:
     """Copy a real directory tree into a Volume in-process, as an unpacking tar would
     (mkdir, create, open, sequential writes, close, symlinks, hard links, then times).

@@ -11,7 +11,7 @@ from policies.groupscan import cdiv, cmod, free_runs, hashalloc
 from policies.linux_ext2 import Ext2
 from simfs.ondisk.mkfs import mkfs
 from simfs.fs.volume import Volume, VolumeOptions
-from tests.test_alloc_layouts import block_map, write_file
+from tests.helpers import block_map, write_file
 
 
 # literal ports of the C byte loops -----------------------------------------------------------

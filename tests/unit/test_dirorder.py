@@ -2,7 +2,7 @@
 
 The expected orders are written here independently, as sort keys, from the definitions in
 reference/allocation-policies.md §3; the hash values come from simfs.ondisk.dirhash, which
-tests/test_dirhash.py checks against debugfs.
+tests/unit/test_dirhash.py checks against debugfs.
 """
 
 from __future__ import annotations

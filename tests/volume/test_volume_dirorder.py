@@ -31,7 +31,7 @@ def test_hash_order_is_debugfs_dx_hash_order(tmp_path):
     assert listed[:2] == [b".", b".."]
     assert sorted(listed[2:]) == names
     cmds = tmp_path / "cmds"
-    sample = [n for n in names if n.isascii()][:60]   # tests/test_dirhash.py covers non-ASCII names
+    sample = [n for n in names if n.isascii()][:60]   # tests/unit/test_dirhash.py covers non-ASCII names
     cmds.write_text("".join(f'dx_hash -h half_md4 -s {SEED} -- "{n.decode()}"\n' for n in sample))
     out = subprocess.run(["debugfs", "-f", str(cmds), str(img)], capture_output=True, check=True).stdout
     hashes = {}

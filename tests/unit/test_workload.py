@@ -21,7 +21,7 @@ from experiments.workload import (
 from experiments.workload.cli import main as workload_main
 from simfs.units import parse_size
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MMAP_WRITER = REPO / "tests" / "tools" / "mmap_writer.py"
 MiB = 1 << 20
 

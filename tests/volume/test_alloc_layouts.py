@@ -17,32 +17,9 @@ import pytest
 
 from simfs.ondisk.mkfs import mkfs
 from simfs.fs.volume import Volume, VolumeOptions
-from tests.helpers import assert_fsck_clean, copy_tree_into, needs_e2fsprogs
+from tests.helpers import assert_fsck_clean, block_map, copy_tree_into, needs_e2fsprogs, write_file
 
 from experiments.workload import generate_tree
-
-
-def write_file(vol: Volume, parent: int, name: bytes, size: int, chunk: int = 8192) -> int:
-    ino = vol.create(parent, name, 0o644, 0, 0).st_ino
-    vol.hold(ino)                      # open ... close (drop): the allocator's release
-    off = 0
-    while off < size:
-        n = min(chunk, size - off)
-        vol.write(ino, off, bytes([off // chunk % 251]) * n)
-        off += n
-    vol.drop(ino)
-    return ino
-
-
-def block_map(vol: Volume, ino: int):
-    """(data blocks in logical order, indirect blocks) of a file."""
-    data, ind = [], []
-    for key, phys in vol.filemap.blocks(vol.inodes.get(ino)):
-        if isinstance(key, str):
-            ind.append(phys)
-        else:
-            data.append((key, phys))
-    return [p for _, p in sorted(data)], ind
 
 
 def free_ranges(dumpe2fs_out: str) -> dict[int, list[tuple[int, int]]]:

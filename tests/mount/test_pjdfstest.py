@@ -1,12 +1,12 @@
 """pjdfstest (the POSIX file-system suite's Rust rewrite, crate `pjdfstest` 0.2, built by `make
 tools`) on a simfs mount with default options, as root, compared test by test with
-tests/pjdfstest_expected.txt (issue 11).
+tests/mount/pjdfstest_expected.txt (issue 11).
 
 A test that fails now and was not recorded as failing fails this test, and so does a test
 recorded as passing that no longer passes (failed, skipped or missing); the message lists
 them with pjdfstest's explanation. A test that passes now and was recorded otherwise is
 reported (printed, and a warning) so the file can be updated, without failing. To rewrite the
-file from a run: SIMFS_PJDFSTEST_UPDATE=1 pytest tests/test_pjdfstest.py, then review the diff.
+file from a run: SIMFS_PJDFSTEST_UPDATE=1 pytest tests/mount/test_pjdfstest.py, then review the diff.
 
 The configuration (written per run): the opt-in features a POSIX file system with nanosecond
 timestamps has -- utimensat, utime_now, rename_ctime (simfs, like Linux's ext2, changes ctime
@@ -114,9 +114,9 @@ def load_expected(path: Path = EXPECTED) -> dict[str, str]:
 def write_expected(results: dict[str, str], notes: dict[str, str], version: str,
                    path: Path = EXPECTED) -> None:
     counts = {r: sum(1 for v in results.values() if v == r) for r in ("ok", "skipped", "FAILED")}
-    lines = [f"# {version} on a simfs mount with default options, as root (tests/test_pjdfstest.py).",
+    lines = [f"# {version} on a simfs mount with default options, as root (tests/mount/test_pjdfstest.py).",
              "# One test a line: '<result> <name>', result ok | skipped | FAILED (a skip's reason after #).",
-             "# Rewrite from a run: SIMFS_PJDFSTEST_UPDATE=1 pytest tests/test_pjdfstest.py (review the diff).",
+             "# Rewrite from a run: SIMFS_PJDFSTEST_UPDATE=1 pytest tests/mount/test_pjdfstest.py (review the diff).",
              f"# {counts['ok']} ok, {counts['FAILED']} FAILED, {counts['skipped']} skipped, "
              f"{len(results)} in all."]
     for name in sorted(results):

@@ -1,0 +1,494 @@
+"""simfs.blockio.cache: the buffer-cache model, on its own.
+
+The cache is driven with a recording clock (every request it issues is kept, each takes one
+simulated second on a one-at-a-time disk) and an in-memory image with ImageFile's contract
+(`read` returns the newest noted buffer, `note`, `discard`), so each test can say exactly
+which requests a sequence of calls must produce: hits and misses, dirty tracking, write-back
+clustering up to maxio, read-ahead readiness, eviction, re-keying of delayed pages, forget,
+and the write-back policies (sync kinds at the end of an operation, async, softdep order,
+the syncer and the dirty thresholds).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from simfs.blockio.cache import BufferCache, vkey
+from simfs.blockio.stats import Stats
+
+BS = 64          # small blocks: the cache does not care about the size
+
+
+def base(b: int) -> bytes:
+    """What the image holds at block b before anything is noted."""
+    return bytes([b % 251 + 1]) * BS
+
+
+class MemImage:
+    """ImageFile's contract, in memory: reads return the newest noted buffer (the same
+    object), negative keys are never noted, discard forgets a note."""
+
+    def __init__(self):
+        self.noted: dict[int, bytearray] = {}
+        self.notes: list[int] = []
+        self.discards: list[int] = []
+
+    def read(self, blkno, count=1):
+        return [self.noted[b] if b in self.noted else bytearray(base(b)) for b in range(blkno, blkno + count)]
+
+    def note(self, blkno, data):
+        self.notes.append(blkno)
+        if blkno >= 0:
+            self.noted[blkno] = data
+
+    def discard(self, blkno):
+        self.discards.append(blkno)
+        self.noted.pop(blkno, None)
+
+
+class RecClock:
+    """A disk that serves one request at a time, each in one simulated second."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.busy = 0.0
+        self.ios: list[tuple] = []       # (op, blkno, nblocks, kind, ino, wait)
+        self.drains = 0
+        self.cache = None                # set by make(): lets io() check what it is asked to write
+
+    def cpu(self, s):
+        self.now += s
+
+    def wait_until(self, t):
+        self.now = max(self.now, t)
+
+    def io(self, op, blkno, n, kind, ino=0, wait=True, sync=False):
+        if op == "W" and self.cache is not None:
+            for b in range(blkno, blkno + n):      # only dirty, cached buffers are written
+                assert self.cache.is_dirty(b), f"write-back of block {b}, which is not dirty"
+        self.ios.append((op, blkno, n, kind, ino, wait))
+        start = max(self.now, self.busy)
+        self.busy = start + 1.0
+        if wait:
+            self.now = self.busy
+        return self.busy
+
+    def drain(self):
+        self.drains += 1
+        self.now = max(self.now, self.busy)
+
+    def writes(self):
+        return [(b, n) for op, b, n, *_ in self.ios if op == "W"]
+
+
+def make(capacity=1024, writeback="async", maxio=32, sync_interval=30.0):
+    clock, stats, image = RecClock(), Stats(), MemImage()
+    c = BufferCache(image, BS, capacity, stats, clock, writeback=writeback, maxio_blocks=maxio,
+                    sync_interval=sync_interval)
+    clock.cache = c
+    return c, clock, stats, image
+
+
+def dirty(c, b, kind="data", ino=0, fill=None):
+    """Write block b whole (as Volume does for a new block) and return its contents."""
+    data = bytes([fill if fill is not None else (b * 7 + 3) % 256]) * BS
+    c.write(b, data, kind, ino)
+    return data
+
+
+def ndirty_true(c) -> int:
+    return sum(buf.dirty for buf in c.buffers.values())
+
+
+# reading ---------------------------------------------------------------------------------------
+def test_miss_reads_once_then_hits():
+    c, clock, stats, _ = make()
+    data = c.bread(7, "inode", 12)
+    assert bytes(data) == base(7)
+    assert clock.ios == [("R", 7, 1, "inode", 12, True)] and clock.now == 1.0
+    assert c.bread(7, "inode", 12) is data                 # the same buffer, no request
+    assert len(clock.ios) == 1 and clock.now == 1.0
+    t = stats.totals()
+    assert (t["cache_misses"], t["cache_hits"], t["blocks_read"]) == (1, 1, 1)
+
+
+def test_getblk_reads_nothing_and_zeroes():
+    c, clock, stats, _ = make()
+    assert bytes(c.getblk(3, "dir", 5)) == bytes(BS) and clock.ios == []
+    c.bread(4, "data")
+    buf = c.getblk(4, "indirect", 9)
+    assert bytes(buf) == bytes(BS) and c.buffers[4].kind == "indirect" and c.buffers[4].ino == 9
+    assert len(clock.ios) == 1
+
+
+def test_peek_neither_charges_nor_caches_but_sees_cached_contents():
+    c, clock, stats, _ = make()
+    data = dirty(c, 2)
+    before = (list(clock.ios), stats.totals(), len(c))
+    assert c.peek(1, 3) == base(1) + data + base(3)
+    assert (clock.ios, stats.totals(), len(c)) == before
+    assert 1 not in c and 3 not in c
+
+
+def test_read_run_one_request_per_missing_stretch_up_to_maxio():
+    c, clock, stats, _ = make(maxio=4)
+    c.bread(3, "data")
+    c.bread(4, "data")
+    clock.ios.clear()
+    t0 = clock.now
+    c.read_run(0, 10, "data", 7, wait=False)
+    assert clock.ios == [("R", 0, 3, "data", 7, False), ("R", 5, 4, "data", 7, False),
+                         ("R", 9, 1, "data", 7, False)]
+    assert clock.now == t0                                 # read-ahead: the caller goes on
+    assert stats.totals()["readahead_blocks"] == 8
+    assert all(b in c for b in range(10))
+    # a block of the second request is there only when that request finishes
+    assert c.buffers[0].ready_at == t0 + 1.0 and c.buffers[6].ready_at == t0 + 2.0
+    hits = stats.totals().get("cache_hits", 0)
+    assert bytes(c.bread(6, "data")) == base(6)
+    assert clock.now == c.buffers[6].ready_at and stats.totals()["cache_hits"] == hits + 1
+    now = clock.now
+    c.bread(0, "data")                                     # already arrived: no wait
+    assert clock.now == now and len(clock.ios) == 3
+
+
+def test_read_run_waiting_counts_misses_and_advances():
+    c, clock, stats, _ = make(maxio=8)
+    c.read_run(100, 20, "dir", 2, wait=True)
+    assert [(b, n, w) for _, b, n, _, _, w in clock.ios] == [(100, 8, True), (108, 8, True), (116, 4, True)]
+    assert clock.now == 3.0
+    assert stats.totals()["cache_misses"] == 20 and "readahead_blocks" not in stats.totals()
+    assert all(c.buffers[b].ready_at == 0.0 for b in range(100, 120))
+
+
+# dirty tracking --------------------------------------------------------------------------------
+def test_mark_dirty_counts_each_buffer_once_and_notes_the_image():
+    c, clock, stats, image = make()
+    buf = c.bread(5, "inode", 11)
+    buf[0] = 0xAB
+    c.mark_dirty(5, buf)
+    c.mark_dirty(5, buf, "inode", 11)
+    assert c.ndirty == 1 and c.is_dirty(5) and not c.is_dirty(6)
+    assert image.noted[5] is buf                           # the image is told of the newest bytes
+    assert c.buffers[5].kind == "inode" and c.buffers[5].ino == 11
+    dirty(c, 6)
+    assert c.ndirty == 2 == ndirty_true(c)
+
+
+def test_mark_dirty_reattaches_a_buffer_that_was_replaced():
+    c, clock, stats, image = make()
+    old = c.bread(5, "data")
+    c.mark_dirty(5, old)
+    new = bytearray(b"n" * BS)
+    c.mark_dirty(5, new, "data", 3)                        # another buffer for the same block
+    assert c.ndirty == 1 == ndirty_true(c)
+    assert c.buffers[5].data is new and image.noted[5] is new
+
+
+def test_sync_writes_every_dirty_block_once_then_nothing_is_dirty():
+    c, clock, stats, _ = make(maxio=32)
+    for b in list(range(10, 80)) + [100, 102]:
+        dirty(c, b)
+    c.sync()
+    assert clock.writes() == [(10, 32), (42, 32), (74, 6), (100, 1), (102, 1)]
+    assert all(not w for op, *_, w in clock.ios if op == "W")      # background, then drain
+    assert clock.drains == 1 and clock.now == clock.busy
+    assert c.ndirty == 0 == ndirty_true(c) and stats.totals()["blocks_written"] == 72
+    c.sync()
+    assert len(clock.writes()) == 5                        # clean buffers are not written again
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.integers(0, 300), max_size=120), st.integers(1, 40))
+def test_write_back_clusters_exactly_the_dirty_blocks(blocks, maxio):
+    c, clock, stats, _ = make(maxio=maxio)
+    for b in sorted(blocks, key=lambda b: (b * 37) % 301):     # dirtied in a scrambled order
+        dirty(c, b)
+    c.sync()
+    reqs = clock.writes()
+    covered = [b + i for b, n in reqs for i in range(n)]
+    assert covered == sorted(blocks)                       # each dirty block once, in order
+    assert all(1 <= n <= maxio for _, n in reqs)
+    for (b1, n1), (b2, _) in zip(reqs, reqs[1:]):          # runs are as long as they may be
+        assert b1 + n1 < b2 or n1 == maxio
+    assert c.ndirty == 0 and stats.totals().get("blocks_written", 0) == len(blocks)
+
+
+def test_flush_blocks_writes_only_the_named_dirty_blocks_and_drains():
+    c, clock, stats, _ = make()
+    for b in (1, 2, 3, 9):
+        dirty(c, b)
+    c.bread(4, "data")
+    c.flush_blocks([3, 2, 4, 2, 50])
+    assert clock.writes() == [(2, 2)] and clock.drains == 1
+    assert c.is_dirty(1) and c.is_dirty(9) and c.ndirty == 2
+
+
+# eviction ----------------------------------------------------------------------------------------
+def test_capacity_has_a_floor_of_64():
+    assert make(capacity=3)[0].capacity == 64
+
+
+def test_eviction_writes_dirty_victims_then_drops_the_least_recently_used():
+    c, clock, stats, image = make(capacity=64)
+    bufs = [c.bread(b, "data") for b in range(64)]
+    for b in (0, 2):                                       # dirtied in place: the LRU order stays
+        bufs[b][:] = bytes([0xE0 + b]) * BS
+        c.mark_dirty(b, bufs[b])
+    data0 = bytes(bufs[0])
+    c.bread(1, "data")                                     # touched: no longer least recent
+    clock.ios.clear()
+    c.bread(64, "data")                                    # one over capacity
+    # victims: a sixteenth of the cache, oldest first (0, 2, 3, 4); only the dirty ones are written
+    assert clock.ios[0][:2] == ("R", 64)
+    assert clock.writes() == [(0, 1), (2, 1)]
+    assert all(b not in c for b in (0, 2, 3, 4)) and 1 in c and 5 in c
+    assert len(c) == 61 and c.ndirty == 0 == ndirty_true(c)
+    assert bytes(c.bread(0, "data")) == data0              # the newest bytes come back from the image
+
+
+def test_eviction_writes_contiguous_dirty_victims_as_one_request():
+    c, clock, stats, _ = make(capacity=64, maxio=32)
+    for b in range(64):
+        dirty(c, b)
+    c.bread(200, "data")
+    assert clock.writes() == [(0, 4)]
+    assert c.ndirty == 60 == ndirty_true(c)
+
+
+def test_drop_clean_keeps_dirty_buffers():
+    c, clock, stats, _ = make()
+    for b in range(10):
+        c.bread(b, "data")
+    dirty(c, 3)
+    dirty(c, 20)
+    c.drop_clean()
+    assert sorted(c.buffers) == [3, 20] and c.ndirty == 2
+
+
+# forget and rekey --------------------------------------------------------------------------------
+def test_forget_drops_a_dirty_block_unwritten():
+    c, clock, stats, image = make(writeback="sync")
+    c.begin_op(("inode",))
+    dirty(c, 8, "inode")
+    dirty(c, 9, "data")
+    c.forget(8)
+    c.forget(77)                                           # not cached: harmless
+    assert 8 not in c and c.ndirty == 1 == ndirty_true(c)
+    assert 8 in image.discards and 8 not in image.noted
+    c.end_op()                                             # the sync write of block 8 is gone too
+    c.sync()
+    assert clock.writes() == [(9, 1)]
+    assert bytes(c.bread(8, "inode")) == base(8)            # what the image held before
+
+
+def test_vkey_is_negative_and_distinct():
+    keys = {vkey(ino, lblk) for ino in (1, 2, 12, 2**31) for lblk in (0, 1, 2**32 - 1)}
+    assert len(keys) == 12 and all(k < 0 for k in keys)
+    assert vkey(5, 0) != vkey(4, 2**32 - 1)
+
+
+def test_rekey_moves_a_delayed_page_to_its_block():
+    c, clock, stats, image = make()
+    key = vkey(12, 3)
+    page = c.page(key, "data", 12)
+    assert bytes(page) == bytes(BS) and clock.ios == []
+    page[:] = b"p" * BS
+    c.mark_dirty(key, page)
+    assert key not in image.noted                          # a page has no place in the image yet
+    dirty(c, 500, fill=1)                                  # a stale dirty buffer of the target block
+    assert c.ndirty == 2
+    c.rekey(key, 500)
+    assert key not in c and c.buffers[500].data is page and c.buffers[500].blkno == 500
+    assert image.noted[500] is page
+    assert c.ndirty == 1 == ndirty_true(c)                 # the stale buffer's dirtiness went with it
+    c.rekey(vkey(12, 4), 501)                              # not cached: nothing happens
+    assert 501 not in c
+    c.sync()
+    assert clock.writes() == [(500, 1)]
+
+
+def test_write_back_asks_the_placer_for_delayed_pages():
+    c, clock, stats, _ = make()
+
+    class Placer:
+        calls = []
+
+        def place(self, keys):
+            self.calls.append(list(keys))
+            out = {}
+            for i, k in enumerate(sorted(keys, reverse=True)):   # (0, 0) -> 300, (0, 1) -> 301
+                c.rekey(k, 300 + i)
+                out[k] = 300 + i
+            return out
+
+    c.placer = Placer()
+    for lblk in (0, 1):
+        p = c.page(vkey(9, lblk), "data", 9)
+        c.mark_dirty(vkey(9, lblk), p)
+    dirty(c, 302)
+    c.sync()
+    assert Placer.calls == [sorted([vkey(9, 0), vkey(9, 1)])]
+    assert clock.writes() == [(300, 3)]                    # placed pages cluster with their neighbour
+    assert c.ndirty == 0 == ndirty_true(c)
+
+
+# write-back policies ----------------------------------------------------------------------------
+def test_unknown_writeback_policy_is_refused():
+    with pytest.raises(ValueError, match="sync, async, softdep"):
+        make(writeback="eventually")
+
+
+def test_sync_policy_writes_the_operations_metadata_before_it_returns():
+    c, clock, stats, _ = make(writeback="sync")
+    c.begin_op(("inode", "dir"))
+    dirty(c, 10, "inode")
+    dirty(c, 11, "data")
+    dirty(c, 12, "dir")
+    dirty(c, 13, "inode")
+    c.end_op()
+    assert [(b, n, w) for op, b, n, _, _, w in clock.ios] == [(10, 1, True), (12, 2, True)]
+    assert clock.now == 2.0                                # the operation waited for both
+    assert c.is_dirty(11) and c.ndirty == 1
+    dirty(c, 20, "inode")                                  # outside an operation: delayed
+    c.end_op()
+    assert c.is_dirty(20) and len(clock.ios) == 2
+
+
+@pytest.mark.parametrize("writeback", ["async", "softdep"])
+def test_delayed_policies_write_nothing_at_the_end_of_an_operation(writeback):
+    c, clock, stats, _ = make(writeback=writeback)
+    c.begin_op(("inode", "dir"))
+    dirty(c, 10, "inode")
+    dirty(c, 12, "dir")
+    c.end_op()
+    assert clock.ios == [] and c.ndirty == 2
+
+
+def test_softdep_writes_bitmaps_then_inodes_then_directories_then_the_rest():
+    kinds = {5: "data", 6: "dir", 7: "inode", 8: "bitmap", 9: "gdt", 20: "xattr", 21: "inode"}
+    order = {}
+    for wb in ("async", "softdep"):
+        c, clock, stats, _ = make(writeback=wb)
+        for b, k in kinds.items():
+            dirty(c, b, k)
+        c.sync()
+        order[wb] = clock.writes()
+    assert order["softdep"] == [(8, 2), (7, 1), (21, 1), (6, 1), (5, 1), (20, 1)]
+    assert order["async"] == [(5, 5), (20, 2)]
+
+
+def test_the_syncer_writes_what_has_been_dirty_for_a_whole_interval():
+    c, clock, stats, _ = make(sync_interval=30.0)
+    dirty(c, 1)                                            # at t = 0
+    clock.now = 20.0
+    dirty(c, 2)
+    clock.now = 31.0
+    c.begin_op(())
+    c.end_op()
+    assert clock.writes() == [(1, 1)] and c.is_dirty(2) and c.last_syncer == 31.0
+    clock.now = 59.0                                       # block 2 is old enough, but the syncer slept
+    c.end_op()
+    assert len(clock.writes()) == 1
+    clock.now = 61.0
+    c.end_op()
+    assert clock.writes() == [(1, 1), (2, 1)] and c.ndirty == 0
+    assert all(not w for op, *_, w in clock.ios)           # the syncer does not make anyone wait
+
+
+def test_background_threshold_writes_the_oldest_without_waiting():
+    c, clock, stats, _ = make(capacity=100)                # background 10, hard limit 40
+    assert (c.bg_dirty, c.hard_dirty) == (10, 40)
+    blocks = [90 - 5 * i for i in range(12)]               # dirtied oldest first, highest number first
+    for i, b in enumerate(blocks):
+        clock.now = float(i) * 0.01
+        dirty(c, b)
+    clock.ios.clear()
+    now = clock.now
+    c.end_op()
+    written = sorted(b for b, _ in clock.writes())
+    assert written == sorted(blocks[:7])                   # down to half the threshold: the 7 oldest
+    assert clock.now == now and "writeback_throttled" not in stats.totals()
+    assert c.ndirty == 5
+
+
+def test_hard_limit_throttles_the_writer():
+    c, clock, stats, _ = make(capacity=100)
+    for b in range(0, 90, 2):                              # 45 dirty, none contiguous
+        dirty(c, b)
+    c.end_op()
+    assert stats.totals()["writeback_throttled"] == 1
+    assert len(clock.writes()) == 40 and all(w for op, *_, w in clock.ios)
+    assert clock.now == 40.0 and c.ndirty == 5
+
+
+# a random walk against a model ------------------------------------------------------------------
+class CacheMachine(RuleBasedStateMachine):
+    """Random reads, writes, forgets, syncs and operation ends on a 64-block cache over 160
+    blocks: every read returns the newest contents, ndirty counts the dirty buffers, the cache
+    stays within capacity, and only dirty buffers are ever written (RecClock checks)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c, self.clock, self.stats, self.image = make(capacity=64, writeback="sync", maxio=8)
+        self.model: dict[int, bytes] = {}
+        self.n = 0
+
+    blocks = st.integers(0, 159)
+
+    @rule(b=blocks)
+    def read(self, b):
+        assert bytes(self.c.bread(b, "data")) == self.model.get(b, base(b))
+
+    @rule(b=blocks, kind=st.sampled_from(["data", "inode", "dir", "bitmap"]))
+    def write(self, b, kind):
+        self.n += 1
+        self.model[b] = dirty(self.c, b, kind, fill=self.n % 256)
+
+    @rule(b=blocks)
+    def modify(self, b):
+        buf = self.c.bread(b, "data")
+        buf[0] = (buf[0] + 1) % 256
+        self.c.mark_dirty(b, buf)
+        self.model[b] = bytes(buf)
+
+    @rule(b=blocks)
+    def forget(self, b):
+        self.c.forget(b)
+        self.model.pop(b, None)
+
+    @rule(start=blocks, n=st.integers(1, 20), wait=st.booleans())
+    def read_run(self, start, n, wait):
+        self.c.read_run(start, min(n, 160 - start), "data", 0, wait)
+
+    @rule(kinds=st.sampled_from([(), ("inode", "dir")]), dt=st.sampled_from([0.0, 31.0]))
+    def operation(self, kinds, dt):
+        self.c.begin_op(kinds)
+        self.clock.now += dt
+        self.c.end_op()
+
+    @rule()
+    def sync(self):
+        self.c.sync()
+        assert self.c.ndirty == 0
+
+    @rule()
+    def drop_clean(self):
+        self.c.drop_clean()
+
+    @invariant()
+    def consistent(self):
+        c = self.c
+        assert c.ndirty == ndirty_true(c)
+        assert len(c) <= c.capacity
+        assert all(buf.blkno == b for b, buf in c.buffers.items())
+        assert self.stats.totals().get("blocks_written", 0) == sum(n for _, n in self.clock.writes())
+        assert all(n <= c.maxio for _, n in self.clock.writes())
+
+
+CacheMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=60, deadline=None,
+                                          derandomize=True, suppress_health_check=list(HealthCheck))
+TestCacheRandomWalk = CacheMachine.TestCase
