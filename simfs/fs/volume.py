@@ -390,6 +390,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.holds[ino] = self.holds.get(ino, 0) + n
 
     def drop(self, ino: int, n: int = 1) -> None:
+        if ino not in self.holds:           # nothing held (a forget of an unknown node)
+            return
         left = self.holds.get(ino, 0) - n
         if left > 0:
             self.holds[ino] = left

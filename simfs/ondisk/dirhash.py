@@ -2,7 +2,7 @@
 
 Pure Python, bit-exact with e2fsprogs 1.47 ``lib/ext2fs/dirhash.c`` and Linux
 ``fs/ext4/hash.c`` + ``lib/halfmd4.c`` (see docs/reference/allocation-policies.md §3.1);
-``debugfs -R 'dx_hash -h VERSION -s UUID NAME' IMAGE`` is the oracle (tests/test_dirhash.py).
+``debugfs -R 'dx_hash -h VERSION -s UUID NAME' IMAGE`` is the oracle (tests/unit/test_dirhash.py).
 
 Hash versions (``s_def_hash_version`` / ``dx_root_info.hash_version``)::
 
