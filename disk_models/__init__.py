@@ -66,6 +66,9 @@ def _preset(name: str) -> tuple[Preset, str]:
     return preset, preset.kind
 
 
+_ROTATING_FAMILY = ("rotating", "advanced-format")
+
+
 def resolve(spec) -> DiskSpec:
     """A preset with its overrides applied and checked; provenance says where each value came from."""
     if isinstance(spec, DiskSpec):
@@ -85,6 +88,8 @@ def resolve(spec) -> DiskSpec:
         prov[key] = f"override ({key}={raw}); preset value {format_value(preset.values[key])}"
         applied[key] = values[key]
     model.check_values(values)
+    if kind in _ROTATING_FAMILY:          # physical_sector chooses the member: 4096 is 512e
+        kind = "advanced-format" if values["physical_sector"] == 4096 else "rotating"
     return DiskSpec(preset.name, kind, preset.drive, values, prov, applied)
 
 

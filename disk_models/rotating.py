@@ -48,14 +48,6 @@ class RotatingDrive(DiskModel):
     phys = 1
 
     @classmethod
-    def from_spec(cls, spec) -> DiskModel:
-        """physical_sector chooses the family member: 4096 is Advanced Format (512e)."""
-        if spec.values["physical_sector"] == 4096:
-            from .advanced_format import AdvancedFormatDrive
-            return AdvancedFormatDrive(spec)
-        return RotatingDrive(spec)
-
-    @classmethod
     def check_values(cls, values: dict) -> None:
         validate(values)
 

@@ -6,12 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import TYPE_CHECKING
-
 from .plan import Dir
-
-if TYPE_CHECKING:
-    from .writer import Writer
 
 _SVN_URL = "http://svn.example.org/repos/project"
 _SVN_UUID = "7f4a3c2e-9b1d-4e8f-a6c5-0d2b8e1f3a97"
@@ -31,7 +26,9 @@ def _svn_props(props: list[tuple[str, str]]) -> bytes:
     return "".join(out).encode()
 
 
-def write_svn(w: Writer, d: Dir, ents: list[tuple[str, str, int, bytes | None, int]]) -> None:
+def write_svn(w, d: Dir, ents: list[tuple[str, str, int, bytes | None, int]]) -> None:
+    """Write d's .svn directory through `w`, the tree's writer (writer.Writer, which calls
+    this: it is not imported here, so the two modules do not import each other)."""
     pl = w.plan
     base = w.rel_path(d, ".svn")
     rev = 1000 + (d.pre * 7919) % 9000
