@@ -287,7 +287,7 @@ def run_experiment(exp: Experiment, wl: Workload, work: Path, *, progress=None,
 
 def release_mounts(work: Path) -> None:
     """Unmount anything still mounted below `work` (after an error or an interrupt)."""
-    from simfs.fuse.daemon import mounts
+    from simfs.fuse.checks import mounts
     root = str(work.resolve()).rstrip("/") + "/"
     for path, fstype, _ in mounts():
         if path.startswith(root) and fstype.startswith("fuse"):

@@ -59,7 +59,7 @@ def cargo_tool(name: str) -> str:
 
 
 def fuse_mounts() -> list[str]:
-    from simfs.fuse.daemon import mounts
+    from simfs.fuse.checks import mounts
     return [p for p, t, _ in mounts() if t.startswith("fuse")]
 
 

@@ -47,7 +47,8 @@ def register(sub) -> None:
 
 def cmd_mkfs(a) -> int:
     from simfs.errors import ImageError
-    from simfs.fuse.daemon import image_locked, path_problem, shown
+    from simfs.fuse.checks import path_problem, shown
+    from simfs.fuse.daemon import image_locked
     from simfs.ondisk.mkfs import mkfs, plan
     image = os.path.abspath(a.image)
     problem = path_problem(image)

@@ -46,19 +46,21 @@ def _option_help() -> str:
 
 def cmd_mount(a) -> int:
     from simfs.fuse import daemon, mountopts
+    from simfs.fuse.checks import UsageError
     try:
         mopts = mountopts.parse(a.options)
     except mountopts.OptionError as e:
         return fail(str(e), "mount")
     try:
         return daemon.mount(a.image, a.mountpoint, mopts, foreground=a.foreground)
-    except daemon.UsageError as e:
+    except UsageError as e:
         return fail(str(e), "mount")
 
 
 def cmd_umount(a) -> int:
     from simfs.fuse import daemon
+    from simfs.fuse.checks import UsageError
     try:
         return daemon.umount(a.mountpoint, lazy=a.lazy, timeout=a.timeout)
-    except daemon.UsageError as e:
+    except UsageError as e:
         return fail(str(e), "umount")

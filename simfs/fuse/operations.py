@@ -1,5 +1,9 @@
 """pyfuse3 Operations: a thin translation of FUSE requests onto a `Volume`.
 
+(Over 500 lines because pyfuse3 wants one Operations class with a handler per request type,
+about forty of them; each is a few lines of translation, and the control directory's
+requests are routed in the same handlers.)
+
 Fidelity contract (docs/design.md): entry and attribute timeouts are 0, files are opened
 with keep_cache off and without direct_io (so shared writable mmap works), and the kernel
 write-back cache is off, so every access reaches simfs. The volume is synchronous and is
