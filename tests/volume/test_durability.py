@@ -70,27 +70,31 @@ def test_commit_writes_in_place_and_empties_the_journal(tmp_path):
     assert not os.path.exists(journal_path(path))
 
 
-def _journal_of(tmp_path, blocks) -> tuple[str, bytes]:
-    """A complete journal for `blocks`, captured before it was applied in place."""
-    path, fd, im = _image_with_commit(tmp_path, blocks)
+def _crash_before_the_image(commit, fd: int) -> None:
+    """Run a commit that "crashes" after its journal, at its first write to the image fd."""
     real_pwrite = os.pwrite
-    captured = {}
 
     def no_in_place(f, data, off):
         if f == fd:
-            raise KeyboardInterrupt        # "the crash": after the journal, before the image
+            raise KeyboardInterrupt
         return real_pwrite(f, data, off)
 
     os.pwrite = no_in_place
     try:
         with pytest.raises(KeyboardInterrupt):
-            im.commit()
+            commit()
     finally:
         os.pwrite = real_pwrite
+
+
+def _journal_of(tmp_path, blocks) -> tuple[str, bytes]:
+    """A complete journal for `blocks`, captured before it was applied in place."""
+    path, fd, im = _image_with_commit(tmp_path, blocks)
+    _crash_before_the_image(im.commit, fd)
     with open(journal_path(path), "rb") as f:
-        captured["journal"] = f.read()
+        journal = f.read()
     os.close(fd)
-    return path, captured["journal"]
+    return path, journal
 
 
 def test_a_complete_journal_is_replayed(tmp_path):
@@ -265,19 +269,7 @@ def test_an_interrupted_commit_is_finished_at_the_next_open(img):
     (it would show the image without the commit), a read-write open finishes it."""
     vol = Volume.open(img, VolumeOptions(commit=1e9))
     vol.mkdir(vol.root_ino, b"x", 0o755, 0, 0)
-    real_pwrite = os.pwrite
-
-    def crash_in_place(f, data, off):
-        if f == vol.fd:
-            raise KeyboardInterrupt
-        return real_pwrite(f, data, off)
-
-    os.pwrite = crash_in_place
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            vol.commit()
-    finally:
-        os.pwrite = real_pwrite
+    _crash_before_the_image(vol.commit, vol.fd)
     with open(journal_path(img), "rb") as f:
         journal = f.read()
     os.close(vol.fd)                                   # the "crash": nothing else is written
