@@ -1,6 +1,6 @@
 """Drive presets: every figure, and where it came from.
 
-Tags follow /work/shared/reference/disk-models.md ("ref" below):
+Tags follow docs/reference/disk-models.md ("ref" below):
   [read]      the figure is printed in the source named;
   [derived]   arithmetic on [read] figures;
   [inferred]  judgement (a sister model, a typical value, a range's middle) - check before relying.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-REF = "reference/disk-models.md"
+REF = "docs/reference/disk-models.md"
 
 
 @dataclass(frozen=True)

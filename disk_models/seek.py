@@ -10,7 +10,7 @@ track-to-track (x = 1) and full-stroke (x = D) figures, and its mean over unifor
 start/end cylinder pairs (distances triangular: E[x] = D/3, E[sqrt x] = 8/15 sqrt D) is the
 datasheet average, which is how manufacturers define "average seek".  The sqrt term is the
 accelerate/decelerate phase of short seeks, the linear term the coast of long ones
-(Ruemmler & Wilkes 1994).  See reference/disk-models.md section 1.1 and 5.
+(Ruemmler & Wilkes 1994).  See docs/reference/disk-models.md section 1.1 and 5.
 """
 
 from __future__ import annotations

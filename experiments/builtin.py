@@ -1,4 +1,4 @@
-"""The built-in experiments, one per seed phenomenon (see ../shared/DESIGN.md's table)."""
+"""The built-in experiments, one per seed phenomenon (see docs/design.md's table)."""
 
 from __future__ import annotations
 

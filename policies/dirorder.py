@@ -1,7 +1,7 @@
 """Directory-order policies: the order readdir returns a directory's entries in, and the
 readdir cookies (FUSE ``next_id`` / ``d_off``) that let a reader resume.
 
-Selected with ``-o dirorder=NAME`` (reference/allocation-policies.md §3)::
+Selected with ``-o dirorder=NAME`` (docs/reference/allocation-policies.md §3)::
 
     linear  on-disk slot order (ext2 without dir_index, FFS, XFS data-block order)
     hash    ext3/ext4 htree order: ascending (hash, minor_hash), "." and ".." first

@@ -3,7 +3,7 @@
 Replicates sys/ufs/ffs/ffs_balloc.c `ffs_balloc_ufs1` and sys/ufs/ffs/ffs_alloc.c
 `ffs_blkpref_ufs1`, `ffs_alloc`, `ffs_hashalloc`, `ffs_alloccg`/`ffs_alloccgblk`,
 `ffs_mapsearch`, `ffs_reallocblks_ufs1` and `ffs_clusteralloc`, in two versions
-(reference/allocation-policies.md §2.1, §4):
+(docs/reference/allocation-policies.md §2.1, §4):
 
 cg-2010 (FreeBSD ffs_alloc.c 1.160, 2010)
     ffs_blkpref(lbn, indx, bap): at a section start (indx % maxbpg == 0 or bap[indx-1] == 0):

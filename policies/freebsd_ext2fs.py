@@ -4,7 +4,7 @@ Replicates sys/fs/ext2fs/ext2_balloc.c `ext2_balloc`, and sys/fs/ext2fs/ext2_all
 `ext2_blkpref`, `ext2_alloc`, `ext2_hashalloc`, `ext2_alloccg`, `ext2_mapsearch`,
 `ext2_valloc`, `ext2_dirpref`, `ext2_nodealloccg` (2010: rodrigc/bz-vimage, $FreeBSD:
 ext2_alloc.c,v 1.3 2011/01/19; fixed: rayddteam/freebsd-pi r234858, 2012), following
-reference/allocation-policies.md §1.3-1.4:
+docs/reference/allocation-policies.md §1.3-1.4:
 
     per inode (in-core, zeroed when the inode is read in): nab = i_next_alloc_block,
                                                            nag = i_next_alloc_goal

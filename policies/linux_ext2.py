@@ -4,7 +4,7 @@ Replicates fs/ext2/inode.c `ext2_find_goal`, `ext2_find_near`, `ext2_alloc_block
 `ext2_splice_branch` and fs/ext2/balloc.c `ext2_new_blocks`, `ext2_try_to_allocate_with_rsv`,
 `alloc_new_reservation`, `find_next_reservable_window`, `search_reserve_window`,
 `ext2_try_to_allocate`, `find_next_usable_block` (torvalds/linux, 2.6.2x; the ext3 functions
-of reference/allocation-policies.md §2.3 are the same algorithm with ext3_ prefixes).
+of docs/reference/allocation-policies.md §2.3 are the same algorithm with ext3_ prefixes).
 
 Goal (ext2_find_goal, once per get_block branch)
     regular file and lblk == last_alloc_logical_block + 1 (and a last physical block):

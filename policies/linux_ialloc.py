@@ -1,6 +1,6 @@
 """Linux ext2/ext3 inode placement: find_group_orlov for directories, find_group_other for
 everything else, then the first free inode of the group (fs/ext2/ialloc.c `ext2_new_inode`,
-2.6.x; ext3's ialloc.c is the same; reference/allocation-policies.md §2.2).
+2.6.x; ext3's ialloc.c is the same; docs/reference/allocation-policies.md §2.2).
 
 find_group_orlov(parent)
     top level (parent is the root; EXT2_TOPDIR_FL is not modelled): from a random group, the

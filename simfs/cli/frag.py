@@ -3,7 +3,7 @@ e2fsprogs' filefrag prints them; the counting is simfs.fs.inspect's (fiemap_exte
 fibmap_extents, perfection). A file that cannot be read: one line on stderr, exit status 1.
 
 `simfs frag` reads the virtual extended attribute `user.simfs.extents` of a file on a
-mounted simfs (simfs/fuse_ops.py; FIEMAP cannot reach a FUSE daemon), or asks
+mounted simfs (simfs/fuse/operations.py; FIEMAP cannot reach a FUSE daemon), or asks
 `Volume.extents` of an image opened read-only. Its output is filefrag's (e2fsprogs 1.47,
 misc/filefrag.c) for a block-mapped file of the Linux kernel's ext2:
 

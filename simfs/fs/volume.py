@@ -1,6 +1,6 @@
 """The volume: every POSIX file-system operation in terms of inodes and blocks.
 
-No FUSE here: the FUSE front end (fuse_ops) is a thin translation onto these methods, and
+No FUSE here: the FUSE front end (simfs.fuse.operations) is a thin translation onto these methods, and
 tests, replays and benchmarks drive a Volume in-process. Names are bytes; errors are
 FSError(errno). The volume does no permission checks (the kernel does, with
 default_permissions); ownership, modes, times and link counts are its job.
