@@ -86,7 +86,6 @@ def _mount_warnings(sb: Superblock) -> list[str]:
     return out
 
 
-
 class Volume(Namespace, FileIO, Xattrs, Inspection):
     root_ino = ROOT_INO
 
