@@ -19,7 +19,7 @@ endif
 SOAK_OPS       ?= 1000000
 SOAK_ALLOC_OPS ?= 100000
 
-.PHONY: all system venv tools test test-quick demo bench soak soak-alloc clean
+.PHONY: all system venv tools test demo bench soak soak-alloc clean
 
 all: venv
 
