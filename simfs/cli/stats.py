@@ -46,10 +46,14 @@ def cmd_stats(a) -> int:
         return fail(f"{a.mountpoint} is not a simfs mount (no .simfs/stats)", "stats")
     except OSError as e:
         return fail(f"cannot read {path}: {e.strerror}", "stats")
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return fail(f"{path} is not simfs statistics (not JSON): is {a.mountpoint} a simfs mount?", "stats")
     if a.json:
         sys.stdout.write(raw.decode())
         return 0
-    print_stats(json.loads(raw))
+    print_stats(doc)
     return 0
 
 

@@ -120,3 +120,13 @@ def test_disks_subcommand_is_registered():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     assert "disks" in sub.choices
+
+
+def test_stats_of_a_directory_that_only_looks_like_a_mount(tmp_path):
+    """A .simfs/stats that is not JSON: one line naming it, exit 2 (was a traceback)."""
+    (tmp_path / ".simfs").mkdir()
+    (tmp_path / ".simfs" / "stats").write_text("hello\n")
+    for args in (("stats", tmp_path), ("stats", "--json", tmp_path)):
+        r = run_simfs(*args, check=False)
+        assert r.returncode == 2 and "not simfs statistics" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
