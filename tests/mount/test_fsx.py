@@ -61,13 +61,18 @@ close_open = 2
 invalidate = 1
 fsync = 1
 fdatasync = 1
-posix_fallocate = 1
+posix_fallocate = {fallocate}
 sendfile = 1
 copy_file_range = 1
 posix_fadvise = 2
 punch_hole = 0
 """
 DEFAULT_FLEN = 256 << 10
+# fsx 0.3.2 now and then asks posix_fallocate for 0 bytes; every kernel file system answers
+# EINVAL (vfs_fallocate), which fsx takes for "not supported" and stops - on tmpfs too (seed
+# 3183722053 stops at operation 168,476 on tmpfs and on simfs alike). The soak runs leave
+# posix_fallocate out; the short runs keep it.
+SOAK_FALLOCATE = 0
 
 
 def allocators() -> list[str]:
@@ -114,11 +119,11 @@ def _failure_report(r: subprocess.CompletedProcess, seed: int) -> str:
 
 def run_fsx_case(simfs_factory, tmp_path, options: str, seed: int, ops: int = FSX_OPS,
                  flen: int = DEFAULT_FLEN, mkfs_args=(), size: str = "512M",
-                 timeout: float | None = 600) -> dict:
+                 timeout: float | None = 600, fallocate: int = 1) -> dict:
     """Mount, run fsx, unmount, e2fsck, compare the image's copy with a local reference run."""
     fsx = cargo_tool("fsx")
     config = tmp_path / "fsx.toml"
-    config.write_text(FSX_CONFIG.format(flen=flen))
+    config.write_text(FSX_CONFIG.format(flen=flen, fallocate=fallocate))
     artifacts = tmp_path / "artifacts"
     artifacts.mkdir()
     m = simfs_factory(options=options, size=size, mkfs_args=tuple(MKFS_IDS) + tuple(mkfs_args))
@@ -181,7 +186,8 @@ soak = pytest.mark.skipif(not SOAK_OPS, reason="soak: set SIMFS_SOAK_OPS (make s
 @soak
 def test_fsx_soak(simfs_factory, tmp_path):
     """SIMFS_SOAK_OPS operations on a default mount."""
-    run_fsx_case(simfs_factory, tmp_path, "", _seed("soak"), ops=SOAK_OPS, timeout=None)
+    run_fsx_case(simfs_factory, tmp_path, "", _seed("soak"), ops=SOAK_OPS, timeout=None,
+                 fallocate=SOAK_FALLOCATE)
 
 
 @soak
@@ -189,4 +195,4 @@ def test_fsx_soak(simfs_factory, tmp_path):
 def test_fsx_soak_alloc(simfs_factory, tmp_path, alloc):
     """SIMFS_SOAK_OPS operations for each allocator (default write-back)."""
     run_fsx_case(simfs_factory, tmp_path, f"alloc={alloc}", _seed(f"soak alloc={alloc}"),
-                 ops=SOAK_OPS, timeout=None)
+                 ops=SOAK_OPS, timeout=None, fallocate=SOAK_FALLOCATE)
