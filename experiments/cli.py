@@ -17,6 +17,7 @@ EXAMPLES = """examples:
   simfs experiment list
   simfs experiment run ext2fs-2010 --quick            # a few minutes at most
   simfs experiment run readdir-order --source ~/src/linux
+  simfs experiment run ext2fs-2010 --source /usr/include --only '*1K sync'
   simfs experiment run mmap-fragmentation --size 1G --out results/mmap-1g
   simfs experiment run all --quick
 """
@@ -44,6 +45,9 @@ def register(subparsers) -> None:
                    help="results directory (default results/<experiment>[-quick]-<time>)")
     s.add_argument("--size", type=size_type, default=None, help="mmap-fragmentation: the file size (default 256M)")
     s.add_argument("--repetitions", "-r", type=int, default=None, help="override the experiment's repetitions")
+    s.add_argument("--only", metavar="PATTERN", action="append", default=None,
+                   help="run only the configurations whose name matches this shell pattern "
+                        "(repeatable; see the names in a results table), e.g. --only '*1K sync'")
     s.add_argument("--work-dir", type=Path, default=None,
                    help="where images, mounts and traces live while running (default /var/tmp)")
     s.add_argument("--keep", action="store_true", help="keep the work directory (images, traces, logs)")
@@ -74,7 +78,8 @@ class _Progress:
 
 def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: Path | None = None,
             size: int | None = None, repetitions: int | None = None, work_dir: Path | None = None,
-            keep: bool = False, plots: bool = True, show: bool = True, argv=None) -> tuple[dict, Path]:
+            keep: bool = False, plots: bool = True, show: bool = True, argv=None,
+            only: list[str] | None = None) -> tuple[dict, Path]:
     """Run experiment `name`; returns (results document, results directory)."""
     import tempfile
     from rich.console import Console
@@ -97,6 +102,8 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
         exp = mod.build(quick, wl, **kw)
         if repetitions:
             exp.repetitions = repetitions
+        if only:
+            exp.select(only)
         if wl.kind == "tree":
             err.print(f"workload: {wl.describe()}", highlight=False)
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -127,6 +134,7 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
 
 def cmd_run(a) -> int:
     from . import builtin, runner
+    from .spec import SelectionError
     names = list(builtin.EXPERIMENTS) if a.name == "all" else [a.name]
     for n in names:
         if n not in builtin.EXPERIMENTS:
@@ -141,8 +149,12 @@ def cmd_run(a) -> int:
     for n in names:
         try:
             run_one(n, quick=a.quick, source=a.source, out=a.out, size=a.size, repetitions=a.repetitions,
-                    work_dir=a.work_dir, keep=a.keep, plots=not a.no_plots, argv=sys.argv[1:])
+                    work_dir=a.work_dir, keep=a.keep, plots=not a.no_plots, argv=sys.argv[1:],
+                    only=a.only)
         except runner.ExperimentError as e:
             print(f"simfs experiment {n}: {e}", file=sys.stderr)
             failed += 1
+        except SelectionError as e:             # --only matching nothing: bad input
+            print(f"simfs experiment {n}: {e}", file=sys.stderr)
+            return 2
     return 1 if failed else 0

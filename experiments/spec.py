@@ -20,6 +20,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
+class SelectionError(ValueError):
+    """`--only` patterns that match no configuration (bad input)."""
+
+
 @dataclass
 class Config:
     name: str
@@ -99,6 +103,26 @@ class Experiment:
             if c.name == name:
                 return c
         raise KeyError(name)
+
+    def select(self, patterns: list[str]) -> None:
+        """Keep only the configurations whose name matches one of the shell `patterns`
+        (``--only``), and the comparisons, panels and block maps that need no other one."""
+        from fnmatch import fnmatchcase
+        keep = [c for c in self.configs if any(fnmatchcase(c.name, p) for p in patterns)]
+        if not keep:
+            raise SelectionError(f"--only {' '.join(patterns)} matches no configuration of {self.name}; "
+                           f"choose from: {', '.join(c.name for c in self.configs)}")
+        names = {c.name for c in keep}
+        self.configs = keep
+        self.compares = [c for c in self.compares if c.num in names and c.den in names]
+        self.blockmap = [n for n in self.blockmap if n in names]
+        panels = []
+        for p in self.panels:
+            cfgs = [n for n in p.configs if n in names]
+            if cfgs:
+                p.configs = cfgs
+                panels.append(p)
+        self.panels = panels
 
     def phase(self, name: str) -> Phase:
         for p in self.phases:

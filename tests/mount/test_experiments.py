@@ -64,6 +64,19 @@ def test_every_builtin_experiment_builds_with_its_seed_figures():
             assert any(c.published for c in exp.compares)
 
 
+def test_only_keeps_matching_configurations_and_what_they_need():
+    from experiments import seed000
+    from experiments.spec import SelectionError
+    exp = seed000.build(False, runner.Workload("tree", bytes=50 << 20, files=5000, dirs=500))
+    exp.select(["*1K sync"])
+    names = {c.name for c in exp.configs}
+    assert names and all(n.endswith("1K sync") for n in names)
+    assert exp.compares and all(c.num in names and c.den in names for c in exp.compares)
+    assert all(set(p.configs) <= names for p in exp.panels) and set(exp.blockmap) <= names
+    with pytest.raises(SelectionError, match="matches no configuration"):
+        exp.select(["no-such-*"])
+
+
 def test_tables_from_a_results_document():
     exp = Experiment("demo", "000", "demo", "d", [Config("a", {}, {}, {"alloc": "a"}),
                                                   Config("b", {}, {}, {"alloc": "b"})],
@@ -92,6 +105,8 @@ def test_experiment_list_cli():
         assert name in r.stdout
     r = run_simfs("experiment", "run", "no-such", check=False)
     assert r.returncode == 2 and "unknown experiment" in r.stderr
+    r = run_simfs("experiment", "run", "writeback", "--quick", "--no-plots", "--only", "nothing*", check=False)
+    assert r.returncode == 2 and "matches no configuration" in r.stderr and len(r.stderr.strip().splitlines()) <= 3
 
 
 # mounted: the quick experiments ---------------------------------------------------------------------
