@@ -2,6 +2,11 @@
 README.md with every table, the seed ratios and the explanation of each difference.
 
     python -m experiments.summary results/ext2fs-2010-2026... results/readdir-order-... [--out results/summary]
+        [--tree results/ext2fs-2010-usr-include ...]
+
+`--tree` adds runs of the same experiments on other trees (`experiment run NAME --source DIR`,
+possibly `--only`): each experiment's section then shows its ratios on every tree side by side,
+and the runs' tables and results are kept under `<experiment>-<tree>/`.
 
 The explanations are the `explain` texts of the experiments' `Compare`s as they are now (they
 are written after looking at the figures; the measured figures come from results.json).
@@ -65,6 +70,34 @@ def section(doc: dict, rel: str) -> str:
     return "\n".join(out)
 
 
+def tree_label(doc: dict) -> str:
+    src = doc["workload"].get("source", "generated")
+    return "generated" if src.startswith("generated") else src
+
+
+def tree_slug(doc: dict) -> str:
+    return "-".join(p for p in tree_label(doc).replace("_", "-").split("/") if p).replace(".", "")
+
+
+def trees_table(doc: dict, others: list[dict]) -> str:
+    """The experiment's ratios on the generated tree and on each other tree, side by side."""
+    runs = [doc] + others
+    header = ["ratio", "seed"] + [f"{tree_label(d)} ({d['workload'].get('entries', 0):,} files"
+                                  f"{', quick' if d['quick'] else ''})" for d in runs]
+    rows = []
+    for c in doc["comparisons"]:
+        row = [c["label"], report.fmt_ratio(c["published"])]
+        for d in runs:
+            m = next((x for x in d["comparisons"] if x["label"] == c["label"]), None)
+            row.append(report.fmt_ratio(m["measured"]) if m and m["measured"] else "—")
+        rows.append(row)
+    notes = [f"- {tree_label(d)}: {d['workload'].get('describe', '')}; "
+             f"configurations {', '.join(x['name'] for x in d['configs'])}; "
+             f"[table]({doc['experiment']}-{tree_slug(d)}/table.md)" for d in others]
+    return "\n".join(["The same ratios on real trees of this machine (`--source`; `—`: configuration not run):",
+                      "", report.markdown(header, rows), "", *notes, ""])
+
+
 def overview(docs: list[dict]) -> str:
     """The headline ratios of every experiment in one table, and the wall time of each run."""
     header, rows = None, []
@@ -92,6 +125,8 @@ def main(argv=None) -> int:
     ap.add_argument("runs", nargs="+", type=Path, help="results directories of full runs")
     ap.add_argument("--out", type=Path, default=Path("results/summary"))
     ap.add_argument("--intro", type=Path, default=None, help="Markdown put before the sections")
+    ap.add_argument("--tree", type=Path, action="append", default=[],
+                    help="a run of one of the experiments on another tree (--source), shown beside it")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     sections = []
@@ -100,6 +135,17 @@ def main(argv=None) -> int:
     for run in a.runs:
         doc = json.loads((run / "results.json").read_text())
         docs.append((order.index(doc["experiment"]) if doc["experiment"] in order else 99, run, doc))
+    trees: dict[str, list[dict]] = {}
+    for run in a.tree:
+        doc = recompare(json.loads((run / "results.json").read_text()))
+        trees.setdefault(doc["experiment"], []).append(doc)
+        dest = a.out / f"{doc['experiment']}-{tree_slug(doc)}"
+        if dest.resolve() != run.resolve():
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.mkdir(parents=True)
+            for f in run.iterdir():
+                if f.suffix in KEEP and f.suffix != ".png":
+                    shutil.copy2(f, dest / f.name)
     for _, run, doc in sorted(docs, key=lambda t: t[0]):
         dest = a.out / doc["experiment"]
         if dest.resolve() != run.resolve():
@@ -112,6 +158,8 @@ def main(argv=None) -> int:
         plots = sorted(p.name for p in dest.glob("*.png"))
         report.write_all(doc, dest, plots)
         sec = section(doc, doc["experiment"])
+        if doc["experiment"] in trees:
+            sec += "\n" + trees_table(doc, trees[doc["experiment"]])
         sec += "\n" + "\n".join(f"![{doc['experiment']} {p}]({doc['experiment']}/{p})" for p in plots) + "\n"
         sections.append(sec)
     intro = a.intro.read_text() if a.intro else INTRO
