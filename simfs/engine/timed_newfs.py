@@ -140,15 +140,13 @@ def timed_newfs(disk: str, size_bytes: int, bsize: int = 32768, fsize: int = 409
     model = disk_models.make_disk(disk)
     t = 0.0
     reads = writes = 0
-    rmw = 0.0
     for op, off, n in requests(g):
-        r = model.submit(op, off // SECTOR, n // SECTOR, t)
-        t = r.finish
-        rmw += r.rmw
+        t = model.submit(op, off // SECTOR, n // SECTOR, t).finish
         reads += op == "R"
         writes += op == "W"
+    t_cmd = t
     if flush:
         t = model.flush(t)
-    return {"sim": t, "sim_cmd": t, "sim_drain": 0.0,
+    return {"sim": t, "sim_cmd": t_cmd, "sim_drain": t - t_cmd,
             "counters": {"disk_reads": reads, "disk_writes": writes},
-            "extra": {"cylinder_groups": g.ncg, "rmw_ms": round(rmw * 1e3, 3)}}
+            "extra": {"cylinder_groups": g.ncg}}
