@@ -32,8 +32,8 @@ def _preset(name, kind, summary, drive, table):
 
 
 _AF_CAL = ("calibration (published figures, not seed 003): random FUA 4 KiB writes at 4K+512 in a 1 GiB span "
-           "cost 2.4x aligned (OSNews 2010 ~3x); cached random 2.4x (Dell FAQ ~50% loss); a cached partial write "
-           "waits for its pre-read (buffer holds whole physical sectors); see disk_models/advanced_format.py")
+           "cost 2.4x aligned (OSNews 2010 ~3x); cached random 2.0x (Dell FAQ ~50% loss); 4 KiB at 16 KiB stride "
+           "1.8x (des.no ~2.8x); see disk_models/advanced_format.py")
 
 WD1200JB = _preset("wd1200jb", "rotating",
     "WD Caviar WD1200JB: 7200 rpm PATA, 120 GB, 8 MB cache, 2003 (seed 000 era)",
