@@ -290,15 +290,22 @@ def test_aligned_writes_pay_nothing_extra(cached):
 
 @pytest.mark.parametrize("offset", range(34, 42))
 def test_reads_never_pay_read_modify_write(offset):
+    # A read fetches whole physical sectors: on a fresh drive it costs what the 512-byte drive
+    # charges for the read from the start of the first physical sector (was: exactly the plain
+    # read; the drive cannot start mid-sector).
     spec = resolve(f"wd-ears,partition_offset={offset}")
     af, plain = AdvancedFormatDrive(spec), RotatingDrive(spec)
     rng = random.Random(33)
-    t1 = t2 = 0.0
     for _ in range(200):
-        lba, n = rng.randrange(af.sectors - 300), rng.randrange(1, 300)
-        r1, r2 = af.submit("R", lba, n, t1), plain.submit("R", lba, n, t2)
-        assert r1.rmw == 0 and r1 == r2
-        t1, t2 = r1.finish, r2.finish
+        af.reset()
+        plain.reset()
+        lba, n = rng.randrange(8, af.sectors - 300), rng.randrange(1, 300)
+        t = rng.random()
+        r1 = af.submit("R", lba, n, t)
+        a = ((lba + offset) & ~7) - offset
+        r2 = plain.submit("R", a, lba + n - a, t)
+        assert r1.rmw == 0
+        assert (r1.seek, r1.rotation, r1.transfer) == (r2.seek, r2.rotation, r2.transfer)
 
 
 @pytest.mark.parametrize("offset", range(34, 42))
