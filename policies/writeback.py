@@ -41,7 +41,7 @@ Contract (`WritebackPolicy`)
   syncer    None (the cache's syncer: every sync_interval, blocks older than it), or
             {"period": s, "delays": {kind: s}, "default": s}: wake every period, write the
             blocks older than their kind's delay.
-  throttle  None, or {"per_block": r, "wait": s}: when more than r x cache blocks updates
+  throttle  None, or {"per_page": r, "wait": s}: when more than r x the cache's 4 KiB pages updates
             wait to reach the disk, the writer pauses `wait` seconds while the blocks others
             wait for are pushed out.
 
@@ -143,7 +143,7 @@ class Softdep(WritebackPolicy):
     #: ffs_softdep.c: max_softdeps = desiredvnodes * 8 with desiredvnodes ~ physical pages / 4
     #: (vfs_subr.c vntblinit), i.e. ~2 per page of memory, here per cache block; request_cleanup
     #: sleeps tickdelay = 2 ticks at HZ = 100
-    throttle = {"per_block": 2.0, "wait": 0.020}
+    throttle = {"per_page": 2.0, "wait": 0.020}
 
     def dependencies(self, op: str) -> tuple:
         return self.DEPENDENCIES.get(op, ())

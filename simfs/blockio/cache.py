@@ -9,9 +9,12 @@ Write-back follows the mount's write-back mode, an object the cache is handed
 (policies.writeback.WritebackPolicy: `sync`, `async`, `softdep` or a plug-in). It says which
 kinds of block an operation writes synchronously before it returns (`sync_kinds(op)`: sync
 writes the inode, directory and indirect blocks a namespace change dirties, as FFS's default
-mount does), and in which passes the syncer and sync write delayed blocks (`passes`: softdep
-writes bitmaps and descriptors, then inode blocks, then directory blocks, then the rest).
-Delayed blocks leave when the 30-second syncer runs, when dirty buffers pass the background
+mount does), in which passes the syncer and sync write delayed blocks (`passes`), and which
+ordering dependencies an operation's blocks carry (`dependencies(op)`: soft updates). A block
+written before the blocks it depends on are on the disk goes out rolled back and stays dirty
+(simfs.blockio.softdeps); the dirty thresholds then prefer buffers without dependencies, and
+sync/fsync write until nothing is left rolled back. Delayed blocks leave when the syncer runs
+(every 30 s, or as the mode's `syncer` says), when dirty buffers pass the background
 threshold (the writer keeps going) or the hard limit (the writer waits), on eviction, and on
 sync/fsync/unmount. Contiguous dirty blocks leave as one request of at most `maxio` blocks.
 
@@ -86,7 +89,8 @@ class BufferCache:
         self.placer: Placer | None = None   # places delayed pages (simfs.fs.delalloc), if any
         self._resolving = False
         self.deps = DepTracker()             # soft-updates dependencies (empty for most modes)
-        self.max_deps = (int(self.capacity * writeback.throttle["per_block"])
+        # max_softdeps scales with memory: the cache's size in 4 KiB pages
+        self.max_deps = (int(self.capacity * block_size / 4096 * writeback.throttle["per_page"])
                          if getattr(writeback, "throttle", None) else None)
 
     # reading -------------------------------------------------------------------------------
@@ -386,7 +390,10 @@ class BufferCache:
             finish = self.clock.io("W", blknos[i], len(run), run[0].kind, run[0].ino, wait=wait)
             for b, c in zip(run, carried):
                 if c is not None and not self.deps.finish_write(b.blkno, c, finish):
-                    self.stats.count("softdep_rollbacks")    # written rolled back: stays dirty
+                    # written rolled back: redirtied when the write completes (the buffer goes
+                    # to the tail of the dirty queue and the syncer's list afresh)
+                    self.stats.count("softdep_rollbacks")
+                    b.dirtied_at = finish
                     continue
                 b.dirty = False
                 self.ndirty -= 1

@@ -505,3 +505,18 @@ class CacheMachine(RuleBasedStateMachine):
 CacheMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=60, deadline=None,
                                           derandomize=True, suppress_health_check=list(HealthCheck))
 TestCacheRandomWalk = CacheMachine.TestCase
+
+
+def test_softdep_past_max_softdeps_the_writer_sleeps_and_prerequisites_go_out():
+    c, clock, stats, _ = make(capacity=64, writeback="softdep")     # 64 x 64 B: max_softdeps 2
+    assert c.max_deps == 2
+    c.begin_op("create")
+    for b, k in ((8, "bitmap"), (7, "inode"), (6, "dir")):
+        c.mark_dirty(b, c.bread(b, k), k)
+    clock.ios.clear()
+    t = clock.now
+    c.end_op()
+    assert stats.totals()["softdep_throttled"] == 1
+    assert clock.writes() == [(7, 2)]              # what others wait for: bitmap and inode
+    assert clock.now == pytest.approx(t + 0.020)   # tickdelay, not the writes
+    assert c.is_dirty(6) and c.is_dirty(7) and not c.is_dirty(8)    # the inode rolled back
