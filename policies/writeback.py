@@ -28,7 +28,7 @@ Contract (`WritebackPolicy`)
             back, it first writes the blocks of the kinds in passes[0] (in block order,
             clustered), then those in passes[1], ..., then everything left. () = one pass in
             block order. (Eviction and the dirty thresholds write the oldest blocks in block
-            order, whatever the passes say.)
+            order, whatever the passes say; with dependencies, those without first.)
 
   dependencies(op) -> tuple of (tag, must_follow_tag) pairs
             Soft-updates ordering (default: none): every block the operation dirties whose
@@ -37,7 +37,7 @@ Contract (`WritebackPolicy`)
             took fresh (a newly allocated block). A block written while it waits is written
             *rolled back*: the write is charged and the block stays dirty
             (simfs.blockio.softdeps). The pairs of one operation must not form a cycle
-            within one operation (tags compared exactly).
+            (tags compared exactly: ``"new dir"`` is not ``"dir"``).
   syncer    None (the cache's syncer: every sync_interval, blocks older than it), or
             {"period": s, "delays": {kind: s}, "default": s}: wake every period, write the
             blocks older than their kind's delay.
