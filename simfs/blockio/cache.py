@@ -9,9 +9,12 @@ Write-back follows the mount's write-back mode, an object the cache is handed
 (policies.writeback.WritebackPolicy: `sync`, `async`, `softdep` or a plug-in). It says which
 kinds of block an operation writes synchronously before it returns (`sync_kinds(op)`: sync
 writes the inode, directory and indirect blocks a namespace change dirties, as FFS's default
-mount does), and in which passes the syncer and sync write delayed blocks (`passes`: softdep
-writes bitmaps and descriptors, then inode blocks, then directory blocks, then the rest).
-Delayed blocks leave when the 30-second syncer runs, when dirty buffers pass the background
+mount does), in which passes the syncer and sync write delayed blocks (`passes`), and which
+ordering dependencies an operation's blocks carry (`dependencies(op)`: soft updates). A block
+written before the blocks it depends on are on the disk goes out rolled back and stays dirty
+(simfs.blockio.softdeps); the dirty thresholds then prefer buffers without dependencies, and
+sync/fsync write until nothing is left rolled back. Delayed blocks leave when the syncer runs
+(every 30 s, or as the mode's `syncer` says), when dirty buffers pass the background
 threshold (the writer keeps going) or the hard limit (the writer waits), on eviction, and on
 sync/fsync/unmount. Contiguous dirty blocks leave as one request of at most `maxio` blocks.
 
@@ -23,6 +26,8 @@ image, and the model's timing never depends on when a commit happens.
 
 from collections import OrderedDict
 from typing import Protocol
+
+from simfs.blockio.softdeps import DepTracker
 
 
 def vkey(ino: int, lblk: int) -> int:
@@ -46,8 +51,12 @@ class WritebackMode(Protocol):
 
     name: str
     passes: tuple
+    syncer: dict | None      # None: the cache's batch syncer; else period and per-kind delays
+    throttle: dict | None    # None: no dependency limit; else max per cached block and the wait
 
     def sync_kinds(self, op: str) -> tuple: ...
+
+    def dependencies(self, op: str) -> tuple: ...
 
 
 class Buffer:
@@ -79,6 +88,10 @@ class BufferCache:
         self.last_syncer = 0.0
         self.placer: Placer | None = None   # places delayed pages (simfs.fs.delalloc), if any
         self._resolving = False
+        self.deps = DepTracker()             # soft-updates dependencies (empty for most modes)
+        # max_softdeps scales with memory: the cache's size in 4 KiB pages
+        self.max_deps = (int(self.capacity * block_size / 4096 * writeback.throttle["per_page"])
+                         if getattr(writeback, "throttle", None) else None)
 
     # reading -------------------------------------------------------------------------------
     def bread(self, blkno: int, kind: str, ino: int = 0) -> bytearray:
@@ -123,6 +136,7 @@ class BufferCache:
 
     def getblk(self, blkno: int, kind: str, ino: int = 0) -> bytearray:
         """A zeroed buffer for a block that is about to be overwritten whole (no read)."""
+        self.deps.fresh(blkno)
         buf = self.buffers.get(blkno)
         if buf is not None:
             self.buffers.move_to_end(blkno)
@@ -135,6 +149,7 @@ class BufferCache:
 
     def page(self, key: int, kind: str, ino: int) -> bytearray:
         """The buffer of a not-yet-allocated block (delayed allocation), zeroed if new; no I/O."""
+        self.deps.fresh(key)
         buf = self.buffers.get(key)
         if buf is not None:
             self.buffers.move_to_end(key)
@@ -163,6 +178,8 @@ class BufferCache:
         old = self.buffers.pop(blkno, None)
         if old is not None and old.dirty:
             self.ndirty -= 1
+        self.deps.cancel(blkno, self.clock.now)
+        self.deps.rekey(key, blkno)
         buf.blkno = blkno
         self.buffers[blkno] = buf
         self.image.note(blkno, buf.data)
@@ -193,6 +210,7 @@ class BufferCache:
             buf.dirtied_at = self.clock.now
             self.ndirty += 1
         self.image.note(blkno, buf.data)
+        self.deps.dirtied(blkno, buf.kind)
         if buf.kind in self.sync_kinds:
             self.op_sync.add(blkno)
 
@@ -208,6 +226,7 @@ class BufferCache:
         if buf is not None and buf.dirty:
             self.ndirty -= 1
         self.op_sync.discard(blkno)
+        self.deps.cancel(blkno, self.clock.now)
         self.image.discard(blkno)
 
     # the operation boundary ----------------------------------------------------------------
@@ -215,15 +234,26 @@ class BufferCache:
         """Operation `op` starts: the write-back mode says which kinds of block it must write
         before it returns."""
         self.sync_kinds = self.writeback.sync_kinds(op)
+        self.deps.begin(self._dep_rules(op))
+
+    def _dep_rules(self, op: str) -> tuple:
+        deps = getattr(self.writeback, "dependencies", None)
+        return deps(op) if deps is not None else ()
 
     def end_op(self) -> None:
+        if self.deps.end(self.is_dirty, self.clock.now) and self.max_deps is not None \
+                and self.deps.live > self.max_deps:
+            self._request_cleanup()
         if self.op_sync:
             self._write_back(sorted(b for b in self.op_sync if b in self.buffers and self.buffers[b].dirty),
                              wait=True)
             self.op_sync.clear()
         self.sync_kinds = ()
         now = self.clock.now
-        if now - self.last_syncer >= self.sync_interval:
+        syncer = getattr(self.writeback, "syncer", None)
+        if syncer:
+            self._syncer_ticks(syncer, now)
+        elif now - self.last_syncer >= self.sync_interval:
             self.last_syncer = now
             self._flush_dirty(wait=False, older_than=now - self.sync_interval)
         if self.ndirty > self.hard_dirty:
@@ -234,14 +264,30 @@ class BufferCache:
 
     # flushing --------------------------------------------------------------------------------
     def sync(self) -> None:
-        """Write every dirty buffer and wait for all of it to reach the media."""
-        self._flush_dirty(wait=False)
-        self.clock.drain()
+        """Write every dirty buffer and wait for all of it to reach the media. Blocks that went
+        out rolled back (soft updates) are still dirty: write again until none is left."""
+        for _ in range(self.MAX_ROUNDS):
+            self._flush_dirty(wait=False)
+            self.clock.drain()
+            if not self.deps.pending:
+                return
+        raise RuntimeError("soft-updates write-back did not converge")   # rules have a cycle
+
+    #: rounds of write-and-wait after which a dependency chain must have gone out
+    MAX_ROUNDS = 64
 
     def flush_blocks(self, blknos) -> None:
-        """Write the named blocks if they are dirty and wait until they are on the media (fsync)."""
-        self._write_back(sorted(b for b in set(blknos) if b in self.buffers and self.buffers[b].dirty), wait=False)
-        self.clock.drain()
+        """Write the named blocks if they are dirty and wait until they are on the media
+        (fsync); under soft updates, with the blocks they wait for (softdep_sync_metadata)."""
+        want = set(blknos)
+        for _ in range(self.MAX_ROUNDS):
+            todo = {b for b in want | self.deps.prerequisites(want & self.deps.pending.keys())
+                    if b in self.buffers and self.buffers[b].dirty}
+            self._write_back(sorted(todo), wait=False)
+            self.clock.drain()
+            if not (want & self.deps.pending.keys()):
+                return
+        raise RuntimeError("soft-updates write-back did not converge")
 
     def drop_clean(self) -> None:
         """Drop every clean buffer (drop_caches)."""
@@ -259,8 +305,43 @@ class BufferCache:
         self._write_back(sorted(b.blkno for b in dirty), wait)
 
     def _flush_oldest(self, n: int, wait: bool) -> None:
-        oldest = sorted((b for b in self.buffers.values() if b.dirty), key=lambda b: b.dirtied_at)[:max(n, 1)]
-        self._write_back(sorted(b.blkno for b in oldest), wait)
+        """The dirty thresholds (bufdaemon's flushbufqueues): the oldest dirty buffers; under
+        soft updates first those a write would not roll back, then, if that is not enough,
+        those it would (flushbufqueues(0), then flushbufqueues(1))."""
+        dirty = sorted((b for b in self.buffers.values() if b.dirty), key=lambda b: b.dirtied_at)
+        n = max(n, 1)
+        if self.deps.pending:
+            now = self.clock.now
+            free = [b for b in dirty if not self.deps.blocked(b.blkno, now)]
+            if len(free) < n:
+                self.stats.count("softdep_flush_with_deps")
+                free += [b for b in dirty if self.deps.blocked(b.blkno, now)][:n - len(free)]
+            dirty = sorted(free, key=lambda b: b.dirtied_at)
+        self._write_back(sorted(b.blkno for b in dirty[:n]), wait)
+
+    def _syncer_ticks(self, syncer: dict, now: float) -> None:
+        """A syncer that wakes every `period` seconds (FreeBSD's sched_sync): each wake-up
+        writes the dirty blocks older than their kind's delay (filedelay/dirdelay/metadelay);
+        blocks that went out rolled back keep their age, so the next wake-up after their
+        prerequisites are on the disk writes them again (softdep_process_worklist's role)."""
+        period = syncer["period"]
+        if now - self.last_syncer < period:
+            return
+        self.last_syncer = now - (now - self.last_syncer) % period
+        delays, default = syncer["delays"], syncer["default"]
+        due = [b for b in self.buffers.values()
+               if b.dirty and b.dirtied_at <= now - delays.get(b.kind, default)]
+        if due:
+            self._write_back(sorted(b.blkno for b in due), wait=False)
+
+    def _request_cleanup(self) -> None:
+        """Too many dependencies (softdep's max_softdeps): the writer sleeps a few ticks
+        (request_cleanup, tickdelay) while the syncer is sped up to push out the blocks
+        others wait for (speedup_syncer, clear_inodedeps)."""
+        self.stats.count("softdep_throttled")
+        pre = sorted(b for b in self.deps.prerequisites() if b in self.buffers and self.buffers[b].dirty)
+        self._write_back(pre, wait=False)
+        self.clock.cpu(self.writeback.throttle["wait"])
 
     def _insert(self, buf: Buffer) -> None:
         self.buffers[buf.blkno] = buf
@@ -304,9 +385,17 @@ class BufferCache:
             while j < len(blknos) and blknos[j] == blknos[j - 1] + 1 and j - i < self.maxio:
                 j += 1
             run = [self.buffers[b] for b in blknos[i:j]]
-            self.clock.io("W", blknos[i], len(run), run[0].kind, run[0].ino, wait=wait)
-            for b in run:
+            now = self.clock.now
+            carried = [self.deps.start_write(b.blkno, now) for b in run]
+            finish = self.clock.io("W", blknos[i], len(run), run[0].kind, run[0].ino, wait=wait)
+            for b, c in zip(run, carried):
+                if c is not None and not self.deps.finish_write(b.blkno, c, finish):
+                    # written rolled back: redirtied when the write completes (the buffer goes
+                    # to the tail of the dirty queue and the syncer's list afresh)
+                    self.stats.count("softdep_rollbacks")
+                    b.dirtied_at = finish
+                    continue
                 b.dirty = False
-            self.ndirty -= len(run)
+                self.ndirty -= 1
             self.stats.count("blocks_written", len(run))
             i = j

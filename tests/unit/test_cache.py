@@ -369,17 +369,29 @@ def test_delayed_policies_write_nothing_at_the_end_of_an_operation(writeback):
     assert clock.ios == [] and c.ndirty == 2
 
 
-def test_softdep_writes_bitmaps_then_inodes_then_directories_then_the_rest():
-    kinds = {5: "data", 6: "dir", 7: "inode", 8: "bitmap", 9: "gdt", 20: "xattr", 21: "inode"}
-    order = {}
-    for wb in ("async", "softdep"):
-        c, clock, stats, _ = make(writeback=wb)
-        for b, k in kinds.items():
-            dirty(c, b, k)
-        c.sync()
-        order[wb] = clock.writes()
-    assert order["softdep"] == [(8, 2), (7, 1), (21, 1), (6, 1), (5, 1), (20, 1)]
-    assert order["async"] == [(5, 5), (20, 2)]
+def test_softdep_rolls_back_an_entry_written_before_its_inode_and_writes_it_again():
+    c, clock, stats, _ = make(writeback="softdep")
+    c.begin_op("create")
+    for b, k in ((8, "bitmap"), (7, "inode"), (6, "dir")):
+        c.mark_dirty(b, c.bread(b, k), k)
+    c.end_op()
+    clock.ios.clear()
+    c.sync()
+    # round 1: all three go out at once (one request); inode and entry are rolled back;
+    # round 2 carries the inode, round 3 the entry
+    assert clock.writes() == [(6, 3), (6, 2), (6, 1)]
+    assert stats.totals()["softdep_rollbacks"] == 3 and c.ndirty == 0 and not c.deps.pending
+
+
+def test_async_has_no_rollbacks_for_the_same_operation():
+    c, clock, stats, _ = make(writeback="async")
+    c.begin_op("create")
+    for b, k in ((8, "bitmap"), (7, "inode"), (6, "dir")):
+        c.mark_dirty(b, c.bread(b, k), k)
+    c.end_op()
+    clock.ios.clear()
+    c.sync()
+    assert clock.writes() == [(6, 3)] and "softdep_rollbacks" not in stats.totals()
 
 
 def test_the_syncer_writes_what_has_been_dirty_for_a_whole_interval():
@@ -493,3 +505,18 @@ class CacheMachine(RuleBasedStateMachine):
 CacheMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=60, deadline=None,
                                           derandomize=True, suppress_health_check=list(HealthCheck))
 TestCacheRandomWalk = CacheMachine.TestCase
+
+
+def test_softdep_past_max_softdeps_the_writer_sleeps_and_prerequisites_go_out():
+    c, clock, stats, _ = make(capacity=64, writeback="softdep")     # 64 x 64 B: max_softdeps 2
+    assert c.max_deps == 2
+    c.begin_op("create")
+    for b, k in ((8, "bitmap"), (7, "inode"), (6, "dir")):
+        c.mark_dirty(b, c.bread(b, k), k)
+    clock.ios.clear()
+    t = clock.now
+    c.end_op()
+    assert stats.totals()["softdep_throttled"] == 1
+    assert clock.writes() == [(7, 2)]              # what others wait for: bitmap and inode
+    assert clock.now == pytest.approx(t + 0.020)   # tickdelay, not the writes
+    assert c.is_dirty(6) and c.is_dirty(7) and not c.is_dirty(8)    # the inode rolled back
