@@ -79,7 +79,7 @@ class FileIO:
         for lblk in range(first, stop):
             if phys and starts_map(self.filemap, lblk):
                 # the map block is read when the read reaches it (ext2_bmaparray's run ends at
-                # the map's edge): the data before it goes first, as cluster_read issues it
+                # the map's edge): the data before it goes first (docs/reference/one-k-blocks.md)
                 self._read_runs(inode, first, last, phys, done)
                 done = len(phys)
             phys.append(self.filemap.bmap(inode, lblk))

@@ -160,8 +160,8 @@ def test_fsync_waits_for_the_files_blocks(tmp_path):
 
 def test_data_before_a_map_block_is_read_before_the_map_block(tmp_path):
     """A cold 40 KiB read on 1 KiB blocks: blocks 0..11 are requested before the indirect block
-    that maps block 12 (FreeBSD's bmap run ends at the map's edge, cluster_read issues it
-    first), so with the indirect block laid out after block 11 nothing goes back a revolution."""
+    that maps block 12 (FreeBSD's bmap run ends at the map's edge and its read-ahead is not
+    due on a file's first read), so with the indirect block laid out after block 11 nothing goes back a revolution."""
     img = _image(tmp_path, size=64 * MIB, block_size=1024)
     trace = tmp_path / "trace.csv"
     with Volume.open(img, VolumeOptions(alloc="first-free", disk="wd1200jb")) as vol:
