@@ -225,3 +225,57 @@ class Ext2fsDirpref(InodePlacer):
     def _dirpref(self, space, parent_ino: int) -> int:
         """ext2_dirpref is ffs_dirpref with AVGDIRSIZE = AVFILESIZ * AFPDIR (the same numbers)."""
         return ffs_dirpref(space, parent_ino, self.contigdirs, self.rng, AVFILESIZ, AFPDIR)
+
+
+class Ext2fsLinuxIalloc(InodePlacer):
+    """FreeBSD 5.x's GPL ext2fs inode allocation (sys/gnu/ext2fs/ext2_linux_ialloc.c v1.18,
+    `ext2_new_inode`, from Linux 1.x fs/ext2/ialloc.c), the ~5.2 of seed 000: a directory
+    goes to the group with the most free blocks among those with at least the average
+    number of free inodes (the first such on ties), whatever its parent; a file to its
+    parent's group, else a quadratic hash over the groups, else a linear search; the inode
+    is the first zero bit of the group's inode bitmap."""
+
+    name = "ext2fs-linux-ialloc"
+    summary = ("FreeBSD 5.x GPL ext2fs ext2_new_inode: directories to the emptiest group with "
+               "above-average free inodes; files to the parent's group")
+
+    def choose(self, space: SpaceView, parent_ino: int, is_dir: bool) -> int:
+        geo = space.geometry
+        ng = geo.groups
+        cg = -1
+        if is_dir:
+            avefreei = sum(space.group_free_inodes(g) for g in range(ng)) // ng
+            best = -1
+            for g in range(ng):
+                fi = space.group_free_inodes(g)
+                if fi and fi >= avefreei:
+                    fb = space.group_free_blocks(g)
+                    if cg < 0 or fb > best:
+                        cg, best = g, fb
+        else:
+            i = geo.group_of_inode(parent_ino)
+            if space.group_free_inodes(i):
+                cg = i
+            else:
+                j = 1
+                while j < ng:                      # quadratic hash: i += 1, 2, 4, ...
+                    i += j
+                    if i >= ng:
+                        i -= ng
+                    if space.group_free_inodes(i):
+                        cg = i
+                        break
+                    j <<= 1
+                if cg < 0:
+                    i = geo.group_of_inode(parent_ino)
+                    for _ in range(ng):
+                        i = i + 1 if i + 1 < ng else 0
+                        if space.group_free_inodes(i):
+                            cg = i
+                            break
+        if cg < 0:
+            raise NoSpace()
+        ino = space.first_free_inode(cg)
+        if ino <= 0:
+            raise NoSpace()
+        return ino

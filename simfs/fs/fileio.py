@@ -14,6 +14,14 @@ from simfs.errors import FSError
 from simfs.fs.operation import operation
 
 
+def starts_map(filemap, lblk: int) -> bool:
+    """Whether lblk is the first block its map block maps (12, 12 + p, ...): a block-map
+    lookup (FreeBSD ext2_bmaparray, ufs_bmaparray) never makes a run across such an edge,
+    so the map block is read only when the read gets there."""
+    idx = filemap.path(lblk)[1]
+    return bool(idx) and idx[-1] == 0
+
+
 class FileIO:
     """Data operations of `simfs.fs.volume.Volume` (a mixin: it uses the volume's parts)."""
 
@@ -66,8 +74,22 @@ class FileIO:
             window = 0
         ra[0], ra[1] = last + 1, window
         stop = min(last + 1 + window, nblocks)
-        phys = [self.filemap.bmap(inode, lblk) for lblk in range(first, stop)]
-        i = 0
+        phys: list[int] = []
+        done = 0                                          # phys[:done] have been requested
+        for lblk in range(first, stop):
+            if phys and starts_map(self.filemap, lblk):
+                # the map block is read when the read reaches it (ext2_bmaparray's run ends at
+                # the map's edge): the data before it goes first (docs/reference/one-k-blocks.md)
+                self._read_runs(inode, first, last, phys, done)
+                done = len(phys)
+            phys.append(self.filemap.bmap(inode, lblk))
+        self._read_runs(inode, first, last, phys, done)
+        return phys[: last - first + 1]
+
+    def _read_runs(self, inode, first: int, last: int, phys: list[int], i: int) -> None:
+        """Request phys[i:] (blocks first + i ...) as physically contiguous runs of at most maxio;
+        blocks past `last` are read-ahead (not waited for)."""
+        maxio = self.cache.maxio
         while i < len(phys):
             if not phys[i]:
                 i += 1
@@ -77,7 +99,6 @@ class FileIO:
                 j += 1
             self.cache.read_run(phys[i], j - i, "data", inode.ino, wait=first + i <= last)
             i = j
-        return phys[: last - first + 1]
 
     @operation
     def write(self, ino: int, offset: int, data: bytes) -> int:

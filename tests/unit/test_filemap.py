@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simfs.errors import FSError
+from simfs.fs.fileio import starts_map
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.inode import Inode
 from simfs.ondisk.mkfs import mkfs
@@ -204,3 +205,16 @@ def test_a_block_placed_beforehand_is_linked(image):
         fm.truncate(inode, 0)
         assert not space.block_used[target] and space.free_blocks == free + 1
         vol.drop(inode.ino)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(INTERESTING.filter(lambda b: b >= 1))
+def test_starts_map_is_where_a_lookup_needs_another_map_block(image, lblk):
+    """starts_map(lblk): lblk's pointer is in a different map block (or level) than lblk - 1's,
+    so a block-map run (ext2_bmaparray) must end before it; never for a direct block."""
+    with Volume.open(image, VolumeOptions(disk="ideal")) as vol:
+        fm = vol.filemap
+        (s0, i0), (s1, i1) = fm.path(lblk - 1), fm.path(lblk)
+        other_map = lblk >= D1 and (s0 != s1 or i0[:-1] != i1[:-1])
+        assert starts_map(fm, lblk) == other_map
+        assert starts_map(fm, lblk) == (lblk in (D1, D2, D3) or (lblk > D1 and i1[-1] == 0))

@@ -156,3 +156,30 @@ def test_fsync_waits_for_the_files_blocks(tmp_path):
         mine = {b for _, b in vol.filemap.blocks(inode)} | {vol.inodes.block_of(ino)}
         assert not any(vol.cache.buffers[b].dirty for b in mine if b in vol.cache.buffers)
         assert vol.cache.ndirty < dirty_before
+
+
+def test_data_before_a_map_block_is_read_before_the_map_block(tmp_path):
+    """A cold 40 KiB read on 1 KiB blocks: blocks 0..11 are requested before the indirect block
+    that maps block 12 (FreeBSD's bmap run ends at the map's edge and its read-ahead is not
+    due on a file's first read), so with the indirect block laid out after block 11 nothing goes back a revolution."""
+    img = _image(tmp_path, size=64 * MIB, block_size=1024)
+    trace = tmp_path / "trace.csv"
+    with Volume.open(img, VolumeOptions(alloc="first-free", disk="wd1200jb")) as vol:
+        _write_file(vol, b"f", 40 * 1024, chunk=40 * 1024)
+    with Volume.open(img, VolumeOptions(alloc="first-free", disk="wd1200jb", trace=str(trace))) as vol:
+        ino = vol.lookup(vol.root_ino, b"f").st_ino
+        inode = vol.inodes.get(ino)
+        d0, ind = vol.filemap.bmap(inode, 0), inode.block[12]      # no map block read yet
+        assert ind == vol.filemap.bmap(inode, 11) + 1, "first-free puts the indirect block after block 11"
+        t0 = vol.clock.now
+        vol.read(ino, 0, 40 * 1024)
+        elapsed = vol.clock.now - t0
+    from simfs.blockio.trace import read_trace
+    c = read_trace(trace)
+    rows = [(c["cause"][i], c["lba"][i] // 2, c["cache_hit"][i], c["rotation"][i])
+            for i in range(len(c["op"])) if c["cause"][i] in ("data", "indirect")]
+    causes = [r[0] for r in rows]
+    assert causes.index("data") < causes.index("indirect"), rows
+    assert rows[0][1] == d0
+    assert all(r[2] for r in rows[1:]), f"only the first request may go to the media: {rows}"
+    assert elapsed < 60 / 7200 + 0.03, elapsed     # no extra revolution
