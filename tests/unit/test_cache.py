@@ -369,14 +369,20 @@ def test_delayed_policies_write_nothing_at_the_end_of_an_operation(writeback):
     assert clock.ios == [] and c.ndirty == 2
 
 
-def test_softdep_rolls_back_an_entry_written_before_its_inode_and_writes_it_again():
-    c, clock, stats, _ = make(writeback="softdep")
+def _create_then_sync(writeback):
+    """One create's bitmap, inode and directory blocks (blocks 8, 7, 6), then sync."""
+    c, clock, stats, _ = make(writeback=writeback)
     c.begin_op("create")
     for b, k in ((8, "bitmap"), (7, "inode"), (6, "dir")):
         c.mark_dirty(b, c.bread(b, k), k)
     c.end_op()
     clock.ios.clear()
     c.sync()
+    return c, clock, stats
+
+
+def test_softdep_rolls_back_an_entry_written_before_its_inode_and_writes_it_again():
+    c, clock, stats = _create_then_sync("softdep")
     # round 1: all three go out at once (one request); inode and entry are rolled back;
     # round 2 carries the inode, round 3 the entry
     assert clock.writes() == [(6, 3), (6, 2), (6, 1)]
@@ -384,13 +390,7 @@ def test_softdep_rolls_back_an_entry_written_before_its_inode_and_writes_it_agai
 
 
 def test_async_has_no_rollbacks_for_the_same_operation():
-    c, clock, stats, _ = make(writeback="async")
-    c.begin_op("create")
-    for b, k in ((8, "bitmap"), (7, "inode"), (6, "dir")):
-        c.mark_dirty(b, c.bread(b, k), k)
-    c.end_op()
-    clock.ios.clear()
-    c.sync()
+    c, clock, stats = _create_then_sync("async")
     assert clock.writes() == [(6, 3)] and "softdep_rollbacks" not in stats.totals()
 
 
