@@ -70,6 +70,8 @@ The built-in modes (seed 002: FFS sync vs async vs soft updates):
            read-back effect is not modelled).
 """
 
+import graphlib
+
 from simfs.plugins import Registry
 
 #: the block kinds the cache knows (what `Buffer.kind` may be)
@@ -162,22 +164,14 @@ def _check(cls) -> None:
 def rule_cycle(pairs) -> bool:
     """Whether one operation's (tag, must_follow_tag) pairs form a cycle (an update could then
     wait for itself). Tags are exact: "new dir" (the new directory's block) is not "dir"."""
-    graph: dict[str, set] = {}
-    for a, b in pairs:
-        graph.setdefault(a, set()).add(b)
-    state: dict[str, int] = {}
-
-    def visit(n) -> bool:
-        if state.get(n) == 1:
-            return True
-        if state.get(n) == 2:
-            return False
-        state[n] = 1
-        if any(visit(m) for m in graph.get(n, ())):
-            return True
-        state[n] = 2
-        return False
-    return any(visit(n) for n in list(graph))
+    order = graphlib.TopologicalSorter()
+    for tag, before in pairs:
+        order.add(tag, before)
+    try:
+        order.prepare()
+    except graphlib.CycleError:
+        return True
+    return False
 
 
 #: name -> class: the built-ins and installed packages' entry points (group simfs.writeback)
@@ -190,5 +184,5 @@ def make_writeback(name: str) -> WritebackPolicy:
     return WRITEBACK.create(name)
 
 
-__all__ = ["rule_cycle", "BLOCK_KINDS", "NAMESPACE_METADATA", "WRITEBACK", "Async", "Softdep", "Sync", "WritebackPolicy",
-           "make_writeback"]
+__all__ = ["BLOCK_KINDS", "NAMESPACE_METADATA", "WRITEBACK", "Async", "Softdep", "Sync", "WritebackPolicy",
+           "make_writeback", "rule_cycle"]
