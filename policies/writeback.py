@@ -41,9 +41,11 @@ Contract (`WritebackPolicy`)
   syncer    None (the cache's syncer: every sync_interval, blocks older than it), or
             {"period": s, "delays": {kind: s}, "default": s}: wake every period, write the
             blocks older than their kind's delay.
-  throttle  None, or {"per_page": r, "wait": s}: when more than r x the cache's 4 KiB pages updates
-            wait to reach the disk, the writer pauses `wait` seconds while the blocks others
-            wait for are pushed out.
+  throttle  None, or {"per_page": r, "wait": s, "bufdaemon_sleep": s2}: when more than r x the
+            cache's 4 KiB pages updates wait to reach the disk, the writer pauses `wait` seconds
+            while the blocks others wait for are pushed out; when the dirty thresholds find only
+            buffers with dependencies, they write half as many and a writer waiting at the hard
+            limit sleeps `bufdaemon_sleep` seconds (FreeBSD's buf_daemon).
 
 What a mode may read: the operation name. What it must not do: touch the cache, the blocks
 or the clock, keep state that changes its answers (they must be the same for the whole
@@ -145,7 +147,9 @@ class Softdep(WritebackPolicy):
     #: ffs_softdep.c: max_softdeps = desiredvnodes * 8 with desiredvnodes ~ physical pages / 4
     #: (vfs_subr.c vntblinit), i.e. ~2 per page of memory, here per cache block; request_cleanup
     #: sleeps tickdelay = 2 ticks at HZ = 100
-    throttle = {"per_page": 2.0, "wait": 0.020}
+    #: buf_daemon (vfs_bio.c, FreeBSD 5/6): when flushbufqueues finds only buffers with
+    #: dependencies it writes half a target of them and sleeps hz / 10 ("qsleep")
+    throttle = {"per_page": 2.0, "wait": 0.020, "bufdaemon_sleep": 0.100}
 
     def dependencies(self, op: str) -> tuple:
         return self.DEPENDENCIES.get(op, ())

@@ -305,18 +305,25 @@ class BufferCache:
         self._write_back(sorted(b.blkno for b in dirty), wait)
 
     def _flush_oldest(self, n: int, wait: bool) -> None:
-        """The dirty thresholds (bufdaemon's flushbufqueues): the oldest dirty buffers; under
-        soft updates first those a write would not roll back, then, if that is not enough,
-        those it would (flushbufqueues(0), then flushbufqueues(1))."""
+        """The dirty thresholds (bufdaemon): the oldest dirty buffers. Under soft updates as
+        FreeBSD's buf_daemon does it: flushbufqueues(0) writes only buffers a write would not
+        roll back; only if there are none, flushbufqueues(1) writes half as many of those it
+        would, and bufdaemon sleeps ("qsleep", the mode's throttle["bufdaemon_sleep"]) - a
+        writer waiting at the hard limit (bwillwrite) sleeps with it, for the rolled-back
+        buffers are dirty again and the count does not fall."""
         dirty = sorted((b for b in self.buffers.values() if b.dirty), key=lambda b: b.dirtied_at)
         n = max(n, 1)
         if self.deps.pending:
             now = self.clock.now
             free = [b for b in dirty if not self.deps.blocked(b.blkno, now)]
-            if len(free) < n:
+            if not free:
                 self.stats.count("softdep_flush_with_deps")
-                free += [b for b in dirty if self.deps.blocked(b.blkno, now)][:n - len(free)]
-            dirty = sorted(free, key=lambda b: b.dirtied_at)
+                free, n = dirty, max(n // 2, 1)
+                if wait:
+                    self._write_back(sorted(b.blkno for b in free[:n]), wait)
+                    self.clock.cpu(self.writeback.throttle["bufdaemon_sleep"])
+                    return
+            dirty = free
         self._write_back(sorted(b.blkno for b in dirty[:n]), wait)
 
     def _syncer_ticks(self, syncer: dict, now: float) -> None:

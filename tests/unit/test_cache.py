@@ -520,3 +520,23 @@ def test_softdep_past_max_softdeps_the_writer_sleeps_and_prerequisites_go_out():
     assert clock.writes() == [(7, 2)]              # what others wait for: bitmap and inode
     assert clock.now == pytest.approx(t + 0.020)   # tickdelay, not the writes
     assert c.is_dirty(6) and c.is_dirty(7) and not c.is_dirty(8)    # the inode rolled back
+
+
+def test_softdep_bufdaemon_with_only_dependent_buffers_writes_half_and_sleeps():
+    # buf_daemon: flushbufqueues(0) finds nothing a write would not roll back (the bitmap is
+    # on its way to the disk, the inode and the entry wait for it), so flushbufqueues(1)
+    # writes half the target, rolled back, and a writer at the hard limit sleeps hz / 10
+    c, clock, stats, _ = make(writeback="softdep")
+    c.begin_op("create")
+    for b, k in ((8, "bitmap"), (7, "inode"), (6, "dir")):
+        c.mark_dirty(b, c.bread(b, k), k)
+    c.end_op()
+    c._write_back([8], wait=False)                 # in flight: done at t + 1
+    clock.ios.clear()
+    t = clock.now
+    c._flush_oldest(2, wait=True)
+    assert stats.totals()["softdep_flush_with_deps"] == 1
+    assert clock.writes() == [(7, 1)] and c.is_dirty(7)             # rolled back, dirty again
+    assert clock.now == pytest.approx(t + 2.0 + 0.100)              # its write, then the sleep
+    c._flush_oldest(2, wait=False)                 # the background threshold: no sleep
+    assert clock.now == pytest.approx(t + 2.0 + 0.100)
