@@ -52,8 +52,11 @@ def cmd_fsck(a) -> int:
     from simfs.blockio.imagefile import JournalError, journal_path, pending_journal, recover
     import fcntl
     import shutil
-    if not os.path.exists(a.image):
-        return fail(f"image {a.image} does not exist", "fsck")
+    from simfs.fuse.checks import UsageError, check_image
+    try:
+        check_image(a.image)          # missing, a symlink loop, a directory, unreadable
+    except UsageError as e:
+        return fail(str(e), "fsck")
     if shutil.which("e2fsck") is None:
         return fail("e2fsck not found (apt-get install e2fsprogs)", "fsck")
     if a.repair:

@@ -100,6 +100,15 @@ def test_fsck_missing_image(tmp_path):
     assert r.returncode == 2
 
 
+def test_fsck_names_what_is_wrong_with_the_image_path(tmp_path):
+    loop = tmp_path / "loop.img"
+    loop.symlink_to(loop)
+    r = run_simfs("fsck", loop, check=False)
+    assert r.returncode == 2 and "symbolic links" in r.stderr and "does not exist" not in r.stderr
+    r = run_simfs("fsck", tmp_path, check=False)
+    assert r.returncode == 2 and "not a regular file" in r.stderr
+
+
 def test_stats_on_a_plain_directory(tmp_path):
     r = run_simfs("stats", tmp_path, check=False)
     assert r.returncode == 2 and "not a simfs mount" in r.stderr
