@@ -141,7 +141,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.mount_state = sb.state          # written back at unmount, as the kernel does
         self.warnings = _mount_warnings(sb)
         if sb.dataless and not options.dataless:
-            self.warnings.append("image was mounted data-less before: file data written then was not stored (reads as zeros)")
+            self.warnings.append("image was mounted data-less before: file data written then "
+                                 "was not stored (reads as zeros)")
         if not options.read_only:
             if options.dataless:
                 sb.mark_dataless()         # in the first commit, before any data is dropped
