@@ -127,7 +127,7 @@ class BufferCache:
     def _load(self, blkno: int, count: int, kind: str, ino: int, ready_at: float) -> list[Buffer]:
         self.stats.count("blocks_read", count)
         out = []
-        for i, data in enumerate(self.image.read(blkno, count)):
+        for i, data in enumerate(self.image.read(blkno, count, kind)):
             buf = Buffer(blkno + i, data, kind, ino)
             buf.ready_at = ready_at
             self._insert(buf)
@@ -182,7 +182,7 @@ class BufferCache:
         self.deps.rekey(key, blkno)
         buf.blkno = blkno
         self.buffers[blkno] = buf
-        self.image.note(blkno, buf.data)
+        self.image.note(blkno, buf.data, buf.kind)
 
     def peek(self, blkno: int, count: int = 1) -> bytes:
         """Read blocks without charging or caching (mount-time loading of bitmaps and tables)."""
@@ -209,7 +209,7 @@ class BufferCache:
             buf.dirty = True
             buf.dirtied_at = self.clock.now
             self.ndirty += 1
-        self.image.note(blkno, buf.data)
+        self.image.note(blkno, buf.data, buf.kind)
         self.deps.dirtied(blkno, buf.kind)
         if buf.kind in self.sync_kinds:
             self.op_sync.add(blkno)

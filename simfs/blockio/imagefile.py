@@ -11,12 +11,22 @@ by replaying the journal, and a torn journal is ignored (the image is then the p
 commit, intact). Commits cost no simulated time: real durability and the modelled write-back
 are separate.
 
+Data-less images (`dataless=True`): blocks noted as kind "data" are not kept and never
+reach the journal or the image; reading a data block gives zeros without touching the file.
+After a commit is in place, the data blocks noted since the one before are punched out of
+the image (made holes), so they read as zeros whatever they held before, and the file stays
+sparse. The punch needs no journal: it changes only data blocks of the committed state,
+whose contents a data-less image does not keep.
+
 Journal format, little-endian: header `SIMFSJ1\\0`, u32 record count; per record u64 byte
 offset, u32 length, the bytes; trailer u32 CRC-32 of everything before it, `COMMIT\\0\\0`.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
 import hashlib
 import os
 import struct
@@ -29,6 +39,28 @@ _REC = struct.Struct("<QI")
 # Above this much noted data a commit is made at the next operation boundary, so memory held
 # for the image stays bounded whatever the model keeps dirty.
 COMMIT_MAX_BYTES = 64 << 20
+
+
+# Above this many data blocks waiting to be punched (data-less images) a commit is owed.
+PUNCH_MAX_BLOCKS = 1 << 18
+_PUNCH_HOLE = 0x02 | 0x01                  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+_libc = None
+
+
+def punch(fd: int, offset: int, length: int) -> None:
+    """Make offset..offset+length of the file read as zeros, as a hole where the host file
+    system can (fallocate PUNCH_HOLE), else by writing zeros."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        _libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    if _libc.fallocate(fd, _PUNCH_HOLE, offset, length) == 0:
+        return
+    err = ctypes.get_errno()
+    if err not in (errno.EOPNOTSUPP, errno.ENOSYS):
+        raise OSError(err, os.strerror(err))
+    for pos in range(offset, offset + length, 1 << 20):
+        os.pwrite(fd, bytes(min(1 << 20, offset + length - pos)), pos)
 
 
 def journal_path(image: str) -> str:
@@ -104,7 +136,7 @@ class ImageFile:
     """Reads blocks of the image (newest noted contents first) and commits changes to it."""
 
     def __init__(self, image: str, fd: int, block_size: int, *, writable: bool,
-                 commit_interval: float = 5.0):
+                 commit_interval: float = 5.0, dataless: bool = False):
         self.image = image
         self.fd = fd
         self.bs = block_size
@@ -112,15 +144,20 @@ class ImageFile:
         self.commit_interval = commit_interval
         self.noted: dict[int, bytearray] = {}        # block -> the buffer holding its newest bytes
         self.extra: dict[int, bytes] = {}            # byte offset -> bytes (the superblock)
+        self.dataless = dataless
+        self.zeroed: set[int] = set()                 # data-less: data blocks to punch after the commit
         self.last_commit = time.monotonic()
         self.commits = 0
         self._journal_fd: int | None = None
 
     # reading -----------------------------------------------------------------------------
-    def read(self, blkno: int, count: int = 1) -> list[bytearray]:
+    def read(self, blkno: int, count: int = 1, kind: str = "") -> list[bytearray]:
         """Blocks blkno.. as separate buffers; a noted block is returned as its own buffer
-        (the caller may keep it as the cached copy: it is the newest contents)."""
+        (the caller may keep it as the cached copy: it is the newest contents). Data blocks
+        of a data-less image are zeros, whatever the file holds."""
         bs = self.bs
+        if self.dataless and kind == "data":
+            return [bytearray(bs) for _ in range(count)]
         raw = os.pread(self.fd, count * bs, blkno * bs)
         out = []
         for i in range(count):
@@ -129,9 +166,17 @@ class ImageFile:
         return out
 
     # noting changes ----------------------------------------------------------------------
-    def note(self, blkno: int, data: bytearray) -> None:
-        if self.writable and blkno >= 0:
-            self.noted[blkno] = data
+    def note(self, blkno: int, data: bytearray, kind: str = "") -> None:
+        """The block now holds `data` (kind as the cache calls it); a data block of a
+        data-less image is only remembered, to be punched."""
+        if not self.writable or blkno < 0:
+            return
+        if self.dataless and kind == "data":
+            self.noted.pop(blkno, None)          # was metadata in this commit: no longer
+            self.zeroed.add(blkno)
+            return
+        self.zeroed.discard(blkno)
+        self.noted[blkno] = data
 
     def note_bytes(self, offset: int, data: bytes) -> None:
         """A piece that is not a cached block (the superblock, packed at commit time)."""
@@ -141,6 +186,7 @@ class ImageFile:
     def discard(self, blkno: int) -> None:
         """The block was freed: its contents no longer matter."""
         self.noted.pop(blkno, None)
+        self.zeroed.discard(blkno)
 
     @property
     def noted_bytes(self) -> int:
@@ -149,9 +195,9 @@ class ImageFile:
     def due(self) -> bool:
         """Whether a commit is owed: the interval has passed with changes noted, or too much
         is noted."""
-        if not self.noted and not self.extra:
+        if not self.noted and not self.extra and not self.zeroed:
             return False
-        return (self.noted_bytes >= COMMIT_MAX_BYTES
+        return (self.noted_bytes >= COMMIT_MAX_BYTES or len(self.zeroed) >= PUNCH_MAX_BLOCKS
                 or time.monotonic() - self.last_commit >= self.commit_interval)
 
     # committing --------------------------------------------------------------------------
@@ -160,6 +206,7 @@ class ImageFile:
         Returns the number of blocks written."""
         self.last_commit = time.monotonic()
         if not self.writable or (not self.noted and not self.extra):
+            self._punch()
             return 0
         bs = self.bs
         blocks = sorted(self.noted)
@@ -188,7 +235,22 @@ class ImageFile:
         self.noted.clear()
         self.extra.clear()
         self.commits += 1
+        self._punch()
         return len(blocks)
+
+    def _punch(self) -> None:
+        """Data-less: make the data blocks noted since the last commit holes, in runs."""
+        if not self.zeroed:
+            return
+        blocks, bs = sorted(self.zeroed), self.bs
+        self.zeroed.clear()
+        i = 0
+        while i < len(blocks):
+            j = i + 1
+            while j < len(blocks) and blocks[j] == blocks[j - 1] + 1:
+                j += 1
+            punch(self.fd, blocks[i] * bs, (j - i) * bs)
+            i = j
 
     def _journal(self) -> int:
         if self._journal_fd is None:

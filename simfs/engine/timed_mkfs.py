@@ -10,7 +10,7 @@ import os
 import disk_models
 
 from simfs.blockio.clock import SimClock
-from simfs.ondisk.mkfs import mkfs
+from simfs.ondisk.mkfs import mkfs, write_sparse
 from simfs.blockio.stats import Stats
 
 
@@ -26,7 +26,7 @@ def timed_mkfs(path, size_bytes: int, disk: str, maxio: int = 128 << 10, **mkfs_
         per_io = max(1, maxio // block_size)
 
         def writer(blkno: int, data: bytes) -> None:
-            os.pwrite(fd, data, blkno * block_size)
+            write_sparse(fd, data, blkno * block_size)     # charged all the same
             nblocks = len(data) // block_size
             for i in range(0, nblocks, per_io):
                 clock.io("W", blkno + i, min(per_io, nblocks - i), "mkfs", wait=False)

@@ -1,7 +1,7 @@
 """What the volume takes and returns: its options, attributes, statfs, and flag values."""
 
 import errno
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simfs.ondisk.constants import MAX_NAME_LEN
 
@@ -31,6 +31,9 @@ class VolumeOptions:
     read_only: bool = False
     commit: float = 5.0                  # real seconds the image may trail what was written
     force: bool = False                  # mount read-write although not cleanly unmounted
+    dataless: bool = field(default=False, metadata={"help": (
+        "file data is charged and accounted but not stored: it reads as zeros, the image "
+        "keeps only metadata (README: Data-less images)")})
 
 @dataclass
 class Attr:

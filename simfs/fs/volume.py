@@ -13,6 +13,8 @@ at unmount the state found at mount (an unchecked file system stays unchecked). 
 was not cleanly unmounted, or has errors recorded, is refused read-write unless
 `force` is given. What the tools wrote reaches the image in consistent commits at most
 `commit` real seconds apart (simfs.blockio.imagefile), independent of the modelled write-back.
+With `dataless` the image keeps metadata only: file data is charged and counted as usual but
+reads as zeros; the superblock's mount options remember it (a later normal mount warns).
 
 The operations live by job in mixins (namespace, fileio, xattrs, inspect); this module holds
 the parts they share — the image, the cache and clock, the maps, the policies — and opening,
@@ -110,7 +112,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self._depth = 0                      # operations in progress (commits wait for 0)
         self._commit_asked = False
         self.image = ImageFile(self.path, fd, geo.block_size, writable=not options.read_only,
-                               commit_interval=options.commit)
+                               commit_interval=options.commit, dataless=options.dataless)
         self.cache = BufferCache(self.image, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
                                  writeback=writeback, maxio_blocks=options.maxio // geo.block_size,
                                  sync_interval=options.sync_interval)
@@ -138,7 +140,12 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.closed = False
         self.mount_state = sb.state          # written back at unmount, as the kernel does
         self.warnings = _mount_warnings(sb)
+        if sb.dataless and not options.dataless:
+            self.warnings.append("image was mounted data-less before: file data written then "
+                                 "was not stored (reads as zeros)")
         if not options.read_only:
+            if options.dataless:
+                sb.mark_dataless()         # in the first commit, before any data is dropped
             sb.state &= ~STATE_VALID       # "not clean" while mounted, as the kernel marks it
             sb.mnt_count = (sb.mnt_count + 1) & 0xFFFF
             sb.mtime = int(time.time())

@@ -54,6 +54,20 @@ class Superblock:
     min_extra_isize = Field(348, "H")
     want_extra_isize = Field(350, "H")
     flags = Field(352, "I")
+    mount_opts = Bytes(512, 64)      # s_mount_opts: dumpe2fs shows it as "Mount options"
+
+    #: in s_mount_opts once an image was mounted data-less (simfs.blockio.imagefile): sticky
+    DATALESS_MARK = b"simfs_dataless"
+
+    @property
+    def dataless(self) -> bool:
+        """Whether files of this image may have lost their data to a data-less mount."""
+        return self.DATALESS_MARK in self.mount_opts.rstrip(b"\0").split(b",")
+
+    def mark_dataless(self) -> None:
+        if not self.dataless:
+            opts = [o for o in self.mount_opts.rstrip(b"\0").split(b",") if o]
+            self.mount_opts = b",".join(opts + [self.DATALESS_MARK])[:63]
 
     def __init__(self, raw: bytes | bytearray | None = None):
         self.raw = bytearray(raw if raw is not None else bytes(SUPERBLOCK_SIZE))

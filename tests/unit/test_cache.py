@@ -37,10 +37,10 @@ class MemImage:
         self.notes: list[int] = []
         self.discards: list[int] = []
 
-    def read(self, blkno, count=1):
+    def read(self, blkno, count=1, kind=""):
         return [self.noted[b] if b in self.noted else bytearray(base(b)) for b in range(blkno, blkno + count)]
 
-    def note(self, blkno, data):
+    def note(self, blkno, data, kind=""):
         self.notes.append(blkno)
         if blkno >= 0:
             self.noted[blkno] = data
