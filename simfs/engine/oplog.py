@@ -41,6 +41,7 @@ FORMAT = "simfs-oplog"
 VERSION = 1
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_LINES = 4096
+_encode = json.JSONEncoder(separators=(",", ":")).encode      # one encoder: json.dumps makes one a call
 
 
 class LogError(Exception):
@@ -80,7 +81,7 @@ class LogWriter:
         self.flush()
 
     def write(self, rec) -> None:
-        self._buf.append(json.dumps(rec, separators=(",", ":")))
+        self._buf.append(_encode(rec))
         self.lines += 1
         if len(self._buf) >= CHUNK_LINES:
             self.flush()
