@@ -214,3 +214,21 @@ def test_replay_that_runs_out_of_space_names_the_operation(recorded):
         replay(str(log), str(small), _opts(recorded), force=True)
     assert "write" in str(e.value) or "create" in str(e.value) or "mkdir" in str(e.value)
     assert_fsck_clean(small)
+
+
+def test_a_run_that_diverges_stops_at_the_operation(tmp_path):
+    """A log that found a file this copy of the image lacks (made before the file): the lookup
+    fails where it succeeded, and the replay stops there."""
+    img, other = tmp_path / "x.img", tmp_path / "y.img"
+    mkfs(img, 16 << 20, block_size=4096, uuid=UUID)
+    shutil.copyfile(img, other)
+    vol = Volume.open(img, VolumeOptions(disk="ideal"))
+    vol.create(vol.root_ino, b"there", 0o644, 0, 0)
+    vol.close()
+    vol = RecordingVolume.start(Volume.open(img, VolumeOptions(disk="ideal")), str(tmp_path / "l"), "t")
+    vol.getattr(vol.lookup(vol.root_ino, b"there").st_ino)
+    vol.close()
+    with pytest.raises(ReplayError, match=r"^operation 1 \(lookup\) failed with ENOENT where the "
+                                          r"recording succeeded$"):
+        replay(str(tmp_path / "l"), str(other), VolumeOptions(disk="ideal"))
+    assert_fsck_clean(other)
