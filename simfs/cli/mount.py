@@ -52,9 +52,17 @@ def cmd_mount(a) -> int:
     except mountopts.OptionError as e:
         return fail(str(e), "mount")
     try:
-        return daemon.mount(a.image, a.mountpoint, mopts, foreground=a.foreground)
+        return daemon.mount(a.image, a.mountpoint, mopts, foreground=a.foreground,
+                            recorder=_recorder)
     except UsageError as e:
         return fail(str(e), "mount")
+
+
+def _recorder(vol, path: str):
+    """-o oplog=PATH: the volume, recording its operations into PATH (simfs.engine.oplog)."""
+    from simfs import __version__
+    from simfs.engine.oplog import RecordingVolume
+    return RecordingVolume.start(vol, path, __version__)
 
 
 def cmd_umount(a) -> int:

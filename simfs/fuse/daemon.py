@@ -87,8 +87,10 @@ async def _watch_signals(mnt: str, nursery) -> None:
                 pyfuse3.terminate()
 
 
-def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None) -> int:
-    """Open, mount, run until unmounted, close. Raises UsageError for bad input."""
+def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, recorder=None) -> int:
+    """Open, mount, run until unmounted, close. Raises UsageError for bad input. With
+    -o oplog=PATH, `recorder(vol, PATH)` wraps the volume in one that records its operations
+    (simfs.engine.oplog, handed in by the command: the FUSE layer does not import the engine)."""
     import pyfuse3
     import trio
 
@@ -101,6 +103,17 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None) -> i
         raise UsageError(str(e)) from None
     except (ValueError, KeyError) as e:
         raise UsageError(f"bad mount option value: {e}") from None
+    if mopts.oplog:
+        try:
+            if recorder is None:
+                raise UsageError("-o oplog= is not available to this caller")
+            vol = recorder(vol, mopts.oplog)
+        except OSError as e:
+            vol.close()
+            raise UsageError(f"cannot write the oplog file {mopts.oplog}: {e.strerror}") from None
+        except BaseException:
+            vol.close()
+            raise
     try:
         info = {"image": image, "mountpoint": mnt, "log": log_path, "options": mopts.given}
         ops = Operations(vol, info=info, debug_faults=mopts.debug_faults)
@@ -154,13 +167,15 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None) -> i
     return rc
 
 
-def mount(image: str, mnt: str, mopts, *, foreground: bool = False) -> int:
+def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=None) -> int:
     """`simfs mount`: 0 once mounted (background) or unmounted (foreground)."""
     image, mnt = os.path.abspath(image), os.path.abspath(mnt)
     check_mountpoint(mnt)
     check_image(image)
     log_path = os.path.abspath(mopts.log) if mopts.log else (None if foreground else default_log_path(image))
     outputs = _path_options(mopts.volume)
+    if mopts.oplog:
+        outputs["oplog"] = mopts.oplog
     logs = {"log": log_path} if log_path else {}
     _check_outside(mnt, image=image, **logs, **outputs)
     _check_distinct(image=image, **logs, **outputs)
@@ -177,7 +192,7 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False) -> int:
                 print(f"simfs mount: warning: {w}", file=sys.stderr)
             print(f"simfs: {image} mounted on {mnt} (foreground; Ctrl-C or "
                   f"`simfs umount {mnt}` to stop)", file=sys.stderr, flush=True)
-        return serve(image, mnt, mopts, log_path=log_path, ready=ready)
+        return serve(image, mnt, mopts, log_path=log_path, ready=ready, recorder=recorder)
 
     sys.stdout.flush()
     sys.stderr.flush()
@@ -187,7 +202,7 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False) -> int:
         os.close(r)
         rc = 1
         try:
-            rc = _daemon_main(image, mnt, mopts, log_path, w)
+            rc = _daemon_main(image, mnt, mopts, log_path, w, recorder)
         except BaseException:
             pass
         finally:
@@ -218,7 +233,7 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False) -> int:
     return 1
 
 
-def _daemon_main(image, mnt, mopts, log_path, w) -> int:
+def _daemon_main(image, mnt, mopts, log_path, w, recorder=None) -> int:
     os.setsid()
     os.chdir("/")
     logfd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -244,7 +259,7 @@ def _daemon_main(image, mnt, mopts, log_path, w) -> int:
                 os.close(w)
 
     try:
-        return serve(image, mnt, mopts, log_path=log_path,
+        return serve(image, mnt, mopts, log_path=log_path, recorder=recorder,
                      ready=lambda warnings: tell("\n".join(["ok"] + warnings)))
     except UsageError as e:
         log.error("%s", e)

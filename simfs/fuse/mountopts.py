@@ -46,6 +46,8 @@ FRONTEND: dict[str, FrontOpt] = {
     "fuse_debug": FrontOpt(bool, False, "libfuse request tracing into the log (very verbose)"),
     "debug_faults": FrontOpt(bool, False,
                              "TESTS ONLY: enable /.simfs/fault, which makes chosen handlers raise"),
+    "oplog": FrontOpt(str, None, "record every volume operation here for `simfs replay` "
+                                 "(JSON lines; gzip if it ends in .gz)"),
 }
 
 # Spellings that set a volume field: alias -> (field, value).
@@ -91,6 +93,7 @@ class MountOptions:
     allow_other: bool | None = None
     fuse_debug: bool = False
     debug_faults: bool = False
+    oplog: str | None = None
     given: dict = field(default_factory=dict)   # key -> value as the user wrote it
 
     def fuse_options(self, image: str) -> set[str]:
@@ -316,8 +319,9 @@ def parse(specs, volume_cls=None) -> MountOptions:
         volume = cls(**vol_kw)
     except (TypeError, ValueError) as e:
         raise OptionError(f"bad mount options: {e}") from None
-    if front.get("log"):
-        front["log"] = os.path.abspath(front["log"])
+    for key in ("log", "oplog"):            # the daemon runs in /
+        if front.get(key):
+            front[key] = os.path.abspath(front[key])
     return MountOptions(volume=volume, given=given, **front)
 
 

@@ -184,14 +184,14 @@ def test_number_out_of_range(image, empty_dir, opts, match):
     _refused("mount", image, empty_dir, "-o", opts, match=match)
 
 
-@pytest.mark.parametrize("key", ["trace", "stats"])
+@pytest.mark.parametrize("key", ["trace", "stats", "oplog"])
 def test_output_file_in_missing_directory(image, empty_dir, key):
     """trace= was exit 1 with a FileNotFoundError; stats= was accepted and never written."""
     _refused("mount", image, empty_dir, "-o", f"{key}=/nonexistent/x.out",
              match=f"cannot write the {key} file /nonexistent/x.out: directory /nonexistent does not exist")
 
 
-@pytest.mark.parametrize("key", ["trace", "stats"])
+@pytest.mark.parametrize("key", ["trace", "stats", "oplog"])
 def test_output_file_is_a_directory(image, empty_dir, tmp_path, key):
     _refused("mount", image, empty_dir, "-o", f"{key}={tmp_path}", match="Is a directory")
 
@@ -202,6 +202,8 @@ def test_output_file_is_a_directory(image, empty_dir, tmp_path, key):
     ("trace={d}/t,stats={d}/t", "the stats file {d}/t is also the trace file"),
     ("log={d}/t,stats={d}/t", "is also the log file"),
     ("stats={image}.log", "is also the log file"),
+    ("oplog={image}", "the oplog file {image} is also the image"),
+    ("oplog={d}/t,stats={d}/t", "the oplog file {d}/t is also the stats file"),
 ])
 def test_outputs_must_not_overwrite_each_other(image, empty_dir, tmp_path, opts, match):
     """-o stats=IMAGE used to overwrite the image with JSON at unmount."""
