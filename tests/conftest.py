@@ -242,6 +242,15 @@ def source_tree(tmp_path_factory):
     return root, summary
 
 
+def tree_tarball(where: Path, seed: int, files: int) -> Path:
+    """A generated tree of `files` files in where/src, and its tarball where/src.tar."""
+    from experiments.workload import generate_tree
+    generate_tree(where / "src", seed=seed, files=files)
+    tar = where / "src.tar"
+    run(["tar", "cf", tar, "-C", where / "src", "."])
+    return tar
+
+
 @pytest.fixture(scope="session")
 def source_tarball(source_tree, tmp_path_factory):
     root, _ = source_tree

@@ -91,7 +91,7 @@ class BufferCache:
         self.deps = DepTracker()             # soft-updates dependencies (empty for most modes)
         # max_softdeps scales with memory: the cache's size in 4 KiB pages
         self.max_deps = (int(self.capacity * block_size / 4096 * writeback.throttle["per_page"])
-                         if getattr(writeback, "throttle", None) else None)
+                         if writeback.throttle else None)
 
     # reading -------------------------------------------------------------------------------
     def bread(self, blkno: int, kind: str, ino: int = 0) -> bytearray:
@@ -234,11 +234,7 @@ class BufferCache:
         """Operation `op` starts: the write-back mode says which kinds of block it must write
         before it returns."""
         self.sync_kinds = self.writeback.sync_kinds(op)
-        self.deps.begin(self._dep_rules(op))
-
-    def _dep_rules(self, op: str) -> tuple:
-        deps = getattr(self.writeback, "dependencies", None)
-        return deps(op) if deps is not None else ()
+        self.deps.begin(self.writeback.dependencies(op))
 
     def end_op(self) -> None:
         if self.deps.end(self.is_dirty, self.clock.now) and self.max_deps is not None \
@@ -250,7 +246,7 @@ class BufferCache:
             self.op_sync.clear()
         self.sync_kinds = ()
         now = self.clock.now
-        syncer = getattr(self.writeback, "syncer", None)
+        syncer = self.writeback.syncer
         if syncer:
             self._syncer_ticks(syncer, now)
         elif now - self.last_syncer >= self.sync_interval:

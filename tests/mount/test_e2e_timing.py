@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import SimfsMount, e2fsck, make_image, run, run_simfs
+from tests.conftest import SimfsMount, e2fsck, make_image, run, run_simfs, tree_tarball
 
 UUID = "00112233-4455-6677-8899-aabbccddeeff"
 HASH_SEED = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
@@ -28,12 +28,7 @@ MKFS = ("--uuid", UUID, "--hash-seed", HASH_SEED)
 
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory):
-    from experiments.workload import generate_tree
-    root = tmp_path_factory.mktemp("timing-tree")
-    generate_tree(root / "src", seed=5, files=500)
-    tar = root / "src.tar"
-    run(["tar", "cf", tar, "-C", root / "src", "."])
-    return tar
+    return tree_tarball(tmp_path_factory.mktemp("timing-tree"), seed=5, files=500)
 
 
 def workload(tmp_path, name: str, disk: str, tarball) -> dict:

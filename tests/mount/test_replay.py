@@ -21,7 +21,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import SimfsMount, e2fsck, make_image, run, run_simfs
+from tests.conftest import SimfsMount, e2fsck, make_image, run, run_simfs, tree_tarball
 
 pytestmark = pytest.mark.mount
 
@@ -38,11 +38,8 @@ def setxattr(path, name: str, value: bytes) -> None:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    from experiments.workload import generate_tree
     d = tmp_path_factory.mktemp("oplog")
-    generate_tree(d / "src", seed=7, files=300)
-    tar = d / "src.tar"
-    run(["tar", "cf", tar, "-C", d / "src", "."])
+    tar = tree_tarball(d, seed=7, files=300)
     a = make_image(d / "a.img", "128M", "--uuid", UUID, "--hash-seed", HASH_SEED)
     for name in ("b.img", "c.img"):
         run(["cp", "--sparse=always", a, d / name])
