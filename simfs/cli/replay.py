@@ -33,8 +33,9 @@ def register(sub) -> None:
                "Bad input (a missing, foreign or cut-short log, a log of another image, an "
                "unknown option) and a replay that stops (out of space, or a run that diverges "
                "from the recording) are one line on stderr and exit status 2.")
-    s.add_argument("log", metavar="LOG")
-    s.add_argument("image", metavar="IMAGE")
+    s.add_argument("log", metavar="LOG", help="the op log a mount wrote with -o oplog=LOG (.gz or plain)")
+    s.add_argument("image", metavar="IMAGE",
+                   help="an image to replay it on: a copy of the recorded one as it was before that mount")
     s.add_argument("-o", dest="options", action="append", default=[], metavar="KEY=VAL,...",
                    help="volume options (as for `simfs mount`), over the recorded ones")
     s.add_argument("--stats", metavar="PATH", help="also write the statistics (JSON) here")
