@@ -36,7 +36,8 @@ and phase, seekwatcher panels of the traced phases, and block maps of where the 
 `simfs / seed` is the model's ratio divided by the ratio the seed published: 1.00 is the seed's
 figure, 0.30 means the model shows 30 % of the effect. "Why the model differs" says what in the
 model explains the difference. Regenerate this page with
-`python -m experiments.summary results/<run>...`.
+`python -m experiments.summary results/<run>... [--tree results/<run on another tree>...]
+[--intro FILE]`.
 """
 
 
