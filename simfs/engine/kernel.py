@@ -1,0 +1,393 @@
+"""The host kernel's side of a simfs mount, modelled: system calls in, Volume calls out.
+
+The in-process verbs (simfs.engine.verbs) run a tool's system calls against this model instead
+of a FUSE mount. It issues the Volume calls that simfs's FUSE layer (simfs.fuse.operations)
+makes for the requests the Linux FUSE client sends when the mount has zero entry and attribute
+timeouts, `default_permissions`, readdirplus, and no write-back cache (docs/design.md, the
+fidelity contract). The rules below were read off op logs of real tools on a real mount
+(`-o oplog=`, Linux 6.18) and are checked against mounted runs by
+tests/mount/test_verbs_validate.py:
+
+- path walk: for each component, a permission check on the directory (GETATTR: attributes
+  are never fresh) and a LOOKUP (a cached dentry is revalidated by LOOKUP, too), each
+  successful one a kernel reference (`hold`);
+- stat/fstat: GETATTR; open: GETATTR of the target (may_open), then OPEN (a hold) or OPENDIR;
+  close: RELEASE (a drop); getdents: READDIRPLUS with the caller's buffer (32 KiB from glibc),
+  one request per call, each entry but . and .. a reference;
+- create: two permission checks on the parent, a negative LOOKUP, CREATE (two references:
+  the entry and the open file), GETATTR; mkdir: negative LOOKUP, permission, MKDIR;
+  unlink/rmdir: LOOKUP of the victim, permission, UNLINK/RMDIR, then FORGET of every
+  reference to the victim (its inode is evicted at once);
+- write: a security.capability GETXATTR (file_remove_privs) and the WRITE, split at max_write;
+  read: GETATTR (auto_inval_data), then READs for the pages not in the page cache, with the
+  kernel's on-demand read-ahead (see PageCache).
+
+References are forgotten (FORGET) when the model's dentry cache lets the inode go: it keeps
+`dcache` inodes that are not in use (LRU). The host's own dcache keeps them until memory
+pressure, so a mounted run and a verb differ only when an inode unused for that long is
+visited again; the bound keeps a two-million-file run's memory flat.
+"""
+
+from __future__ import annotations
+
+import errno
+import stat
+from collections import OrderedDict
+
+from simfs.errors import FSError
+
+XATTR_CAPS = b"security.capability"
+DIRENTPLUS_BASE = 152          # sizeof(fuse_entry_out) + offsetof(fuse_dirent, name)
+GETDENTS_BUF = 32768           # glibc's readdir buffer for st_blksize <= 32 KiB
+PAGE = 4096
+
+
+def direntplus_size(name: bytes) -> int:
+    return (DIRENTPLUS_BASE + len(name) + 7) & ~7
+
+
+class File:
+    """An open file description: the inode, whether it is a directory, and its position."""
+    __slots__ = ("ino", "is_dir", "state", "cookie", "eof", "pos", "ra")
+
+    def __init__(self, ino: int, is_dir: bool, state=None):
+        self.ino, self.is_dir, self.state = ino, is_dir, state
+        self.cookie, self.eof, self.pos = 0, False, 0
+        self.ra = None
+
+
+class Kernel:
+    """System calls on a Volume as the FUSE client and simfs's Operations turn them into Volume
+    calls. Paths are lists of names (bytes) relative to a directory inode; `root` is the mount."""
+
+    def __init__(self, vol, *, getdents_buf: int = GETDENTS_BUF, max_write: int = 128 << 10,
+                 max_read: int = 128 << 10, ra_pages: int = 32, dcache: int = 1 << 16):
+        self.vol = vol
+        self.root = vol.root_ino
+        self.getdents_buf = getdents_buf
+        self.max_write = max_write
+        self.max_read = max_read
+        self.ra_pages = ra_pages
+        self.dcache = dcache
+        self.refs: dict[int, int] = {}                  # inode -> lookups the kernel holds
+        self.unused: OrderedDict[int, None] = OrderedDict()
+        self.busy: dict[int, int] = {}                  # inode -> open files and walks in progress
+
+    # references -----------------------------------------------------------------------------
+    def _ref(self, ino: int) -> None:
+        self.vol.hold(ino)
+        self.refs[ino] = self.refs.get(ino, 0) + 1
+        if ino not in self.busy:
+            self.unused[ino] = None
+            self.unused.move_to_end(ino)
+            if len(self.unused) > self.dcache:
+                self._forget(next(iter(self.unused)))
+
+    def _forget(self, ino: int) -> None:
+        self.unused.pop(ino, None)
+        n = self.refs.pop(ino, 0)
+        if n:
+            self.vol.drop(ino, n)
+
+    def _use(self, ino: int) -> None:
+        self.busy[ino] = self.busy.get(ino, 0) + 1
+        self.unused.pop(ino, None)
+
+    def _unuse(self, ino: int) -> None:
+        left = self.busy[ino] - 1
+        if left:
+            self.busy[ino] = left
+            return
+        del self.busy[ino]
+        if ino in self.refs:
+            self.unused[ino] = None
+            if len(self.unused) > self.dcache:
+                self._forget(next(iter(self.unused)))
+
+    def forget_all(self) -> None:
+        """Unmount: every reference goes back (simfs closes the volume without them, too)."""
+        for ino in list(self.refs):
+            self._forget(ino)
+
+    # walking ----------------------------------------------------------------------------------
+    def _lookup(self, d: int, name: bytes):
+        self.vol.getattr(d)                             # may_lookup: MAY_EXEC on d
+        a = self.vol.lookup(d, name)
+        self._ref(a.st_ino)
+        return a
+
+    def walk(self, d: int, path: list[bytes]):
+        """The attributes of the inode `path` names under directory `d` (root: [] is `d`)."""
+        a = None
+        for name in path:
+            a = self._lookup(d, name)
+            d = a.st_ino
+        return a if a is not None else self.vol.peek_attr(d)
+
+    def _parent(self, d: int, path: list[bytes]) -> int:
+        for name in path[:-1]:
+            d = self._lookup(d, name).st_ino
+        return d
+
+    # metadata -----------------------------------------------------------------------------------
+    def stat(self, d: int, path: list[bytes]):
+        """stat/lstat/fstatat (no symlink following): walk, then GETATTR."""
+        ino = self.walk(d, path).st_ino if path else d
+        if not path:
+            self.vol.getattr(d)                         # the permission check of the last step
+        return self.vol.getattr(ino)
+
+    def fstat(self, f: File):
+        return self.vol.getattr(f.ino)
+
+    def readlink(self, d: int, path: list[bytes]) -> bytes:
+        ino = self.walk(d, path).st_ino
+        return self.vol.readlink(ino)
+
+    # opening ------------------------------------------------------------------------------------
+    def open(self, d: int, path: list[bytes], *, directory: bool | None = None) -> File:
+        """open/openat of an existing file or directory, read-only."""
+        if path:
+            a = self.walk(d, path)
+            ino = a.st_ino
+        else:
+            ino = d
+        a = self.vol.getattr(ino)                       # may_open
+        is_dir = stat.S_ISDIR(a.st_mode)
+        if directory and not is_dir:
+            raise FSError(errno.ENOTDIR)
+        self._use(ino)
+        if is_dir:
+            return File(ino, True, self.vol.opendir_state())
+        self.vol.hold(ino)                              # OPEN: the handle is a hold
+        return File(ino, False)
+
+    def open_dotdot(self, d: int, parent: int) -> File:
+        """openat(d, "..", O_DIRECTORY): the walk checks d and follows the dcache (no LOOKUP)."""
+        self.vol.getattr(d)
+        self.vol.getattr(parent)                        # may_open
+        self._use(parent)
+        return File(parent, True, self.vol.opendir_state())
+
+    def statfs(self):
+        return self.vol.statfs()
+
+    def create(self, d: int, path: list[bytes], mode: int, uid: int = 0, gid: int = 0) -> File:
+        """open(O_CREAT|O_EXCL|O_WRONLY) of a new file."""
+        p = self._parent(d, path)
+        self.vol.getattr(p)                             # MAY_EXEC for the last component
+        self.vol.getattr(p)                             # may_o_create: MAY_WRITE
+        self._negative(p, path[-1])
+        a = self.vol.create(p, path[-1], stat.S_IFREG | (mode & 0o7777), uid, gid)
+        self._ref(a.st_ino)
+        self._use(a.st_ino)
+        self.vol.hold(a.st_ino)
+        self.vol.getattr(a.st_ino)
+        return File(a.st_ino, False)
+
+    def _negative(self, p: int, name: bytes) -> None:
+        try:
+            a = self.vol.lookup(p, name)
+        except FSError as e:
+            if e.errno != errno.ENOENT:
+                raise
+            return
+        self._ref(a.st_ino)
+        raise FSError(errno.EEXIST)
+
+    def close(self, f: File) -> None:
+        if not f.is_dir:
+            self.vol.drop(f.ino)                        # RELEASE
+        self._unuse(f.ino)
+
+    # directories ------------------------------------------------------------------------------------
+    def getdents(self, f: File, buf: int | None = None) -> list[tuple[bytes, int, int]]:
+        """One getdents64 call: one READDIRPLUS filling `buf` bytes; [] at the end.
+        Entries are (name, inode, file type from the mode)."""
+        if f.eof:
+            return []
+        listing = self.vol.readdir(f.ino, f.cookie, state=f.state)
+        if not listing:
+            f.eof = True
+            return []
+        room = buf or self.getdents_buf
+        out = []
+        for name, ino, nxt in listing:
+            size = direntplus_size(name)
+            if size > room:
+                break
+            room -= size
+            f.cookie = nxt
+            if name == b"." or name == b"..":
+                continue
+            a = self.vol.peek_attr(ino)
+            self._ref(ino)
+            out.append((name, ino, stat.S_IFMT(a.st_mode)))
+        return out
+
+    def listdir(self, f: File) -> list[tuple[bytes, int, int]]:
+        """readdir until the end, as glibc does: getdents until one returns nothing."""
+        out = []
+        while True:
+            got = self.getdents(f)
+            if not got and f.eof:
+                return out
+            out.extend(got)
+
+    def mkdir(self, d: int, path: list[bytes], mode: int, uid: int = 0, gid: int = 0):
+        p = self._parent(d, path)
+        self.vol.getattr(p)
+        self._negative(p, path[-1])
+        self.vol.getattr(p)                             # may_create: MAY_WRITE
+        a = self.vol.mkdir(p, path[-1], stat.S_IFDIR | (mode & 0o7777), uid, gid)
+        self._ref(a.st_ino)
+        return a
+
+    def unlink(self, d: int, path: list[bytes]) -> None:
+        self._remove(d, path, self.vol.unlink)
+
+    def rmdir(self, d: int, path: list[bytes]) -> None:
+        self._remove(d, path, self.vol.rmdir)
+
+    def _remove(self, d: int, path: list[bytes], fn) -> None:
+        p = self._parent(d, path)
+        victim = self._lookup(p, path[-1]).st_ino
+        self.vol.getattr(p)                             # may_delete: MAY_WRITE|MAY_EXEC
+        fn(p, path[-1])
+        if victim not in self.busy and self.vol.peek_attr(victim).st_nlink == 0:
+            self._forget(victim)                        # the dentry dies, the inode is evicted
+
+    def symlink(self, d: int, path: list[bytes], target: bytes, uid: int = 0, gid: int = 0):
+        p = self._parent(d, path)
+        self.vol.getattr(p)
+        self._negative(p, path[-1])
+        self.vol.getattr(p)
+        a = self.vol.symlink(p, path[-1], target, uid, gid)
+        self._ref(a.st_ino)
+        return a
+
+    def link(self, d: int, old: list[bytes], new: list[bytes]):
+        ino = self.walk(d, old).st_ino
+        p = self._parent(d, new)
+        self.vol.getattr(p)
+        self._negative(p, new[-1])
+        self.vol.getattr(p)
+        a = self.vol.link(ino, p, new[-1])
+        self._ref(a.st_ino)
+        return a
+
+    # attributes -----------------------------------------------------------------------------------
+    def setattr(self, ino: int, **kw):
+        return self.vol.setattr(ino, **kw)
+
+    def fchown(self, f: File, uid: int, gid: int):
+        """chown: the kernel checks for file capabilities and reads the attributes twice."""
+        self._caps(f.ino)
+        self.vol.getattr(f.ino)
+        self.vol.getattr(f.ino)
+        return self.vol.setattr(f.ino, uid=uid, gid=gid)
+
+    def _caps(self, ino: int) -> None:
+        try:
+            self.vol.getxattr(ino, XATTR_CAPS)
+        except FSError as e:
+            if e.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
+                raise
+
+    # data ---------------------------------------------------------------------------------------------
+    def write(self, f: File, offset: int, data: bytes) -> int:
+        """pwrite: file_remove_privs, then WRITEs of at most max_write bytes."""
+        self._caps(f.ino)
+        done = 0
+        while done < len(data):
+            n = self.vol.write(f.ino, offset + done, data[done:done + self.max_write])
+            done += n
+            if n == 0:
+                break
+        return done
+
+    def read(self, f: File, offset: int, size: int) -> int:
+        """pread through the page cache with on-demand read-ahead; the bytes read."""
+        a = self.vol.getattr(f.ino)
+        if f.ra is None:
+            f.ra = PageCache(self.ra_pages)
+        end = min(offset + size, a.st_size)
+        if end <= offset:
+            return 0
+        for start, count in f.ra.access(offset // PAGE, (end - 1) // PAGE + 1,
+                                        (a.st_size + PAGE - 1) // PAGE):
+            pos, left = start * PAGE, count * PAGE
+            while left > 0:
+                n = min(left, self.max_read)
+                self.vol.read(f.ino, pos, n)
+                pos += n
+                left -= n
+        return end - offset
+
+
+class PageCache:
+    """One open file's pages and Linux's on-demand read-ahead (mm/readahead.c, page_cache_ra_
+    order): a miss starts a window sized from the request (get_init_ra_size), a hit on the
+    window's marker page starts the next one, twice or four times as large up to ra_pages."""
+
+    def __init__(self, ra_pages: int):
+        self.max = ra_pages
+        self.cached: set[int] = set()
+        self.start = self.size = self.async_size = 0
+        self.prev = -1
+
+    def _init_size(self, req: int) -> int:
+        new = 1 << (max(req, 1) - 1).bit_length()
+        if new <= self.max // 32:
+            return new * 4
+        if new <= self.max // 4:
+            return new * 2
+        return self.max
+
+    def _next_size(self, cur: int) -> int:
+        if cur < self.max // 16:
+            return 4 * cur
+        if cur <= self.max // 2:
+            return 2 * cur
+        return self.max
+
+    def _fill(self, first: int, count: int, npages: int) -> list[tuple[int, int]]:
+        """Read [first, first+count) clipped to the file: runs of pages not cached."""
+        runs = []
+        last = min(first + count, npages)
+        i = first
+        while i < last:
+            if i in self.cached:
+                i += 1
+                continue
+            j = i
+            while j < last and j not in self.cached:
+                self.cached.add(j)
+                j += 1
+            runs.append((i, j - i))
+            i = j
+        return runs
+
+    def access(self, first: int, last: int, npages: int) -> list[tuple[int, int]]:
+        """The read requests (first page, pages) a read of pages [first, last) sends."""
+        runs = []
+        i = first
+        while i < last:
+            marker = self.start + self.size - self.async_size
+            if i not in self.cached:
+                req = last - i
+                if i == 0 or i == self.prev + 1 or i == self.start + self.size:
+                    size = self._init_size(req) if i == 0 or self.size == 0 else self._next_size(self.size)
+                else:
+                    size = self._init_size(req)
+                size = max(size, req) if req > self.max else size
+                self.start, self.size = i, size
+                self.async_size = max(size - req, 0)
+                runs += self._fill(i, size, npages)
+            elif self.async_size and i == marker:
+                self.start, self.size = self.start + self.size, self._next_size(self.size)
+                self.async_size = self.size
+                runs += self._fill(self.start, self.size, npages)
+            self.prev = i
+            i += 1
+        return runs

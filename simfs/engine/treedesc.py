@@ -1,0 +1,94 @@
+"""A tree to unpack, described entry by entry in archive order, without materialising it.
+
+`Entry.path` is relative to the unpack directory (a list of names); directories come before
+what they contain, as in a tar archive. Sources: a tarball (`from_tarball`), a directory of
+this machine (`from_directory`, in the order GNU tar would archive it with --sort=name), or a
+generator (experiments.workload's `describe`). A source is an iterable that can be read once;
+nothing in it needs the whole tree in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tarfile
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class Entry:
+    path: list[bytes]              # names from the unpack directory down
+    kind: str                      # "dir" | "file" | "symlink" | "hardlink"
+    mode: int = 0o644              # permission bits
+    size: int = 0                  # bytes of a file
+    mtime_ns: int = 0
+    uid: int = 0
+    gid: int = 0
+    target: bytes = b""            # a symlink's target
+    link: list[bytes] | None = None     # a hard link's existing path, same form as `path`
+    data: bytes | None = None      # a file's bytes, when the source has them (None: filler)
+
+
+def _split(name: str) -> list[bytes]:
+    return [os.fsencode(p) for p in name.split("/") if p and p != "."]
+
+
+def from_tarball(path: str, *, with_data: bool = False):
+    """The members of a tar archive, in archive order (tarfile streams it)."""
+    with tarfile.open(path, "r|*") as tf:
+        for m in tf:
+            parts = _split(m.name)
+            if not parts:
+                continue
+            common = dict(mode=m.mode & 0o7777, mtime_ns=int(m.mtime) * 1_000_000_000,
+                          uid=m.uid, gid=m.gid)
+            if m.isdir():
+                yield Entry(parts, "dir", **common)
+            elif m.issym():
+                yield Entry(parts, "symlink", target=os.fsencode(m.linkname), **common)
+            elif m.islnk():
+                yield Entry(parts, "hardlink", link=_split(m.linkname), **common)
+            elif m.isreg():
+                data = tf.extractfile(m).read() if with_data else None
+                yield Entry(parts, "file", size=m.size, data=data, **common)
+
+
+def from_directory(root: str, *, with_data: bool = False):
+    """A directory of this machine as `tar --sort=name -cf - -C ROOT .` would archive it:
+    names sorted bytewise, a directory before its contents, the second name of a file with
+    several links as a hard link to the first."""
+    seen: dict[tuple[int, int], list[bytes]] = {}
+
+    def walk(dirpath: bytes, rel: list[bytes]):
+        try:
+            names = sorted(os.listdir(dirpath))
+        except OSError:
+            return
+        for name in names:
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            path = rel + [name]
+            common = dict(mode=st.st_mode & 0o7777, mtime_ns=st.st_mtime_ns, uid=st.st_uid,
+                          gid=st.st_gid)
+            if stat.S_ISDIR(st.st_mode):
+                yield Entry(path, "dir", **common)
+                yield from walk(full, path)
+            elif stat.S_ISLNK(st.st_mode):
+                yield Entry(path, "symlink", target=os.readlink(full), **common)
+            elif stat.S_ISREG(st.st_mode):
+                key = (st.st_dev, st.st_ino)
+                if st.st_nlink > 1 and key in seen:
+                    yield Entry(path, "hardlink", link=seen[key], **common)
+                    continue
+                if st.st_nlink > 1:
+                    seen[key] = path
+                data = None
+                if with_data:
+                    with open(full, "rb") as f:
+                        data = f.read()
+                yield Entry(path, "file", size=st.st_size, data=data, **common)
+
+    yield from walk(os.fsencode(root), [])
