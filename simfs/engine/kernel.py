@@ -104,11 +104,6 @@ class Kernel:
             if len(self.unused) > self.dcache:
                 self._forget(next(iter(self.unused)))
 
-    def forget_all(self) -> None:
-        """Unmount: every reference goes back (simfs closes the volume without them, too)."""
-        for ino in list(self.refs):
-            self._forget(ino)
-
     # walking ----------------------------------------------------------------------------------
     def _lookup(self, d: int, name: bytes):
         self.vol.getattr(d)                             # may_lookup: MAY_EXEC on d
@@ -196,7 +191,9 @@ class Kernel:
         raise FSError(errno.EEXIST)
 
     def close(self, f: File) -> None:
-        if not f.is_dir:
+        if f.is_dir:
+            self.vol.release_state(f.state)             # RELEASEDIR
+        else:
             self.vol.drop(f.ino)                        # RELEASE
         self._unuse(f.ino)
 

@@ -18,7 +18,8 @@ its length only (replay writes filler: the model's timing does not depend on the
 
 Recorded: every Volume call of the FUSE layer that the model charges or whose state it changes -
 namespace, file I/O, xattrs, statfs, holds and drops (kernel references and open files), readdir
-handles, sync, drop_caches, mark, reset_stats - and the unmount ("close"). Not recorded: peek_attr
+handles (opened as ["opendir", ID], closed as ["releasedir", ID]), sync, drop_caches, mark,
+reset_stats - and the unmount ("close"). Not recorded: peek_attr
 and the inspection calls (extents), which charge nothing and change nothing, and real durability
 (commits), which never changes simulated time.
 
@@ -213,6 +214,10 @@ class RecordingVolume:
         self._log.write(["opendir", sid])
         return _DirState(sid, self._vol.opendir_state())
 
+    def release_state(self, state):
+        if isinstance(state, _DirState):
+            self._log.write(["releasedir", state.sid])
+
     def readdir(self, ino, cookie=0, state=None):
         def revealed(listing):
             return [[enc(name), self._mint(eino)] for name, eino, _ in listing
@@ -359,9 +364,35 @@ def iter_ops(path: str):
 
 
 def scan(path: str) -> tuple[int, bool]:
-    """(number of complete operations, whether the last one is the unmount)."""
-    n, last = 0, None
-    for _, rec in iter_ops(path):
-        n, last = n + 1, rec[0]
-    return n, last == "close"
+    """(number of complete operations, whether the last one is the unmount), before a replay
+    touches the image. Lines are checked for their shape only (a JSON list); only the last is
+    parsed, so a log of millions of operations is not decoded twice."""
+    f = _open_text(path)
+    n, last, lineno = 0, b"", 1
+    try:
+        f.readline()
+        while True:
+            try:
+                line = f.readline()
+            except (OSError, EOFError):
+                break
+            if not line.endswith(b"\n"):
+                break
+            lineno += 1
+            if line[:1] != b"[" or line[-2:-1] != b"]":
+                try:
+                    json.loads(line)
+                except ValueError:
+                    raise LogError(f"{path}: line {lineno} is not JSON") from None
+                raise LogError(f"{path}: line {lineno} is not an operation")
+            n, last = n + 1, line
+    finally:
+        f.close()
+    if not last:
+        return 0, False
+    try:
+        rec = json.loads(last)
+    except ValueError:
+        raise LogError(f"{path}: line {lineno} is not JSON") from None
+    return n, isinstance(rec, list) and rec[:1] == ["close"]
 

@@ -199,6 +199,10 @@ def replay(log: str, image: str, options, *, force: bool = False, partial: bool 
                 r.index += 1
                 r.op = "opendir"
                 r.states[rec[1]] = vol.opendir_state()
+            elif rec[0] == "releasedir":        # [releasedir, state id]
+                r.index += 1
+                r.op = "releasedir"
+                r.states.pop(rec[1], None)
             else:
                 r.step(lineno, rec)
             if progress is not None and r.index % 1000 == 0:

@@ -369,6 +369,9 @@ class Namespace:
         """Per-handle readdir state for the directory-order policy."""
         return self.dirorder.new_state()
 
+    def release_state(self, state) -> None:
+        """The handle is closed (releasedir): nothing to do here; an op log records it."""
+
     @operation
     def statfs(self) -> StatFS:
         geo = self.geo

@@ -517,7 +517,9 @@ class Operations(pyfuse3.Operations):
 
     @_handler
     def releasedir(self, fh):
-        self.dir_handles.pop(fh, None)
+        handle = self.dir_handles.pop(fh, None)
+        if handle is not None and handle[1] is not None:
+            self.vol.release_state(handle[1])
 
     @_handler
     def fsyncdir(self, fh, datasync):

@@ -13,6 +13,8 @@ list of names from the mount's root) it works on; it returns what it did (files,
 
 from __future__ import annotations
 
+import os
+
 from . import find
 
 VERBS = {
@@ -22,5 +24,24 @@ VERBS = {
 
 def split(path: str) -> list[bytes]:
     """A path inside the mount ("tree/sub", "/tree/sub") as a list of names."""
-    import os
     return [os.fsencode(p) for p in path.split("/") if p and p != "."]
+
+
+def run(image: str, options, verb: str, where: str, **params) -> dict:
+    """Open IMAGE cold with VolumeOptions `options`, run `verb` on `where` as one mount would
+    (the volume closed as an unmount closes it: the write-back the verb left is included), and
+    return {"result": what the verb reports, "time": the statistics -o stats= would hold,
+    "counters": totals}. FSError from the verb propagates after the volume is closed."""
+    from simfs.engine.kernel import Kernel
+    from simfs.fs.volume import Volume
+
+    fn = VERBS[verb]
+    vol = Volume.open(image, options)
+    try:
+        result = fn(Kernel(vol), split(where), **params)
+    except BaseException:
+        vol.options.stats = ""              # no statistics file for a run that stopped
+        vol.close()
+        raise
+    vol.close()
+    return {"result": result, "time": vol.stats_snapshot(), "counters": vol.counters}

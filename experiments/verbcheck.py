@@ -1,0 +1,179 @@
+"""Check the in-process verbs against the real tools on a real mount.
+
+For one verb, one tree and one set of volume options: two identical copies of a prepared image;
+on the first, `simfs mount -o OPTIONS,stats=...`, the real tool, `simfs umount`; on the second,
+`simfs.engine.verbs.run` with the same options. Simulated time and every disk counter must agree
+within 3% (counts under 34 within one request). Used by tests/mount/test_verbs_validate.py
+(quick sizes, in `make test`) and benchmarks/bench_verbs.py (full sizes, real time side by side).
+
+    python -m experiments.verbcheck [--tree DIR | --files N] [--verbs find,...]
+                                    [--orders hash,linear,inode] [--allocs ext2,cg,first-free]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TOLERANCE = 0.03
+UUID = "00000000-0000-0000-0000-00000000c0de"
+HASH_SEED = "00000000-0000-0000-0000-0000000d1e5e"
+TREE = "tree"
+
+
+@dataclass
+class Case:
+    """A verb and the real command it stands for. `command(mnt, tarball)` is a shell string;
+    `needs` what the image holds before the run: "tree" (the tree in /tree), "dir" (an empty
+    /tree, for unpack)."""
+    verb: str
+    command: object
+    params: dict = field(default_factory=dict)
+    needs: str = "tree"
+
+
+def q(p) -> str:
+    return shlex.quote(str(p))
+
+
+CASES = {
+    "find": Case("find", lambda m, t: f"find {q(m / TREE)} -type d > /dev/null", {"type": "d"}),
+}
+
+
+def simfs(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "simfs.cli", *map(str, args)], capture_output=True,
+                          text=True, check=True)
+
+
+def volume_options(spec: str):
+    from simfs.fuse import mountopts
+    return mountopts.parse([spec]).volume
+
+
+def prepare(work: Path, needs: str, tarball: Path, options: str) -> Path:
+    """The image a case starts from (made once per needs/options, in-process)."""
+    from simfs.engine import verbs
+    from simfs.engine.treedesc import from_tarball
+    from simfs.fs.volume import Volume
+    from simfs.ondisk.mkfs import mkfs
+    img = work / f"base-{needs}-{abs(hash(options)) % 10**8}.img"
+    if img.exists():
+        return img
+    size = max(256 << 20, 8 * tarball.stat().st_size)
+    mkfs(img, size, block_size=4096, inode_size=256, uuid=bytes.fromhex(UUID.replace("-", "")),
+         hash_seed=bytes.fromhex(HASH_SEED.replace("-", "")))
+    vol = Volume.open(img, volume_options(options))
+    vol.mkdir(vol.root_ino, TREE.encode(), 0o40755, 0, 0)
+    vol.close()
+    if needs == "tree":
+        verbs.run(str(img), volume_options(options), "unpack", TREE, source=from_tarball(str(tarball)))
+    return img
+
+
+def mounted(case: Case, image: Path, options: str, tarball: Path, work: Path) -> dict:
+    mnt = work / "mnt"
+    mnt.mkdir(exist_ok=True)
+    stats = work / "mounted.json"
+    simfs("mount", image, mnt, "-o", f"{options},stats={stats}")
+    t0 = time.perf_counter()
+    try:
+        subprocess.run(["bash", "-c", case.command(mnt, tarball)], check=True)
+    finally:
+        real = time.perf_counter() - t0
+        simfs("umount", mnt)
+    doc = json.loads(stats.read_text())
+    return {"time": doc, "real": real}
+
+
+def inprocess(case: Case, image: Path, options: str, tarball: Path) -> dict:
+    from simfs.engine import verbs
+    from simfs.engine.treedesc import from_tarball
+    params = dict(case.params)
+    if case.needs == "dir":
+        params["source"] = from_tarball(str(tarball))
+    t0 = time.perf_counter()
+    out = verbs.run(str(image), volume_options(options), case.verb, TREE, **params)
+    out["real"] = time.perf_counter() - t0
+    return out
+
+
+def disk_counters(snapshot: dict) -> dict:
+    c = snapshot["total"]["counters"]
+    return {k: v for k, v in c.items() if k.startswith("disk_")}
+
+
+def within(a: float, b: float) -> bool:
+    return abs(a - b) <= max(TOLERANCE * max(abs(a), abs(b)), 1 if float(a).is_integer() else 0)
+
+
+def check(case: Case, options: str, tarball: Path, work: Path) -> dict:
+    """Run the case both ways; {"mounted": s, "verb": s, "ratio", "counters": {name: (m, v)},
+    "ok", "why", "real": (mounted s, verb s)}."""
+    base = prepare(work, case.needs, tarball, options)
+    a, b = work / "a.img", work / "b.img"
+    for copy in (a, b):
+        shutil.copyfile(base, copy)
+    m = mounted(case, a, options, tarball, work)
+    v = inprocess(case, b, options, tarball)
+    ms, vs = m["time"]["now"], v["time"]["now"]
+    mc, vc = disk_counters(m["time"]), disk_counters(v["time"])
+    counters = {k: (mc.get(k, 0), vc.get(k, 0)) for k in sorted(set(mc) | set(vc))}
+    bad = [f"{k} {x} vs {y}" for k, (x, y) in counters.items() if not within(x, y)]
+    if not within(ms, vs):
+        bad.insert(0, f"simulated time {ms:.4f} s vs {vs:.4f} s")
+    for copy in (a, b):
+        copy.unlink()
+    return {"verb": case.verb, "options": options, "mounted": ms, "verb_s": vs,
+            "ratio": vs / ms if ms else 1.0, "counters": counters, "ok": not bad,
+            "why": "; ".join(bad), "real": (m["real"], v["real"])}
+
+
+def tarball_of(tree: str | None, files: int, work: Path) -> Path:
+    tar = work / "tree.tar"
+    if tree is None:
+        from experiments.workload import generate_tree
+        src = work / "src"
+        generate_tree(src, seed=1, files=files, svn=True)
+        tree = str(src)
+    subprocess.run(["tar", "--sort=name", "-cf", str(tar), "-C", tree, "."], check=True)
+    return tar
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", help="a directory of this machine (default: a generated svn tree)")
+    ap.add_argument("--files", type=int, default=120, help="files of the generated tree")
+    ap.add_argument("--verbs", default=",".join(CASES))
+    ap.add_argument("--orders", default="hash,linear,inode")
+    ap.add_argument("--allocs", default="ext2,cg,first-free")
+    ap.add_argument("--disk", default="sas10k")
+    ap.add_argument("--writeback", default="async")
+    a = ap.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "/var/tmp")) as tmp:
+        work = Path(tmp)
+        tar = tarball_of(a.tree, a.files, work)
+        for verb in a.verbs.split(","):
+            for alloc in a.allocs.split(","):
+                for order in a.orders.split(","):
+                    opts = f"alloc={alloc},dirorder={order},disk={a.disk},writeback={a.writeback}"
+                    r = check(CASES[verb], opts, tar, work)
+                    rows.append(r)
+                    print(f"| {verb:9} | {alloc:10} | {order:6} | {r['mounted']:9.4f} | "
+                          f"{r['verb_s']:9.4f} | {r['ratio']:6.4f} | {r['real'][0]:7.2f} | "
+                          f"{r['real'][1]:7.2f} | {'ok' if r['ok'] else r['why']} |", flush=True)
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
