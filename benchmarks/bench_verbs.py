@@ -1,0 +1,119 @@
+"""In-process verbs against the mounted real tools: real time side by side, simulated time equal.
+
+Run: python -m benchmarks.bench_verbs [--tree /usr/include] [--matrix]
+
+1. The issue-14 work on a real tree (default /usr/include): unpack (`tar xpf`), then cold
+   `tar cf /dev/zero` read-back, then cold `find -type f`; mounted (one mount per phase, real
+   tools) and in-process (`simfs.engine.verbs`, one cold volume per phase), alloc=ext2,
+   dirorder=hash, writeback=async, disk=sas10k. Prints each phase's simulated seconds both ways
+   (they must agree within 3%) and the real time of the whole work both ways, and their ratio.
+2. Seed 000's tarcp + tar (the generated tree of its full run, 6,000 files; ext2fs-2010, 4K,
+   sync, wd1200jb) in-process: simulated seconds per real second.
+3. With --matrix: experiments.verbcheck over every verb, the three directory orders and three
+   allocators on the generated svn tree and on the tree of 1.
+
+Real time on a shared machine is noisy: read the ratios of one run, not absolute figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from experiments import verbcheck
+
+OPTS = "alloc=ext2,dirorder=hash,writeback=async,disk=sas10k"
+PHASES = (  # (name, verb, params, real command)
+    ("unpack", "unpack", {}, lambda m, t: f"tar -xpf {verbcheck.q(t)} -C {verbcheck.q(m / 'tree')}"),
+    ("tar", "tar-read", {}, lambda m, t: f"tar -cf /dev/zero -C {verbcheck.q(m)} tree"),
+    ("find", "find", {"type": "f"}, lambda m, t: f"find {verbcheck.q(m / 'tree')} -type f > /dev/null"),
+)
+
+
+def _mounted(image: Path, work: Path, tarball: Path) -> tuple[dict, float]:
+    sims, t0 = {}, time.perf_counter()
+    for name, _, _, command in PHASES:
+        case = verbcheck.Case(name, command)
+        sims[name] = verbcheck.mounted(case, image, OPTS, tarball, work)["time"]["now"]
+    return sims, time.perf_counter() - t0
+
+
+def _inprocess(image: Path, tarball: Path) -> tuple[dict, float]:
+    from simfs.engine import verbs
+    from simfs.engine.treedesc import from_tarball
+    sims, t0 = {}, time.perf_counter()
+    for name, verb, params, _ in PHASES:
+        if verb == "unpack":
+            params = dict(params, source=from_tarball(str(tarball)))
+        sims[name] = verbs.run(str(image), verbcheck.volume_options(OPTS), verb, "tree", **params)["time"]["now"]
+    return sims, time.perf_counter() - t0
+
+
+def real_tree(tree: str, work: Path) -> bool:
+    tarball = verbcheck.tarball_of(tree, 0, work)
+    base = verbcheck.prepare(work, "dir", tarball, OPTS)
+    a, b = work / "a.img", work / "b.img"
+    shutil.copyfile(base, a)
+    shutil.copyfile(base, b)
+    ms, mreal = _mounted(a, work, tarball)
+    vs, vreal = _inprocess(b, tarball)
+    ok = True
+    print(f"\n{tree}: unpack, cold tar read-back, cold find ({OPTS})\n")
+    print("| phase | mounted sim s | in-process sim s | ratio |")
+    print("|:--|--:|--:|--:|")
+    for name in ms:
+        ratio = vs[name] / ms[name] if ms[name] else 1.0
+        ok &= verbcheck.within(ms[name], vs[name])
+        print(f"| {name} | {ms[name]:.3f} | {vs[name]:.3f} | {ratio:.4f} |")
+    print(f"\nreal time: mounted {mreal:.1f} s, in-process {vreal:.1f} s: {mreal / vreal:.1f}x less "
+          f"in-process (target 10x)")
+    return ok
+
+
+def seed000(work: Path) -> None:
+    from experiments.workload import generate_tree
+    from simfs.engine import verbs
+    from simfs.engine.treedesc import from_directory
+    from simfs.ondisk.mkfs import mkfs
+    src = work / "seed000"
+    generate_tree(src, seed=1, files=6000)
+    img = work / "seed000.img"
+    mkfs(img, 2 << 30, block_size=4096, inode_size=128, bytes_per_inode=8192)
+    opts = verbcheck.volume_options("alloc=ext2fs-2010,writeback=sync,disk=wd1200jb")
+    from simfs.fs.volume import Volume
+    vol = Volume.open(img, opts)
+    vol.mkdir(vol.root_ino, b"srcs", 0o40755, 0, 0)
+    vol.close()
+    t0 = time.perf_counter()
+    sim = verbs.run(str(img), opts, "unpack", "srcs", source=from_directory(str(src)))["time"]["now"]
+    sim += verbs.run(str(img), opts, "tar-read", "srcs")["time"]["now"]
+    real = time.perf_counter() - t0
+    print(f"\nseed 000 tarcp + tar in-process (6,000 files, ext2fs-2010 4K sync, wd1200jb): "
+          f"{sim:.1f} simulated s in {real:.1f} real s = {sim / real:.1f} simulated s per real s "
+          f"(target 10)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", default="/usr/include")
+    ap.add_argument("--matrix", action="store_true", help="also the full verb x order x allocator check")
+    a = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="simfs-bench-verbs-", dir="/var/tmp") as tmp:
+        work = Path(tmp)
+        ok = real_tree(a.tree, work)
+        seed000(work)
+    if a.matrix:
+        for tree in (None, a.tree):
+            args = ["--files", "2500"] + (["--tree", tree] if tree else [])
+            ok &= verbcheck.main(args) == 0
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
