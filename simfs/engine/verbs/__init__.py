@@ -13,10 +13,13 @@ list of names from the mount's root) it works on; it returns what it did (files,
 
 from __future__ import annotations
 
-from . import find
+from . import cp, find, rm, unpack
 
 VERBS = {
     "find": find.run,
+    "unpack": unpack.run,
+    "cp-a": cp.run,
+    "rm-rf": rm.run,
 }
 
 

@@ -1,0 +1,3 @@
+"""placeholder"""
+def run(k, where, **_):
+    raise NotImplementedError
