@@ -72,6 +72,7 @@ class Kernel:
         self.refs: dict[int, int] = {}                  # inode -> lookups the kernel holds
         self.unused: OrderedDict[int, None] = OrderedDict()
         self.busy: dict[int, int] = {}                  # inode -> open files and walks in progress
+        self.no_copy_file_range = False                 # fc->no_copy_file_range
 
     # references -----------------------------------------------------------------------------
     def _ref(self, ino: int) -> None:
@@ -324,6 +325,18 @@ class Kernel:
         """fchmod, and chmod("/proc/self/fd/N") of an O_PATH descriptor: one SETATTR."""
         return self.vol.setattr(f.ino, mode=mode & 0o7777)
 
+    def chmod(self, d: int, path: list[bytes], mode: int):
+        """chmod/fchmodat of a path: walk, SETATTR."""
+        ino = self.walk(d, path).st_ino
+        return self.vol.setattr(ino, mode=mode & 0o7777)
+
+    def listxattr(self, d: int, path: list[bytes]) -> list[bytes]:
+        """llistxattr: walk, LISTXATTR."""
+        return self.vol.listxattr(self.walk(d, path).st_ino)
+
+    def flistxattr(self, f: File) -> list[bytes]:
+        return self.vol.listxattr(f.ino)
+
     def open_path(self, d: int, path: list[bytes]) -> File:
         """openat(O_PATH|O_NOFOLLOW): the walk only, no OPEN."""
         a = self.walk(d, path)
@@ -356,6 +369,38 @@ class Kernel:
             if n == 0:
                 break
         return done
+
+    def copy_file_range(self, fin: File, fout: File, size: int, pipe: int = 65536) -> int:
+        """copy_file_range of `size` bytes from offset 0 between two files of the mount:
+        simfs has no COPY_FILE_RANGE, so the kernel splices (do_splice_direct): page-cache
+        reads of the source with read-ahead (no GETATTR on this path) and, per pipe-full
+        (64 KiB), a write to the destination (file_remove_privs and WRITEs)."""
+        if not self.no_copy_file_range:
+            # the first call asks the server (file_modified first), which has no
+            # COPY_FILE_RANGE: ENOSYS, remembered for the rest of the mount
+            self._caps(fout.ino)
+            self.no_copy_file_range = True
+        if fin.ra is None:
+            fin.ra = PageCache(self.ra_pages)
+        npages = (size + PAGE - 1) // PAGE
+        pages: dict[int, bytes] = {}
+        pos = 0
+        while pos < size:
+            n = min(pipe, size - pos)
+            for start, count in fin.ra.access(pos // PAGE, (pos + n - 1) // PAGE + 1, npages):
+                p, left = start * PAGE, count * PAGE
+                while left > 0:
+                    m = min(left, self.max_read)
+                    data = self.vol.read(fin.ino, p, m)
+                    for i in range(0, m, PAGE):
+                        pages[(p + i) // PAGE] = data[i:i + PAGE]
+                    p += m
+                    left -= m
+            chunk = b"".join(pages.pop(i, b"") for i in range(pos // PAGE, (pos + n - 1) // PAGE + 1))
+            chunk = chunk[:n].ljust(n, b"\0")
+            self.write(fout, pos, chunk)
+            pos += n
+        return pos
 
     def read(self, f: File, offset: int, size: int) -> int:
         """pread through the page cache with on-demand read-ahead; the bytes read."""
