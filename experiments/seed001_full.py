@@ -53,7 +53,7 @@ def run_phase(image: Path, order: str, phase: str, source=None) -> dict:
     elif phase in ("find-d", "find-f"):
         out = verbs.run(str(image), options(order), "find", "tree", type=phase[-1])
     elif phase == "cp-a":
-        out = verbs.run(str(image), options(order), "cp-a", "tree", dest="copy")
+        out = verbs.run(str(image), options(order), "cp-a", "tree", dst="copy")
     else:
         out = verbs.run(str(image), options(order), "rm-rf", "tree")
     return {"phase": phase, "order": order, "sim": out["time"]["now"],

@@ -46,7 +46,10 @@ def q(p) -> str:
 
 
 CASES = {
+    "unpack": Case("unpack", lambda m, t: f"tar -xpf {q(t)} -C {q(m / TREE)}", needs="dir"),
     "find": Case("find", lambda m, t: f"find {q(m / TREE)} -type d > /dev/null", {"type": "d"}),
+    "cp-a": Case("cp-a", lambda m, t: f"cp -a {q(m / TREE)} {q(m / 'copy')}", {"dst": "copy"}),
+    "rm-rf": Case("rm-rf", lambda m, t: f"rm -rf {q(m / TREE)}"),
 }
 
 

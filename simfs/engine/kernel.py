@@ -72,6 +72,7 @@ class Kernel:
         self.refs: dict[int, int] = {}                  # inode -> lookups the kernel holds
         self.unused: OrderedDict[int, None] = OrderedDict()
         self.busy: dict[int, int] = {}                  # inode -> open files and walks in progress
+        self.no_copy_file_range = False                 # fc->no_copy_file_range
 
     # references -----------------------------------------------------------------------------
     def _ref(self, ino: int) -> None:
@@ -104,6 +105,14 @@ class Kernel:
             if len(self.unused) > self.dcache:
                 self._forget(next(iter(self.unused)))
 
+    def unmount(self) -> None:
+        """`simfs umount` (fusermount -u): four GETATTRs of the root, then every reference
+        goes back (the volume's close drops what is still held, unlogged)."""
+        for _ in range(4):
+            self.vol.getattr(self.root)
+        for ino in list(self.refs):
+            self._forget(ino)
+
     # walking ----------------------------------------------------------------------------------
     def _lookup(self, d: int, name: bytes):
         self.vol.getattr(d)                             # may_lookup: MAY_EXEC on d
@@ -115,12 +124,19 @@ class Kernel:
         """The attributes of the inode `path` names under directory `d` (root: [] is `d`)."""
         a = None
         for name in path:
+            if name == b".":                            # "." : the permission check only
+                self.vol.getattr(d)
+                a = None
+                continue
             a = self._lookup(d, name)
             d = a.st_ino
         return a if a is not None else self.vol.peek_attr(d)
 
     def _parent(self, d: int, path: list[bytes]) -> int:
         for name in path[:-1]:
+            if name == b".":
+                self.vol.getattr(d)
+                continue
             d = self._lookup(d, name).st_ino
         return d
 
@@ -268,6 +284,7 @@ class Kernel:
         p = self._parent(d, new)
         self.vol.getattr(p)
         self._negative(p, new[-1])
+        self.vol.getattr(ino)                           # may_linkat: the source's attributes
         self.vol.getattr(p)
         a = self.vol.link(ino, p, new[-1])
         self._ref(a.st_ino)
@@ -284,6 +301,46 @@ class Kernel:
         self.vol.getattr(f.ino)
         return self.vol.setattr(f.ino, uid=uid, gid=gid)
 
+    def chown(self, d: int, path: list[bytes], uid: int, gid: int):
+        """fchownat(AT_SYMLINK_NOFOLLOW): walk, then as fchown (a directory: no capability
+        check and one GETATTR, simfs's own read of the mode before the SETATTR)."""
+        ino = self.walk(d, path).st_ino
+        if not stat.S_ISDIR(self.vol.peek_attr(ino).st_mode):
+            self._caps(ino)
+            self.vol.getattr(ino)
+        self.vol.getattr(ino)
+        return self.vol.setattr(ino, uid=uid, gid=gid)
+
+    def utimens(self, d: int, path: list[bytes], **times):
+        """utimensat(AT_SYMLINK_NOFOLLOW) with a path: walk, SETATTR (atime_ns=/mtime_ns=)."""
+        ino = self.walk(d, path).st_ino
+        return self.vol.setattr(ino, **times)
+
+    def futimens(self, f: File, **times):
+        return self.vol.setattr(f.ino, **times)
+
+    def fchmod(self, f: File, mode: int):
+        """fchmod, and chmod("/proc/self/fd/N") of an O_PATH descriptor: one SETATTR."""
+        return self.vol.setattr(f.ino, mode=mode & 0o7777)
+
+    def chmod(self, d: int, path: list[bytes], mode: int):
+        """chmod/fchmodat of a path: walk, SETATTR."""
+        ino = self.walk(d, path).st_ino
+        return self.vol.setattr(ino, mode=mode & 0o7777)
+
+    def listxattr(self, d: int, path: list[bytes]) -> list[bytes]:
+        """llistxattr: walk, LISTXATTR."""
+        return self.vol.listxattr(self.walk(d, path).st_ino)
+
+    def flistxattr(self, f: File) -> list[bytes]:
+        return self.vol.listxattr(f.ino)
+
+    def open_path(self, d: int, path: list[bytes]) -> File:
+        """openat(O_PATH|O_NOFOLLOW): the walk only, no OPEN."""
+        a = self.walk(d, path)
+        self._use(a.st_ino)
+        return File(a.st_ino, True)                     # closes without a RELEASE
+
     def _caps(self, ino: int) -> None:
         try:
             self.vol.getxattr(ino, XATTR_CAPS)
@@ -295,13 +352,53 @@ class Kernel:
     def write(self, f: File, offset: int, data: bytes) -> int:
         """pwrite: file_remove_privs, then WRITEs of at most max_write bytes."""
         self._caps(f.ino)
-        done = 0
-        while done < len(data):
-            n = self.vol.write(f.ino, offset + done, data[done:done + self.max_write])
+        done, total = 0, len(data)
+        cached = f.ra.cached if f.ra is not None else ()
+        while done < total:
+            # fuse_fill_write_pages: a request ends at max_write and after a page this write
+            # leaves partly written (not up to date: it is locked and sent as the last)
+            pos = offset + done
+            end = min(offset + total, pos + self.max_write)
+            first_end = (pos // PAGE + 1) * PAGE
+            if pos % PAGE and first_end < end and pos // PAGE not in cached:
+                end = first_end
+            n = self.vol.write(f.ino, pos, data[done:done + end - pos])
             done += n
             if n == 0:
                 break
         return done
+
+    def copy_file_range(self, fin: File, fout: File, size: int, pipe: int = 65536) -> int:
+        """copy_file_range of `size` bytes from offset 0 between two files of the mount:
+        simfs has no COPY_FILE_RANGE, so the kernel splices (do_splice_direct): page-cache
+        reads of the source with read-ahead (no GETATTR on this path) and, per pipe-full
+        (64 KiB), a write to the destination (file_remove_privs and WRITEs)."""
+        if not self.no_copy_file_range:
+            # the first call asks the server (file_modified first), which has no
+            # COPY_FILE_RANGE: ENOSYS, remembered for the rest of the mount
+            self._caps(fout.ino)
+            self.no_copy_file_range = True
+        if fin.ra is None:
+            fin.ra = PageCache(self.ra_pages)
+        npages = (size + PAGE - 1) // PAGE
+        pages: dict[int, bytes] = {}
+        pos = 0
+        while pos < size:
+            n = min(pipe, size - pos)
+            for start, count in fin.ra.access(pos // PAGE, (pos + n - 1) // PAGE + 1, npages):
+                p, left = start * PAGE, count * PAGE
+                while left > 0:
+                    m = min(left, self.max_read)
+                    data = self.vol.read(fin.ino, p, m)
+                    for i in range(0, m, PAGE):
+                        pages[(p + i) // PAGE] = data[i:i + PAGE]
+                    p += m
+                    left -= m
+            chunk = b"".join(pages.pop(i, b"") for i in range(pos // PAGE, (pos + n - 1) // PAGE + 1))
+            chunk = chunk[:n].ljust(n, b"\0")
+            self.write(fout, pos, chunk)
+            pos += n
+        return pos
 
     def read(self, f: File, offset: int, size: int) -> int:
         """pread through the page cache with on-demand read-ahead; the bytes read."""

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import os
 
-from . import find
+from . import cp, find, rm, unpack
 
 VERBS = {
     "find": find.run,
+    "unpack": unpack.run,
+    "cp-a": cp.run,
+    "rm-rf": rm.run,
 }
 
 
@@ -37,8 +40,10 @@ def run(image: str, options, verb: str, where: str, **params) -> dict:
 
     fn = VERBS[verb]
     vol = Volume.open(image, options)
+    k = Kernel(vol)
     try:
-        result = fn(Kernel(vol), split(where), **params)
+        result = fn(k, split(where), **params)
+        k.unmount()
     except BaseException:
         vol.options.stats = ""              # no statistics file for a run that stopped
         vol.close()

@@ -1,0 +1,116 @@
+"""`cp -a SRC DST` within the mount, as root (GNU coreutils 9.1), DST not existing.
+
+Read off `strace -f` of cp on a mount (paths are walked from the mount's root every time,
+as cp names everything "SRC/..." from its working directory): lstat SRC, lstat DST (ENOENT),
+then for a directory: mkdirat(DST, mode & 0700), lstat DST, openat(SRC, O_DIRECTORY), fstat,
+getdents64 to the end, close; the entries in inode order (gnulib savedir,
+SAVEDIR_SORT_FASTREAD), each lstat'ed and copied; then utimensat(DST, [atime, mtime]),
+fchownat(DST, NOFOLLOW), llistxattr(SRC) twice, getxattr(SRC, system.posix_acl_access) and
+setxattr(DST, ...) (both EOPNOTSUPP from the kernel after the walk: no request), chmod(DST).
+
+A file: openat(SRC, O_RDONLY|O_NOFOLLOW), fstat, openat(DST, O_WRONLY|O_CREAT|O_EXCL,
+mode & 0700), ioctl(FICLONE) (EOPNOTSUPP, no request), fstat, copy_file_range until it returns
+0 (the kernel splices: see Kernel.copy_file_range), futimens([atime, mtime]), fchown only if the
+new file's owner differs, flistxattr(SRC) twice, the ACL get/set (no request), fchmod, close
+both. A symbolic link: readlink(SRC), symlinkat, fchownat, utimensat, llistxattr(SRC) twice.
+The second name of a file with several links: linkat(first copy, DST).
+"""
+
+from __future__ import annotations
+
+import errno
+import stat
+
+from simfs.errors import FSError
+
+
+def run(k, where: list[bytes], dst: list[bytes] | str = b"copy", **_) -> dict:
+    if isinstance(dst, (str, bytes)):
+        from . import split
+        dst = split(dst if isinstance(dst, str) else dst.decode())
+    counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "bytes": 0}
+    _absent(k, dst)                                 # target_directory_operand: stat(DST)
+    a = k.stat(k.root, where)
+    _absent(k, dst)
+    _dir(k, list(where), list(dst), a, {}, counts)
+    return counts
+
+
+def _absent(k, path) -> None:
+    try:
+        k.stat(k.root, path)
+    except FSError as e:
+        if e.errno != errno.ENOENT:
+            raise
+        return
+    raise FSError(errno.EEXIST)
+
+
+def _meta_tail(k, src, dst, a):
+    k.listxattr(k.root, src)
+    names = k.listxattr(k.root, src)
+    for name in names:                              # none on the seeds' trees
+        value = k.vol.getxattr(k.walk(k.root, src).st_ino, name)
+        k.vol.setxattr(k.walk(k.root, dst).st_ino, name, value, 0)
+
+
+def _dir(k, src, dst, a, links, counts) -> None:
+    R = k.root
+    counts["dirs"] += 1
+    k.mkdir(R, dst, a.st_mode & 0o700)
+    k.stat(R, dst)
+    f = k.open(R, src, directory=True)
+    k.fstat(f)
+    entries = k.listdir(f)
+    k.close(f)
+    entries.sort(key=lambda e: e[1])
+    for name, ino, kind in entries:
+        _copy(k, src + [name], dst + [name], links, counts)
+    k.utimens(R, dst, atime_ns=a.st_atime_ns, mtime_ns=a.st_mtime_ns)
+    k.chown(R, dst, a.st_uid, a.st_gid)
+    _meta_tail(k, src, dst, a)
+    k.walk(R, src)                                  # getxattr(system.posix_acl_access)
+    k.walk(R, dst)                                  # setxattr(system.posix_acl_access)
+    k.chmod(R, dst, a.st_mode)
+
+
+def _copy(k, src, dst, links, counts) -> None:
+    R = k.root
+    a = k.stat(R, src)
+    kind = stat.S_IFMT(a.st_mode)
+    if kind == stat.S_IFDIR:
+        _dir(k, src, dst, a, links, counts)
+    elif kind == stat.S_IFREG:
+        if a.st_nlink > 1:
+            first = links.get(a.st_ino)
+            if first is not None:
+                k.link(R, first, dst)
+                counts["hardlinks"] += 1
+                return
+            links[a.st_ino] = dst
+        counts["files"] += 1
+        fi = k.open(R, src)
+        k.fstat(fi)
+        fo = k.create(R, dst, a.st_mode & 0o700)
+        b = k.fstat(fo)
+        if a.st_size:
+            k.copy_file_range(fi, fo, a.st_size)
+        else:
+            k.read(fi, 0, 128 << 10)                # an empty file is read() (EOF at once)
+        counts["bytes"] += a.st_size
+        k.futimens(fo, atime_ns=a.st_atime_ns, mtime_ns=a.st_mtime_ns)
+        if (a.st_uid, a.st_gid) != (b.st_uid, b.st_gid):
+            k.fchown(fo, a.st_uid, a.st_gid)
+        k.flistxattr(fi)
+        for name in k.flistxattr(fi):
+            k.vol.setxattr(fo.ino, name, k.vol.getxattr(fi.ino, name), 0)
+        k.fchmod(fo, a.st_mode)
+        k.close(fo)
+        k.close(fi)
+    elif kind == stat.S_IFLNK:
+        counts["symlinks"] += 1
+        target = k.readlink(R, src)
+        k.symlink(R, dst, target)
+        k.chown(R, dst, a.st_uid, a.st_gid)
+        k.utimens(R, dst, atime_ns=a.st_atime_ns, mtime_ns=a.st_mtime_ns)
+        _meta_tail(k, src, dst, a)

@@ -1,0 +1,81 @@
+"""`rm -rf DIR` (GNU coreutils 9.1: gnulib fts, FTS_CWDFD|FTS_NOSTAT|FTS_PHYSICAL).
+
+Read off `strace -f` of rm on a mount: fts_open stats DIR (fstatat). Every directory, DIR
+included, is first checked for emptiness (rm's is_empty_dir: openat, fstat, getdents64 until
+an entry other than . and .. shows up or the end, close). An empty directory other than DIR
+is removed at once (unlinkat AT_REMOVEDIR in its parent). Otherwise fts reads it: openat,
+fstat, getdents64 until it returns nothing, close (the first directory without subdirectories
+that has entries also gets an fstatfs: gnulib's leaf optimisation asks the file system type
+once). Entries are visited in readdir order: a file is unlinked (unlinkat), a directory is
+stat'ed (fstatat, its d_type is DIR) and removed recursively, after fts climbs back out of it
+(the fd ring of find.py: past four levels, openat("..") and fstat). DIR itself goes last,
+unlinkat(AT_FDCWD, DIR, AT_REMOVEDIR) with the whole path walked.
+"""
+
+from __future__ import annotations
+
+import stat
+
+RING = 4          # gnulib fts: I_RING_SIZE
+
+
+def _is_empty(k, f) -> bool:
+    while True:
+        got = k.getdents(f)
+        if got:
+            return False
+        if f.eof:
+            return True
+
+
+def run(k, where: list[bytes], **_) -> dict:
+    counts = {"dirs": 0, "files": 0, "other": 0, "statfs": False}
+    k.stat(k.root, where)
+    f = k.open(k.root, where, directory=True)       # is_empty_dir(DIR)
+    k.fstat(f)
+    empty = _is_empty(k, f)
+    k.close(f)
+    if not empty:
+        top = k.open(k.root, where, directory=True)
+        _visit(k, top, k.root, [], counts, top=True)
+    k.rmdir(k.root, where)
+    counts["dirs"] += 1
+    del counts["statfs"]
+    return counts
+
+
+def _visit(k, f, parent: int, ring: list[int], counts, top: bool = False) -> None:
+    """Directory `f` (not empty), just opened by fts under `parent`: read, remove its
+    entries, climb back out."""
+    a = k.fstat(f)
+    if not counts["statfs"] and a.st_nlink <= 2:
+        counts["statfs"] = True                     # leaf_optimization: fstatfs, once
+        k.statfs()
+    entries = k.listdir(f)
+    k.close(f)
+    ring.append(parent)                             # cwd_advance_fd
+    if len(ring) > RING:
+        del ring[0]
+    for name, ino, kind in entries:
+        if kind == stat.S_IFDIR:
+            k.stat(f.ino, [name])
+            sub = k.open(f.ino, [name], directory=True)     # is_empty_dir
+            k.fstat(sub)
+            empty = _is_empty(k, sub)
+            k.close(sub)
+            if not empty:
+                sub = k.open(f.ino, [name], directory=True)
+                _visit(k, sub, f.ino, ring, counts)
+            k.rmdir(f.ino, [name])
+            counts["dirs"] += 1
+        else:
+            k.unlink(f.ino, [name])
+            counts["files" if kind == stat.S_IFREG else "other"] += 1
+    if top:
+        return                                      # fts goes back to the initial cwd
+    if ring:
+        ring.pop()                                  # back to the parent's descriptor
+    else:
+        up = k.open_dotdot(f.ino, parent)
+        k.fstat(up)
+        k.close(up)

@@ -1,0 +1,188 @@
+"""`tar -xpf ARCHIVE -C DIR` as root (GNU tar 1.34), from any tree description.
+
+The system calls, read off `strace -f` of tar on a local copy and on a mount (member names
+are relative to DIR's descriptor, "./a/b"):
+
+- openat(DIR, O_DIRECTORY); the archive's "./" member: mkdirat(".") fails with EEXIST, then
+  two fstatat(".") and "." joins the delayed directories with its current mode;
+- before each member, the delayed directories that are not its ancestors get their metadata
+  (newest first): utimensat(path, [OMIT, mtime], AT_SYMLINK_NOFOLLOW), fchownat(path,
+  AT_SYMLINK_NOFOLLOW), and, unless the mode is already right, gnulib's fchmodat(NOFOLLOW):
+  openat(path, O_PATH|O_NOFOLLOW), fstat, chmod("/proc/self/fd/N"), close;
+- a directory: mkdirat(path, mode & 0700), delayed;
+- a file: openat(path, O_WRONLY|O_CREAT|O_EXCL, mode & 0700); write()s cut at tar's 10240-byte
+  records (the first one the rest of the record the data starts in); futimens (mtime only),
+  fchown, fchmod (unless the creation mode was already right), close;
+- a symbolic link: symlinkat, utimensat, fchownat, the fchmodat emulation (open O_PATH, fstat,
+  close: symbolic links have no mode). A link whose target is absolute or has a ".." component
+  becomes a placeholder (openat(O_CREAT|O_EXCL, 0), fstat, close); the delayed directories
+  above it are fstatat'ed and held back to the end, where the placeholder is fstatat'ed,
+  unlinked and replaced by the link, and every directory still delayed is fstatat'ed before
+  its metadata is set;
+- a hard link: linkat(old, new, 0).
+
+Write sizes follow the archive GNU tar writes with `--sort=name -cf - -C SRC .` (GNU format:
+"./" names, 512-byte headers, ././@LongLink for names over 100 bytes); the archive itself is
+read from outside the mount and costs nothing here.
+"""
+
+from __future__ import annotations
+
+import stat
+
+RECORD = 10240         # tar's default record (blocking factor 20)
+BLOCK = 512
+NAME_FIELD = 100
+
+_FILLER = b"simfs-unpack-filler\n" * (RECORD // 20 + 1)
+
+
+def _blocks(n: int) -> int:
+    return (n + BLOCK - 1) // BLOCK * BLOCK
+
+
+def _long(name: bytes) -> int:
+    """Bytes of a GNU long-name (or long-link) record for `name`, 0 if it fits."""
+    return BLOCK + _blocks(len(name) + 1) if len(name) > NAME_FIELD else 0
+
+
+class _Delayed:
+    __slots__ = ("path", "mode", "cur", "mtime", "uid", "gid", "after_links", "dot")
+
+    def __init__(self, path, mode, cur, mtime, uid, gid, dot=False):
+        self.path, self.mode, self.cur, self.mtime = path, mode, cur, mtime
+        self.uid, self.gid, self.dot = uid, gid, dot
+        self.after_links = False
+
+
+def _dotted(path: list[bytes]) -> list[bytes]:
+    return [b"."] + path
+
+
+def _ancestor(d: list[bytes], path: list[bytes]) -> bool:
+    return len(d) < len(path) and path[:len(d)] == d
+
+
+def _unsafe(target: bytes) -> bool:
+    return target.startswith(b"/") or b".." in target.split(b"/")
+
+
+def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = True,
+        prefix: str = "./", dot_mode: int | None = None, dot_mtime_ns: int = 0,
+        dot_uid: int = 0, dot_gid: int = 0, **_) -> dict:
+    """Unpack `source` (an iterable of treedesc.Entry) into the existing directory `where`.
+    `dot`: the archive starts with a "./" member (what `tar -C SRC .` writes); its metadata
+    are `dot_*` (the mode defaults to DIR's). `prefix`: how member names start in the
+    archive (only their lengths matter: long names take extra records)."""
+    pre = prefix.encode()
+    cwd = k.open(k.root, where, directory=True)
+    c = cwd.ino
+    counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "bytes": 0}
+    delayed: list[_Delayed] = []          # the head is the end of the list
+    links: list[tuple] = []               # placeholders: (path, target, entry)
+    pos = 0                               # archive offset
+
+    def set_dir(d: _Delayed, check: bool) -> None:
+        p = _dotted(d.path) if d.path else [b"."]
+        if check:
+            k.stat(c, p)                  # check_for_renamed_directories
+        k.utimens(c, p, mtime_ns=d.mtime)
+        k.chown(c, p, d.uid, d.gid)
+        if d.dot:
+            if (d.mode ^ d.cur) & 0o7777 == 0:
+                return
+        elif (d.mode ^ d.cur) & 0o777 == 0 and not d.mode & ~0o777:
+            return
+        f = k.open_path(c, p)
+        k.fstat(f)
+        k.fchmod(f, d.mode)
+        k.close(f)
+
+    def apply(path, after_links: bool = False) -> None:
+        """apply_nonancestor_delayed_set_stat: once an entry held back for the links is
+        reached, this call fstatat's it and every older one first."""
+        check = False
+        while delayed:
+            d = delayed[-1]
+            check |= d.after_links
+            if d.after_links and not after_links:
+                break
+            if path and (d.dot or _ancestor(d.path, path)):
+                break
+            delayed.pop()
+            set_dir(d, check)
+
+    def set_link(p: list[bytes], e) -> None:
+        k.utimens(c, p, mtime_ns=e.mtime_ns)
+        k.chown(c, p, e.uid, e.gid)
+        f = k.open_path(c, p)             # gnulib lchmod: a symbolic link is left alone
+        k.fstat(f)
+        k.close(f)
+
+    if dot:
+        pos += BLOCK
+        k.vol.getattr(c)                  # mkdirat(".") -> EEXIST
+        a = k.stat(c, [b"."])
+        k.stat(c, [b"."])
+        delayed.append(_Delayed([], a.st_mode & 0o7777 if dot_mode is None else dot_mode,
+                                a.st_mode & 0o7777, dot_mtime_ns, dot_uid, dot_gid, dot=True))
+    for e in source:
+        name = pre + b"/".join(e.path) + (b"/" if e.kind == "dir" else b"")
+        pos += _long(name)
+        if e.kind == "symlink":
+            pos += _long(e.target)
+        elif e.kind == "hardlink":
+            pos += _long(pre + b"/".join(e.link))
+        pos += BLOCK
+        p = _dotted(e.path)
+        apply(e.path)
+        mode = e.mode & 0o7777
+        if e.kind == "dir":
+            counts["dirs"] += 1
+            cur = mode & 0o700
+            k.mkdir(c, p, cur, 0, 0)
+            delayed.append(_Delayed(e.path, mode, cur, e.mtime_ns, e.uid, e.gid))
+        elif e.kind == "file":
+            counts["files"] += 1
+            cur = mode & 0o700
+            f = k.create(c, p, cur)
+            size, off, data = e.size, 0, e.data
+            while off < size:
+                n = min(size - off, record - (pos + off) % record)
+                chunk = data[off:off + n] if data is not None else _FILLER[:n]
+                k.write(f, off, chunk)
+                off += n
+            counts["bytes"] += size
+            pos += _blocks(size)
+            k.futimens(f, mtime_ns=e.mtime_ns)
+            k.fchown(f, e.uid, e.gid)
+            if (mode ^ cur) or mode & ~0o777:
+                k.fchmod(f, mode)
+            k.close(f)
+        elif e.kind == "symlink":
+            counts["symlinks"] += 1
+            if _unsafe(e.target):
+                f = k.create(c, p, 0)
+                k.fstat(f)
+                k.close(f)
+                for d in reversed(delayed):      # mark_after_links
+                    if d.dot or d.after_links:
+                        break
+                    d.after_links = True
+                    k.stat(c, _dotted(d.path))
+                links.append((p, e))
+            else:
+                k.symlink(c, p, e.target, e.uid, e.gid)
+                set_link(p, e)
+        elif e.kind == "hardlink":
+            counts["hardlinks"] += 1
+            k.link(c, _dotted(e.link), p)
+    apply([])                                    # extract_finish: what no link holds back
+    for p, e in reversed(links):                 # apply_delayed_links
+        k.stat(c, p)
+        k.unlink(c, p)
+        k.symlink(c, p, e.target, e.uid, e.gid)
+        set_link(p, e)
+    apply(None, after_links=True)
+    k.close(cwd)
+    return counts
