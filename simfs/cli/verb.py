@@ -11,14 +11,26 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tarfile
 
 from simfs.cli.common import Fmt, fail
 
 # per verb: (summary, the real command it stands for, its own arguments)
 VERBS = {
+    "unpack": ("unpack a tarball or a directory of this machine into PATH, as GNU tar does",
+               "mkdir -p MNT/PATH && tar -xpf ARCHIVE -C MNT/PATH",
+               [("--from", dict(dest="source", required=True, metavar="ARCHIVE|DIR",
+                                help="a tar archive (any compression tarfile reads), or a "
+                                     "directory, taken as `tar --sort=name -cf - -C DIR .` "
+                                     "would archive it; its data are written (or charged only, "
+                                     "with -o dataless)"))]),
     "find": ("walk a tree as GNU find does", "find MNT/PATH -type d|f",
              [("--type", dict(choices=("d", "f"), default="d",
                               help="-type d or f: the same system calls (d_type), kept for the record"))]),
+    "cp-a": ("copy a tree within the image as GNU cp -a does", "cp -a MNT/PATH MNT/DEST",
+             [("--to", dict(dest="dst", required=True, metavar="DEST",
+                            help="the copy's path in the image (must not exist)"))]),
+    "rm-rf": ("remove a tree as GNU rm -rf does", "rm -rf MNT/PATH", []),
 }
 
 
@@ -50,7 +62,7 @@ def register(sub) -> None:
                        help="volume options, as for `simfs mount` (alloc, dirorder, disk, writeback, ...)")
         v.add_argument("--stats", metavar="PATH", help="also write the statistics (JSON) here")
         v.add_argument("--json", action="store_true", help="print the statistics as JSON")
-        v.set_defaults(func=cmd_verb, own=[flag.lstrip("-").replace("-", "_") for flag, _ in own])
+        v.set_defaults(func=cmd_verb, own=[kw.get("dest") or flag.lstrip("-").replace("-", "_") for flag, kw in own])
 
 
 def cmd_verb(a) -> int:
@@ -74,6 +86,9 @@ def cmd_verb(a) -> int:
             if getattr(vopts, what):
                 check_output(getattr(vopts, what), what)
         params = {k: getattr(a, k) for k in a.own}
+        if a.verb == "unpack":
+            params["source"] = _source(a.source)
+            verbs.make_dirs(a.image, vopts, a.path)
         out = verbs.run(a.image, vopts, a.verb, a.path, **params)
     except (UsageError, mountopts.OptionError, ImageError) as e:
         return fail(str(e), "verb")
@@ -81,6 +96,8 @@ def cmd_verb(a) -> int:
         return fail(f"bad option value: {e}", "verb")
     except FSError as e:
         return fail(f"{a.verb} {a.path}: {os.strerror(e.errno)}", "verb")
+    except (tarfile.TarError, OSError) as e:
+        return fail(f"cannot read {a.source}: {e}", "verb")
     doc = {"simfs": __version__, "image": os.path.abspath(a.image), "verb": a.verb,
            "path": a.path, "result": out["result"], "counters": out["counters"], "time": out["time"]}
     if a.json:
@@ -89,3 +106,21 @@ def cmd_verb(a) -> int:
     else:
         print_stats(doc)
     return 0
+
+
+def _source(path: str):
+    """The tree description of ARCHIVE|DIR (checked now: a bad one is an error before the run)."""
+    from simfs.engine.treedesc import from_directory, from_tarball
+    from simfs.fuse.checks import UsageError
+    if os.path.isdir(path):
+        return from_directory(path, with_data=True)
+    if not os.path.exists(path):
+        raise UsageError(f"{path} does not exist")
+    try:
+        with tarfile.open(path, "r|*") as tf:
+            first = tf.next()
+    except (tarfile.TarError, EOFError):
+        first = None
+    if first is None:                   # (zeros read as an empty archive: an image, say)
+        raise UsageError(f"{path} is neither a directory nor a tar archive with members")
+    return from_tarball(path, with_data=True)

@@ -50,3 +50,23 @@ def run(image: str, options, verb: str, where: str, **params) -> dict:
         raise
     vol.close()
     return {"result": result, "time": vol.stats_snapshot(), "counters": vol.counters}
+
+
+def make_dirs(image: str, options, where: str) -> None:
+    """mkdir -p `where` in IMAGE, uncharged (a separate open: what a run's set-up does)."""
+    from simfs.errors import FSError
+    from simfs.fs.volume import Volume
+    import errno
+    vol = Volume.open(image, options)
+    try:
+        d = vol.root_ino
+        for name in split(where):
+            try:
+                d = vol.lookup(d, name).st_ino
+            except FSError as e:
+                if e.errno != errno.ENOENT:
+                    raise
+                d = vol.mkdir(d, name, 0o40755, 0, 0).st_ino
+    finally:
+        vol.options.stats = ""
+        vol.close()

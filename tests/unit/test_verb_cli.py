@@ -1,0 +1,94 @@
+"""`simfs verb`, in-process (simfs.cli.main.main): unpack, find, cp -a and rm -rf on an image,
+with the data where it should be; bad input refused with one line and exit status 2, the image
+left e2fsck-clean."""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+
+import pytest
+
+from simfs.cli.main import main
+from simfs.fs.volume import Volume, VolumeOptions
+from simfs.ondisk.mkfs import mkfs
+from tests.helpers import assert_fsck_clean
+
+
+@pytest.fixture
+def setup(tmp_path):
+    src = tmp_path / "src"
+    (src / "sub" / "deep").mkdir(parents=True)
+    for i in range(30):
+        (src / "sub" / f"f{i}.txt").write_bytes(os.urandom(37 * i + 1))
+    (src / "sub" / "deep" / "big").write_bytes(os.urandom(300_000))
+    os.symlink("sub/f1.txt", src / "link")
+    img = tmp_path / "v.img"
+    mkfs(img, 64 << 20, block_size=4096)
+    return src, img
+
+
+def run_json(capsys, *argv) -> dict:
+    assert main(["verb", *map(str, argv), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_unpack_find_copy_remove(setup, capsys, tmp_path):
+    src, img = setup
+    doc = run_json(capsys, "unpack", img, "a/b", "--from", src, "-o", "alloc=ext2,disk=sas10k")
+    assert doc["result"]["files"] == 31 and doc["result"]["symlinks"] == 1
+    assert doc["time"]["now"] > 0
+    assert run_json(capsys, "find", img, "a/b", "--type", "f")["result"]["files"] == 31
+    run_json(capsys, "cp-a", img, "a/b", "--to", "c")
+    with Volume.open(img, VolumeOptions()) as vol:
+        d = vol.lookup(vol.lookup(vol.root_ino, b"c").st_ino, b"sub").st_ino
+        big = vol.lookup(vol.lookup(d, b"deep").st_ino, b"big")
+        assert vol.read(big.st_ino, 0, big.st_size) == (src / "sub" / "deep" / "big").read_bytes()
+        assert vol.readlink(vol.lookup(vol.lookup(vol.root_ino, b"c").st_ino, b"link").st_ino) == b"sub/f1.txt"
+    run_json(capsys, "rm-rf", img, "a")
+    assert run_json(capsys, "find", img, "c")["result"] == {"dirs": 3, "files": 31, "other": 1}
+    assert_fsck_clean(img)
+
+
+def test_unpack_from_a_tarball_equals_from_the_directory(setup, capsys, tmp_path):
+    src, img = setup
+    tar = tmp_path / "t.tar"
+    with tarfile.open(tar, "w") as tf:
+        tf.add(src, arcname=".", filter=lambda m: m, recursive=True)
+    other = tmp_path / "w.img"
+    mkfs(other, 64 << 20, block_size=4096)
+    a = run_json(capsys, "unpack", img, "t", "--from", tar)
+    b = run_json(capsys, "unpack", other, "t", "--from", src)
+    assert a["result"] == b["result"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["find", "{img}", "nothere"], "find nothere: No such file or directory"),
+    (["find", "{tmp}/none.img", "x"], "does not exist"),
+    (["find", "{img}", "x", "-o", "dirorder=bogus"], "unknown directory order 'bogus'"),
+    (["find", "{img}", "x", "-o", "oplog=/tmp/l"], "front-end option"),
+    (["unpack", "{img}", "x", "--from", "{tmp}/missing"], "missing does not exist"),
+    (["unpack", "{img}", "x", "--from", "{img}"], "neither a directory nor a tar archive"),
+    (["cp-a", "{img}", "x", "--to", "y"], "cp-a x: No such file or directory"),
+])
+def test_bad_input_is_one_line_and_status_2(setup, capsys, tmp_path, argv, message):
+    _, img = setup
+    argv = [a.format(img=img, tmp=tmp_path) for a in argv]
+    assert main(["verb", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("simfs verb: ") and message in err[0], err
+    assert_fsck_clean(img)
+
+
+def test_a_full_image_stops_with_enospc(tmp_path, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(12):
+        (src / f"f{i}").write_bytes(b"x" * (1 << 20))
+    img = tmp_path / "small.img"
+    mkfs(img, 8 << 20, block_size=4096)
+    assert main(["verb", "unpack", str(img), "t", "--from", str(src)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "No space left on device" in err[0], err
+    assert_fsck_clean(img)
