@@ -20,7 +20,9 @@ tests/mount/test_verbs_validate.py:
   reference to the victim (its inode is evicted at once);
 - write: a security.capability GETXATTR (file_remove_privs) and the WRITE, split at max_write;
   read: GETATTR (auto_inval_data), then READs for the pages not in the page cache, with the
-  kernel's on-demand read-ahead (see PageCache).
+  kernel's on-demand read-ahead (see PageCache), each read-ahead window one READ of at most
+  max_read (1 MiB: libfuse 3 answers INIT with max_pages 256; windows are 32 pages, 64 after
+  POSIX_FADV_SEQUENTIAL - cat's 256 KiB READs on the mount - so the cap does not bind).
 
 References are forgotten (FORGET) when the model's dentry cache lets the inode go: it keeps
 `dcache` inodes that are not in use (LRU). The host's own dcache keeps them until memory
@@ -61,7 +63,7 @@ class Kernel:
     calls. Paths are lists of names (bytes) relative to a directory inode; `root` is the mount."""
 
     def __init__(self, vol, *, getdents_buf: int = GETDENTS_BUF, max_write: int = 128 << 10,
-                 max_read: int = 128 << 10, ra_pages: int = 32, dcache: int = 1 << 16):
+                 max_read: int = 1 << 20, ra_pages: int = 32, dcache: int = 1 << 16):
         self.vol = vol
         self.root = vol.root_ino
         self.getdents_buf = getdents_buf
@@ -399,6 +401,13 @@ class Kernel:
             self.write(fout, pos, chunk)
             pos += n
         return pos
+
+    def fadvise_sequential(self, f: File) -> None:
+        """posix_fadvise(POSIX_FADV_SEQUENTIAL) (cat does it): the file's read-ahead window
+        doubles (generic_fadvise: f_ra.ra_pages = bdi->ra_pages * 2). Sends nothing."""
+        if f.ra is None:
+            f.ra = PageCache(self.ra_pages)
+        f.ra.max = 2 * self.ra_pages
 
     def read(self, f: File, offset: int, size: int) -> int:
         """pread through the page cache with on-demand read-ahead; the bytes read."""
