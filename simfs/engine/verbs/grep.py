@@ -5,8 +5,8 @@ Read off `strace -f` of grep on a local copy and the op log of the mounted run:
 
 - grep first opens DIR as a command-line file (openat O_RDONLY|O_NOCTTY), fstats it, sees a
   directory and closes it; fts_open stats DIR (following);
-- the traversal is find's (simfs.engine.verbs.find), with du's single fstatfs on the first
-  directory without subdirectories (simfs.engine.verbs.du); entries are not stat'ed (d_type);
+- the traversal is simfs.engine.verbs.fts (find's walk with fts's descriptors, and the single
+  fstatfs on the first directory without subdirectories); entries are not stat'ed (d_type);
 - a regular file: openat(dir, name, O_RDONLY|O_NOCTTY|O_NONBLOCK|O_NOFOLLOW), fstat, reads of
   the 96 KiB buffer until one returns 0, close. When the first buffer is shorter than the file,
   grep asks for the first hole (lseek SEEK_HOLE: simfs has no FUSE lseek, so the kernel's
@@ -27,57 +27,41 @@ from __future__ import annotations
 
 import stat
 
-from .find import RING
+from .fts import Fts
 
 BUFSIZE = 96 << 10          # grep's INITIAL_BUFSIZE
 
 
 def run(k, where: list[bytes], pattern: str = "", bufsize: int = BUFSIZE, **_) -> dict:
-    counts = {"dirs": 0, "files": 0, "other": 0, "bytes": 0, "reads": 0, "statfs": False}
+    counts = {"dirs": 0, "files": 0, "other": 0, "bytes": 0, "reads": 0, "statfs": False,
+              "bufsize": bufsize}
     f = k.open(k.root, where)                       # the command-line operand
     a = k.fstat(f)
     if not stat.S_ISDIR(a.st_mode):                 # a file operand: read through this descriptor
         counts["files"] += 1
         _grep_file(k, f, bufsize, counts, a)
+        del counts["bufsize"]
         return counts
     k.close(f)
     k.stat(k.root, where)                           # fts_open (FTS_COMFOLLOW)
-    top = k.open(k.root, where, directory=True)
-    _visit(k, top, k.root, where, [], counts, bufsize, 0)
+    Fts(k, _entry, counts).run(where)
+    del counts["bufsize"]
     return counts
 
 
-def _visit(k, f, parent: int, path: list[bytes], ring: list[int], counts, bufsize: int,
-           depth: int) -> None:
-    counts["dirs"] += 1
-    a = k.fstat(f)
-    k.stat(parent, path)
-    if not counts["statfs"] and a.st_nlink == 2:
-        counts["statfs"] = True
-        k.statfs()
-    entries = k.listdir(f)
-    k.close(f)
-    ring.append(parent)
-    if len(ring) > RING:
-        del ring[0]
-    for name, ino, kind in entries:
-        if kind == stat.S_IFDIR:
-            k.stat(f.ino, [name])
-            sub = k.open(f.ino, [name], directory=True)
-            _visit(k, sub, f.ino, [name], ring, counts, bufsize, depth + 1)
-        elif kind == stat.S_IFREG:
-            counts["files"] += 1
-            g = k.open(f.ino, [name])
-            _grep_file(k, g, bufsize, counts)
-        elif kind == stat.S_IFLNK:
-            counts["other"] += 1
-            k.walk(f.ino, [name])                   # openat(O_NOFOLLOW): ELOOP
-        else:
-            counts["other"] += 1                    # devices, fifos, sockets: skipped by -r
-    if ring:
-        ring.pop()
-    elif depth:
-        k.fstat(k.open_dotdot(f.ino, parent))
+def _entry(fts, d, name: bytes, kind: int) -> None:
+    k, counts = fts.k, fts.counts
+    if kind == stat.S_IFDIR:
+        k.stat(d.ino, [name])
+        fts.descend(d, name)
+    elif kind == stat.S_IFREG:
+        counts["files"] += 1
+        _grep_file(k, k.open(d.ino, [name]), counts["bufsize"], counts)
+    elif kind == stat.S_IFLNK:
+        counts["other"] += 1
+        k.walk(d.ino, [name])                       # openat(O_NOFOLLOW): ELOOP
+    else:
+        counts["other"] += 1                        # devices, fifos, sockets: skipped by -r
 
 
 def _grep_file(k, g, bufsize: int, counts, a=None) -> None:
