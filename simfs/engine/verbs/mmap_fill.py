@@ -14,14 +14,17 @@ decided by the host kernel, not by the tool: the flusher threads and vm.dirty_* 
 (background write-back starts at dirty_background_ratio of the host's free memory, or after
 dirty_expire_centisecs), memory pressure (reclaim writes pages back one by one, in LRU order),
 and finally msync, which writes back what is still dirty in file-offset order, gathered into
-WRITEs of up to max_pages. On this machine (24 GiB, dirty_ratio 20) a 4 MiB fill stayed
-in memory until msync and became four 1 MiB WRITEs in offset order, after 37 READs of the
-read-ahead the first-touch faults caused (a store to a page not cached reads it first, with
-read-ahead around the faulting page, in the fill's random order); on a host with less memory
-or a smaller dirty limit the same run sends earlier, smaller WRITEs in fault order, so the
-allocation the file system sees (and the simulated time) differ. What the verb can do is the
-pwrite order, which is what the seed's file system is asked when write-back is immediate; the
-mapping run's cost lies between that and the offset-order msync run.
+WRITEs of up to max_pages (256 pages with libfuse 3: 1 MiB). The faults add READs the tool
+never asks for: the first store to a page not cached reads it, with mmap read-around (a
+32-page window centred on the fault, dropped after MMAP_LOTSAMISS misses), in the fill's
+random order. Measured on this machine (24 GiB, vm.dirty_ratio 20, cold mount, alloc=ext2,
+dirorder=hash, sas10k, empty image): a 16 MiB fill stayed dirty until msync and became 16
+WRITEs of 1 MiB in offset order after 151 READs of the holes: 0.186 s simulated, 135 disk
+writes; the pwrite variant (this verb, and mmap_writer.py --pwrite on the mount, identical)
+is 4096 WRITEs of 4 KiB in alloctest order: 0.246 s, 140 disk writes (+32% time). On a host
+with less memory or lower dirty limits the mapping run sends earlier, smaller WRITEs in fault
+order, with other allocation and another time, so no host-independent verb can match it; the seed's
+mapping figures need the mount (or an op log of it, `simfs replay`).
 
 Parameters: `size` (bytes), `order` ("alloctest", "shuffled", "sequential"), `seed`,
 `mode` (the file mode, 0o666 & ~umask).
