@@ -28,18 +28,6 @@ VERBS = {
     "dd": dd.run,
     "mmap-fill": mmap_fill.run,
     "cat": cat.run,
-
-VERBS = {
-    "find": find.run,
-    "unpack": unpack.run,
-    "cp-a": cp.run,
-    "rm-rf": rm.run,
-    "tar-read": tar_read.run,
-    "du": du.run,
-    "grep": grep.run,
-    "dd": dd.run,
-    "mmap-fill": mmap_fill.run,
-    "cat": cat.run,
 }
 
 
