@@ -20,7 +20,9 @@ tests/mount/test_verbs_validate.py:
   reference to the victim (its inode is evicted at once);
 - write: a security.capability GETXATTR (file_remove_privs) and the WRITE, split at max_write;
   read: GETATTR (auto_inval_data), then READs for the pages not in the page cache, with the
-  kernel's on-demand read-ahead (see PageCache).
+  kernel's on-demand read-ahead (see PageCache), each read-ahead window one READ of at most
+  max_read (1 MiB: libfuse 3 answers INIT with max_pages 256; windows are 32 pages, 64 after
+  POSIX_FADV_SEQUENTIAL - cat's 256 KiB READs on the mount - so the cap does not bind).
 
 References are forgotten (FORGET) when the model's dentry cache lets the inode go: it keeps
 `dcache` inodes that are not in use (LRU). The host's own dcache keeps them until memory
@@ -61,7 +63,7 @@ class Kernel:
     calls. Paths are lists of names (bytes) relative to a directory inode; `root` is the mount."""
 
     def __init__(self, vol, *, getdents_buf: int = GETDENTS_BUF, max_write: int = 128 << 10,
-                 max_read: int = 128 << 10, ra_pages: int = 32, dcache: int = 1 << 16):
+                 max_read: int = 1 << 20, ra_pages: int = 32, dcache: int = 1 << 16):
         self.vol = vol
         self.root = vol.root_ino
         self.getdents_buf = getdents_buf
@@ -400,6 +402,13 @@ class Kernel:
             pos += n
         return pos
 
+    def fadvise_sequential(self, f: File) -> None:
+        """posix_fadvise(POSIX_FADV_SEQUENTIAL) (cat does it): the file's read-ahead window
+        doubles (generic_fadvise: f_ra.ra_pages = bdi->ra_pages * 2). Sends nothing."""
+        if f.ra is None:
+            f.ra = PageCache(self.ra_pages)
+        f.ra.max = 2 * self.ra_pages
+
     def read(self, f: File, offset: int, size: int) -> int:
         """pread through the page cache with on-demand read-ahead; the bytes read."""
         a = self.vol.getattr(f.ino)
@@ -409,26 +418,46 @@ class Kernel:
         if end <= offset:
             return 0
         for start, count in f.ra.access(offset // PAGE, (end - 1) // PAGE + 1,
-                                        (a.st_size + PAGE - 1) // PAGE):
+                                        (a.st_size + PAGE - 1) // PAGE,
+                                        (offset + size + PAGE - 1) // PAGE):
             pos, left = start * PAGE, count * PAGE
             while left > 0:
                 n = min(left, self.max_read)
                 self.vol.read(f.ino, pos, n)
                 pos += n
                 left -= n
+        f.ra.prev_pos = end                             # filemap_read: ra->prev_pos = last_pos
         return end - offset
 
 
 class PageCache:
-    """One open file's pages and Linux's on-demand read-ahead (mm/readahead.c, page_cache_ra_
-    order): a miss starts a window sized from the request (get_init_ra_size), a hit on the
-    window's marker page starts the next one, twice or four times as large up to ra_pages."""
+    """One open file's page cache and read-ahead state, as Linux 6.18's filemap_read and
+    mm/readahead.c drive them (file_ra_state is per open file; FUSE without keep_cache drops
+    the pages at open, so a fresh open starts empty).
+
+    A read of pages [index, last) goes page by page, as filemap_get_pages' batches do (a batch
+    stops at a page flagged PG_readahead, so every flagged page in range is met in order):
+    - a page not cached: page_cache_sync_ra(req = last - index, unclipped by the file size):
+      at page 0, for a request larger than ra_pages, or right after the previous read
+      (index - prev_pos/PAGE in {0, 1}) a fresh window of get_init_ra_size(req) pages whose
+      async part is size - req (size/2 when the request fills it); otherwise the pages cached
+      just before (page_cache_prev_miss over ra_pages) decide: no longer run than the request,
+      read just the request (state untouched); else a window of min(run + req, ra_pages)
+      (run doubled if cached from page 0) with one async page;
+    - a flagged page: page_cache_async_ra: at the expected marker the window moves on and
+      grows (get_next_ra_size), all of it async; elsewhere the cached run after the page sets
+      the size (page_cache_next_miss).
+    A window reads the pages not cached (clipped to the file) and flags the page
+    start + size - async_size. Folios are order 0 (no large-folio alignment): a tar read of a
+    35-page file was READs of 4, 8, 16 and 7 pages on the mount, a 1 MiB dd read windows of 32
+    pages always one window ahead."""
 
     def __init__(self, ra_pages: int):
         self.max = ra_pages
         self.cached: set[int] = set()
+        self.flagged: set[int] = set()
         self.start = self.size = self.async_size = 0
-        self.prev = -1
+        self.prev_pos = -1                              # file_ra_state_init
 
     def _init_size(self, req: int) -> int:
         new = 1 << (max(req, 1) - 1).bit_length()
@@ -445,9 +474,10 @@ class PageCache:
             return 2 * cur
         return self.max
 
-    def _fill(self, first: int, count: int, npages: int) -> list[tuple[int, int]]:
-        """Read [first, first+count) clipped to the file: runs of pages not cached."""
-        runs = []
+    def _ra(self, first: int, count: int, lookahead: int, npages: int, runs: list) -> None:
+        """page_cache_ra_unbounded: read [first, first+count) clipped to the file, skipping
+        cached pages; flag the page count - lookahead into the window."""
+        mark = first + count - lookahead
         last = min(first + count, npages)
         i = first
         while i < last:
@@ -457,31 +487,78 @@ class PageCache:
             j = i
             while j < last and j not in self.cached:
                 self.cached.add(j)
+                if j == mark:
+                    self.flagged.add(j)
                 j += 1
             runs.append((i, j - i))
             i = j
-        return runs
 
-    def access(self, first: int, last: int, npages: int) -> list[tuple[int, int]]:
-        """The read requests (first page, pages) a read of pages [first, last) sends."""
-        runs = []
-        i = first
-        while i < last:
-            marker = self.start + self.size - self.async_size
+    def _window(self, npages: int, runs: list) -> None:
+        self._ra(self.start, self.size, self.async_size, npages, runs)
+
+    def _prev_miss(self, index: int, scan: int) -> int:
+        """page_cache_prev_miss: the highest gap in [index - scan + 1, index]; -1 (ULONG_MAX)
+        when everything down to page 0 is cached; index - scan when there is no gap."""
+        i = index
+        for _ in range(scan):
+            if i < 0:
+                return -1
             if i not in self.cached:
-                req = last - i
-                if i == 0 or i == self.prev + 1 or i == self.start + self.size:
-                    size = self._init_size(req) if i == 0 or self.size == 0 else self._next_size(self.size)
-                else:
-                    size = self._init_size(req)
-                size = max(size, req) if req > self.max else size
-                self.start, self.size = i, size
-                self.async_size = max(size - req, 0)
-                runs += self._fill(i, size, npages)
-            elif self.async_size and i == marker:
-                self.start, self.size = self.start + self.size, self._next_size(self.size)
-                self.async_size = self.size
-                runs += self._fill(self.start, self.size, npages)
-            self.prev = i
-            i += 1
+                return i
+            i -= 1
+        return -1 if i < 0 else i
+
+    def _next_miss(self, index: int, scan: int) -> int:
+        for i in range(index, index + scan):
+            if i not in self.cached:
+                return i
+        return index + scan
+
+    def _sync(self, index: int, req: int, npages: int, runs: list) -> None:
+        mx = self.max
+        prev_index = self.prev_pos // PAGE if self.prev_pos >= 0 else None
+        if (index == 0 or req > mx
+                or (prev_index is not None and 0 <= index - prev_index <= 1)):
+            self.start, self.size = index, self._init_size(req)
+            self.async_size = self.size - req if self.size > req else self.size >> 1
+            self._window(npages, runs)
+            return
+        miss = self._prev_miss(index - 1, mx)
+        contig = index - miss - 1
+        if contig <= req:                               # a small random read: just the request
+            self._ra(index, req, 0, npages, runs)
+            return
+        if miss == -1:
+            contig *= 2
+        self.start, self.size, self.async_size = index, min(contig + req, mx), 1
+        self._window(npages, runs)
+
+    def _async(self, index: int, req: int, npages: int, runs: list) -> None:
+        mx = self.max
+        if index == self.start + self.size - self.async_size:
+            self.start += self.size
+            self.size = max(self.size, self._next_size(self.size))
+            self.async_size = self.size
+        else:
+            start = self._next_miss(index + 1, mx)
+            if not start or start - index > mx:
+                return
+            self.start = start
+            self.size = self._next_size(start - index + req)
+            self.async_size = self.size
+        self._window(npages, runs)
+
+    def access(self, first: int, last: int, npages: int, req_last: int | None = None
+               ) -> list[tuple[int, int]]:
+        """The read requests (first page, pages) a read of pages [first, last) sends; `last`
+        is clipped to the file, `req_last` (default `last`) is the request's own end page."""
+        if req_last is None:
+            req_last = last
+        runs: list[tuple[int, int]] = []
+        for i in range(first, min(last, npages)):
+            if i not in self.cached:
+                self._sync(i, req_last - i, npages, runs)
+            if i in self.flagged:
+                self.flagged.discard(i)
+                self._async(i, req_last - i, npages, runs)
         return runs

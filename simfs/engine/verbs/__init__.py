@@ -15,13 +15,19 @@ from __future__ import annotations
 
 import os
 
-from . import cp, find, rm, unpack
+from . import cat, cp, dd, du, find, grep, mmap_fill, rm, tar_read, unpack
 
 VERBS = {
     "find": find.run,
     "unpack": unpack.run,
     "cp-a": cp.run,
     "rm-rf": rm.run,
+    "tar-read": tar_read.run,
+    "du": du.run,
+    "grep": grep.run,
+    "dd": dd.run,
+    "mmap-fill": mmap_fill.run,
+    "cat": cat.run,
 }
 
 
