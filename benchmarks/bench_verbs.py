@@ -18,9 +18,7 @@ Real time on a shared machine is noisy: read the ratios of one run, not absolute
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time

@@ -28,6 +28,8 @@ TOLERANCE = 0.03
 UUID = "00000000-0000-0000-0000-00000000c0de"
 HASH_SEED = "00000000-0000-0000-0000-0000000d1e5e"
 TREE = "tree"
+BIG = "big"
+MMAP_WRITER = Path(__file__).resolve().parents[1] / "tests" / "tools" / "mmap_writer.py"
 
 
 @dataclass
@@ -39,6 +41,7 @@ class Case:
     command: object
     params: dict = field(default_factory=dict)
     needs: str = "tree"
+    where: str = TREE
 
 
 def q(p) -> str:
@@ -50,6 +53,14 @@ CASES = {
     "find": Case("find", lambda m, t: f"find {q(m / TREE)} -type d > /dev/null", {"type": "d"}),
     "cp-a": Case("cp-a", lambda m, t: f"cp -a {q(m / TREE)} {q(m / 'copy')}", {"dst": "copy"}),
     "rm-rf": Case("rm-rf", lambda m, t: f"rm -rf {q(m / TREE)}"),
+    "tar-read": Case("tar-read", lambda m, t: f"tar -cf /dev/zero -C {q(m)} {TREE}"),
+    "du": Case("du", lambda m, t: f"du -s {q(m / TREE)} > /dev/null"),
+    "grep": Case("grep", lambda m, t: f"grep -r zzzqqq {q(m / TREE)}; test $? = 1"),
+    "dd": Case("dd", lambda m, t: f"dd if={q(m / BIG)} of=/dev/null bs=1M status=none",
+               needs="file", where=BIG),
+    "cat": Case("cat", lambda m, t: f"cat {q(m / BIG)} > /dev/null", needs="file", where=BIG),
+    "mmap-fill": Case("mmap-fill", lambda m, t: f"{q(sys.executable)} {q(MMAP_WRITER)} {q(m / 'f')} "
+                      f"{16 << 20} --pwrite -q", {"size": 16 << 20}, needs="empty", where="f"),
 }
 
 
@@ -67,7 +78,6 @@ def prepare(work: Path, needs: str, tarball: Path, options: str) -> Path:
     """The image a case starts from (made once per needs/options, in-process)."""
     from simfs.engine import verbs
     from simfs.engine.treedesc import from_tarball
-    from simfs.fs.volume import Volume
     from simfs.ondisk.mkfs import mkfs
     img = work / f"base-{needs}-{abs(hash(options)) % 10**8}.img"
     if img.exists():
@@ -75,11 +85,12 @@ def prepare(work: Path, needs: str, tarball: Path, options: str) -> Path:
     size = max(256 << 20, 8 * tarball.stat().st_size)
     mkfs(img, size, block_size=4096, inode_size=256, uuid=bytes.fromhex(UUID.replace("-", "")),
          hash_seed=bytes.fromhex(HASH_SEED.replace("-", "")))
-    vol = Volume.open(img, volume_options(options))
-    vol.mkdir(vol.root_ino, TREE.encode(), 0o40755, 0, 0)
-    vol.close()
+    if needs in ("dir", "tree"):
+        verbs.make_dirs(str(img), volume_options(options), TREE)
     if needs == "tree":
         verbs.run(str(img), volume_options(options), "unpack", TREE, source=from_tarball(str(tarball)))
+    elif needs == "file":       # a 16 MiB file written in order (dd's subject)
+        verbs.run(str(img), volume_options(options), "mmap-fill", BIG, size=16 << 20, order="sequential")
     return img
 
 
@@ -105,7 +116,7 @@ def inprocess(case: Case, image: Path, options: str, tarball: Path) -> dict:
     if case.needs == "dir":
         params["source"] = from_tarball(str(tarball))
     t0 = time.perf_counter()
-    out = verbs.run(str(image), volume_options(options), case.verb, TREE, **params)
+    out = verbs.run(str(image), volume_options(options), case.verb, case.where, **params)
     out["real"] = time.perf_counter() - t0
     return out
 

@@ -15,6 +15,11 @@ import tarfile
 
 from simfs.cli.common import Fmt, fail
 
+def _size(text: str) -> int:
+    from simfs.cli.common import size_type
+    return size_type(text)
+
+
 # per verb: (summary, the real command it stands for, its own arguments)
 VERBS = {
     "unpack": ("unpack a tarball or a directory of this machine into PATH, as GNU tar does",
@@ -31,6 +36,25 @@ VERBS = {
              [("--to", dict(dest="dst", required=True, metavar="DEST",
                             help="the copy's path in the image (must not exist)"))]),
     "rm-rf": ("remove a tree as GNU rm -rf does", "rm -rf MNT/PATH", []),
+    "tar-read": ("read every file of a tree as GNU tar does (archive to /dev/zero)",
+                 "tar -cf /dev/zero -C MNT PATH", []),
+    "du": ("stat every entry of a tree as GNU du does", "du -s MNT/PATH", []),
+    "grep": ("read every file of a tree as GNU grep -r does", "grep -r PATTERN MNT/PATH",
+             [("--pattern", dict(default="zzzqqq", help="kept for the record: grep reads every "
+                                 "byte of every file whatever it looks for, as long as nothing matches"))]),
+    "dd": ("read one file as dd does", "dd if=MNT/PATH of=/dev/null bs=BS",
+           [("--bs", dict(type=_size, default=1 << 20, help="block size (default 1M)")),
+            ("--count", dict(type=int, default=0, help="blocks to read (0: all)")),
+            ("--skip", dict(type=int, default=0, help="blocks to skip first"))]),
+    "cat": ("read one file as cat does", "cat MNT/PATH > /dev/null", []),
+    "mmap-fill": ("fill a new file with random 4 KiB pwrites as seed 004's alloctest does "
+                  "(its --pwrite variant: the mapping's own order depends on the host)",
+                  "python3 tests/tools/mmap_writer.py MNT/PATH SIZE --pwrite",
+                  [("--size", dict(type=_size, default=64 << 20, help="file size (default 64M)")),
+                   ("--order", dict(choices=("alloctest", "shuffled", "sequential"), default="alloctest",
+                                    help="page order: alloctest's (i + 23) * 1000000007 mod pages, "
+                                         "a seeded shuffle, or sequential")),
+                   ("--seed", dict(type=int, default=0, help="the shuffle's seed"))]),
 }
 
 

@@ -91,6 +91,7 @@ def _copy(k, src, dst, links, counts) -> None:
         counts["files"] += 1
         fi = k.open(R, src)
         k.fstat(fi)
+        k.fadvise_sequential(fi)                # copy.c: posix_fadvise(SEQUENTIAL) on the source
         fo = k.create(R, dst, a.st_mode & 0o700)
         b = k.fstat(fo)
         if a.st_size:

@@ -28,7 +28,6 @@ read from outside the mount and costs nothing here.
 
 from __future__ import annotations
 
-import stat
 
 RECORD = 10240         # tar's default record (blocking factor 20)
 BLOCK = 512
