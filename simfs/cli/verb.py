@@ -29,7 +29,7 @@ VERBS = {
                                      "directory, taken as `tar --sort=name -cf - -C DIR .` "
                                      "would archive it; its data are written (or charged only, "
                                      "with -o dataless)"))]),
-    "find": ("walk a tree as GNU find does", "find MNT/PATH -type d|f",
+    "find": ("walk a tree as GNU find does", "find MNT/PATH -type d (or f)",
              [("--type", dict(choices=("d", "f"), default="d",
                               help="-type d or f: the same system calls (d_type), kept for the record"))]),
     "cp-a": ("copy a tree within the image as GNU cp -a does", "cp -a MNT/PATH MNT/DEST",
