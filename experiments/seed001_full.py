@@ -56,7 +56,7 @@ def run_phase(image: Path, order: str, phase: str, source=None) -> dict:
         out = verbs.run(str(image), options(order), "cp-a", "tree", dst="copy")
     else:
         out = verbs.run(str(image), options(order), "rm-rf", "tree")
-    return {"phase": phase, "order": order, "sim": out["time"]["now"],
+    return {"phase": phase, "order": order, "sim": out["sim_cmd"], "sim_umount": out["time"]["now"],
             "real": time.perf_counter() - t0, "result": out["result"],
             "counters": out["time"]["total"]["counters"],
             "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}

@@ -40,7 +40,8 @@ def run(image: str, options, verb: str, where: str, **params) -> dict:
     """Open IMAGE cold with VolumeOptions `options`, run `verb` on `where` as one mount would
     (the volume closed as an unmount closes it: the write-back the verb left is included), and
     return {"result": what the verb reports, "time": the statistics -o stats= would hold,
-    "counters": totals}. FSError from the verb propagates after the volume is closed."""
+    "counters": totals, "sim_cmd": simulated seconds when the tool finished, before the
+    unmount's write-back (what the experiments time for phases without drain)}. FSError from the verb propagates after the volume is closed."""
     from simfs.engine.kernel import Kernel
     from simfs.fs.volume import Volume
 
@@ -49,13 +50,15 @@ def run(image: str, options, verb: str, where: str, **params) -> dict:
     k = Kernel(vol)
     try:
         result = fn(k, split(where), **params)
+        sim_cmd = vol.clock.now
         k.unmount()
     except BaseException:
         vol.options.stats = ""              # no statistics file for a run that stopped
         vol.close()
         raise
     vol.close()
-    return {"result": result, "time": vol.stats_snapshot(), "counters": vol.counters}
+    return {"result": result, "time": vol.stats_snapshot(), "counters": vol.counters,
+            "sim_cmd": sim_cmd}
 
 
 def make_dirs(image: str, options, where: str) -> None:
