@@ -242,45 +242,69 @@ class Ext2(BlockAllocator):
             if my_rsv.alloc_hit > (my_rsv.end - my_rsv.start + 1) // 2:
                 my_rsv.goal_size = min(my_rsv.goal_size * 2, MAX_RESERVE_BLOCKS)
         bits = group_bits(space, group)
-        head = self.tree.search(start_block)
+        return self._reserve(my_rsv, start_block, gfb, gend, bits, geo.blocks_per_group)
+
+    def _reserve(self, my_rsv: Window, start_block: int, gfb: int, gend: int, bits,
+                 bpg: int) -> int:
+        """alloc_new_reservation's loop: find_next_reservable_window from the goal, then, while
+        the window found holds no free block, again from the first free block after it.
+
+        Computed in one forward pass over the tree as it was (each retry of the kernel's loop
+        starts where the previous window was put, with nothing of the tree changed behind
+        it but my_rsv's old place, which lies at or before the first window passed), and
+        the tree changed once at the end: the same window as the kernel's loop, without
+        re-inserting my_rsv at every retry. A retry jumps (bisect) over the windows that lie
+        wholly before the free block it starts from (they can neither end the search nor
+        move it: only the last of them may reach past that block)."""
+        tree = self.tree
+        nodes, starts = tree.nodes, tree.starts
+        n = len(nodes)
+        size = my_rsv.goal_size
+        cur = start_block
+        i = tree.search(start_block)
+        end = nodes[i].end
+        if cur <= end:
+            cur = end + 1
+        if cur > gend:
+            self._discard(my_rsv)
+            return -1
         while True:
-            if self._find_next_reservable_window(head, my_rsv, start_block, gend) < 0:
-                self._discard(my_rsv)
-                return -1
-            ffb = first_free(bits, my_rsv.start - gfb, geo.blocks_per_group)
+            # find_next_reservable_window from node i (cur is past it)
+            while i + 1 < n:
+                nxt = nodes[i + 1]
+                if cur + size <= nxt.start:
+                    break
+                i += 1
+                if cur <= nxt.end:
+                    cur = nxt.end + 1
+                    if cur > gend:
+                        self._discard(my_rsv)
+                        return -1
+            ffb = first_free(bits, cur - gfb, bpg)
             if ffb < 0:
                 self._discard(my_rsv)
                 return -1
-            start_block = ffb + gfb
-            if my_rsv.start <= start_block <= my_rsv.end:
-                return 0
-            head = self.tree.index(my_rsv)
-
-    def _find_next_reservable_window(self, head: int, my_rsv: Window, start_block: int, last_block: int) -> int:
-        tree = self.tree
-        size = my_rsv.goal_size
-        cur = start_block
-        i = head
-        rsv = tree.nodes[i]
-        while True:
-            if cur <= rsv.end:
-                cur = rsv.end + 1
-            if cur > last_block:
-                return -1
-            prev = rsv
-            if i + 1 >= len(tree.nodes):
+            ffb += gfb
+            if ffb <= cur + size - 1:
                 break
-            i += 1
-            rsv = tree.nodes[i]
-            if cur + size <= rsv.start:
-                break
-        if prev is not my_rsv and not my_rsv.empty:
-            tree.remove(my_rsv)
-        if prev is my_rsv:              # stays in place in the order; only its bounds move
-            j = tree.index(my_rsv)
+            cur = ffb
+            k = bisect.bisect_left(starts, cur, i + 1, n)
+            if k - 1 > i:                       # windows starting before cur: skip them
+                i = k - 1
+                end = nodes[i].end
+                if cur <= end:
+                    cur = end + 1
+                    if cur > gend:
+                        self._discard(my_rsv)
+                        return -1
+        # place my_rsv at [cur, cur + size - 1], after node i
+        prev = nodes[i]
+        if prev is my_rsv:                      # stays in place in the order
+            tree.starts[i] = cur
             my_rsv.start, my_rsv.end = cur, cur + size - 1
-            tree.starts[j] = cur
         else:
+            if not my_rsv.empty:
+                tree.remove(my_rsv)
             my_rsv.start, my_rsv.end = cur, cur + size - 1
             tree.add(my_rsv)
         my_rsv.alloc_hit = 0
