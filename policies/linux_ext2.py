@@ -39,6 +39,7 @@ modelled, with `pid` (default 0) as a class attribute.
 
 import bisect
 import weakref
+from operator import sub
 
 import numpy as np
 
@@ -85,6 +86,7 @@ class WindowTree:
     def __init__(self):
         head = Window()                 # s_rsv_window_head, [0, 0], always present
         self.starts = [head.start]
+        self.ends = [head.end]          # in step with starts (searched a slice at a time)
         self.nodes = [head]
 
     def index(self, w: Window) -> int:
@@ -100,11 +102,13 @@ class WindowTree:
     def add(self, w: Window) -> None:
         i = bisect.bisect_left(self.starts, w.start)
         self.starts.insert(i, w.start)
+        self.ends.insert(i, w.end)
         self.nodes.insert(i, w)
 
     def remove(self, w: Window) -> None:
         i = self.index(w)
         del self.starts[i]
+        del self.ends[i]
         del self.nodes[i]
         w.start = w.end = NOT_ALLOCATED
 
@@ -268,18 +272,33 @@ class Ext2(BlockAllocator):
         if cur > gend:
             self._discard(my_rsv)
             return -1
+        ends = tree.ends
+        need = size + 1                         # a gap after window j: starts[j+1] - ends[j] >= need
         while True:
-            # find_next_reservable_window from node i (cur is past it)
-            while i + 1 < n:
-                nxt = nodes[i + 1]
-                if cur + size <= nxt.start:
+            # find_next_reservable_window from node i (cur is past it; the next window does
+            # not start before cur, so every window passed moves cur to its end + 1)
+            if i + 1 < n and cur + size > starts[i + 1]:
+                j = i + 1
+                chunk = 16
+                while True:                     # first j >= i+1 with room after it, or the last
+                    if j >= n - 1:
+                        j = n - 1
+                        break
+                    stop = min(n - 1, j + chunk)
+                    for k, gap in enumerate(map(sub, starts[j + 1:stop + 1], ends[j:stop])):
+                        if gap >= need:
+                            j += k
+                            break
+                    else:
+                        j = stop
+                        chunk *= 4
+                        continue
                     break
-                i += 1
-                if cur <= nxt.end:
-                    cur = nxt.end + 1
-                    if cur > gend:
-                        self._discard(my_rsv)
-                        return -1
+                i = j
+                cur = ends[j] + 1
+                if cur > gend:
+                    self._discard(my_rsv)
+                    return -1
             ffb = first_free(bits, cur - gfb, bpg)
             if ffb < 0:
                 self._discard(my_rsv)
@@ -301,6 +320,7 @@ class Ext2(BlockAllocator):
         prev = nodes[i]
         if prev is my_rsv:                      # stays in place in the order
             tree.starts[i] = cur
+            tree.ends[i] = cur + size - 1
             my_rsv.start, my_rsv.end = cur, cur + size - 1
         else:
             if not my_rsv.empty:
