@@ -49,6 +49,7 @@ from .groupscan import first_free, group_bits
 DEFAULT_RESERVE_BLOCKS = 8      # EXT2_DEFAULT_RESERVE_BLOCKS
 MAX_RESERVE_BLOCKS = 1027       # EXT2_MAX_RESERVE_BLOCKS
 NOT_ALLOCATED = 0               # EXT2_RESERVE_WINDOW_NOT_ALLOCATED
+CHAIN_AFTER = 12                # _reserve: retries before the rest is computed at once
 
 
 class Window:
@@ -273,6 +274,7 @@ class Ext2(BlockAllocator):
             self._discard(my_rsv)
             return -1
         ends = tree.ends
+        retries = 0
         need = size + 1                         # a gap after window j: starts[j+1] - ends[j] >= need
         while True:
             # find_next_reservable_window from node i (cur is past it; the next window does
@@ -307,6 +309,14 @@ class Ext2(BlockAllocator):
             if ffb <= cur + size - 1:
                 break
             cur = ffb
+            retries += 1
+            if retries == CHAIN_AFTER:
+                r = self._chain(cur, i, size, gfb, gend, bits)
+                if r is None:
+                    self._discard(my_rsv)
+                    return -1
+                cur, i = r
+                break
             k = bisect.bisect_left(starts, cur, i + 1, n)
             if k - 1 > i:                       # windows starting before cur: skip them
                 i = k - 1
@@ -316,6 +326,72 @@ class Ext2(BlockAllocator):
                     if cur > gend:
                         self._discard(my_rsv)
                         return -1
+        self._place(my_rsv, cur, i, size)
+        return 0
+
+    def _chain(self, f: int, i: int, size: int, gfb: int, gend: int, bits):
+        """The rest of _reserve's retries at once, from free block f with node i passed:
+        (cur, i) of the window found, or None. Every retry passes a window j and then asks for
+        the first free block after the first gap that fits; what follows depends on j only,
+        so the next window of every j is computed with numpy and the chain is followed."""
+        tree = self.tree
+        starts, ends = tree.starts, tree.ends
+        n = len(starts)
+        m = bisect.bisect_right(starts, gend, i)         # first window starting past the group
+        last = min(m, n - 1)
+        S = np.array(starts[i:last + 1], dtype=np.int64)
+        E = np.array(ends[i:last + 1], dtype=np.int64)
+        L = len(S)
+        big = np.int64(1) << 62
+        Snext = np.empty(L, dtype=np.int64)
+        Snext[:-1] = S[1:]
+        Snext[-1] = big                                  # the tree's end, or past the group
+        good = np.flatnonzero(Snext - E >= size + 1)     # room after window j
+        J = good[np.searchsorted(good, np.arange(L))]   # first j' >= j with room after it
+        P = E[J] + 1                                     # where the window goes after j
+        lo = f - gfb
+        Fr = np.flatnonzero(~bits[lo:]) + (lo + gfb)     # free blocks from f on
+        nF = len(Fr)
+        Fr_ext = np.append(Fr, big)
+        Fn = Fr_ext[np.searchsorted(Fr, P)]              # first free block at or after P
+        ok = Fn < P + size
+        k = np.searchsorted(S, Fn) - 1                   # last window starting before Fn
+        k = np.minimum(k, L - 1)
+        inside = E[k] >= Fn
+        fits = Fn + size <= Snext[k]
+        # from a free block f: the window before it, and whether the gap there fits
+        Sl, El, Pl, Jl = S.tolist(), E.tolist(), P.tolist(), J.tolist()
+        okl, Fnl, kl, insl, fitl = ok.tolist(), Fn.tolist(), k.tolist(), inside.tolist(), fits.tolist()
+        Snl = Snext.tolist()
+        del nF
+        # the free block f itself
+        kk = bisect.bisect_left(Sl, f) - 1
+        if El[kk] >= f:
+            j = kk
+        elif f + size <= Snl[kk]:
+            return f, i + kk
+        else:
+            j = kk + 1
+        while True:                                      # state: window j passed
+            p = Pl[j]
+            if p > gend:
+                return None
+            fn = Fnl[j]
+            if fn >= big:
+                return None
+            if okl[j]:
+                return p, i + Jl[j]
+            kk = kl[j]
+            if insl[j]:
+                j = kk
+            elif fitl[j]:
+                return fn, i + kk
+            else:
+                j = kk + 1
+
+    def _place(self, my_rsv: Window, cur: int, i: int, size: int) -> None:
+        tree = self.tree
+        nodes = tree.nodes
         # place my_rsv at [cur, cur + size - 1], after node i
         prev = nodes[i]
         if prev is my_rsv:                      # stays in place in the order
@@ -328,7 +404,6 @@ class Ext2(BlockAllocator):
             my_rsv.start, my_rsv.end = cur, cur + size - 1
             tree.add(my_rsv)
         my_rsv.alloc_hit = 0
-        return 0
 
     # ext2_try_to_allocate -------------------------------------------------------------------
     def _try_to_allocate(self, space, group: int, grp_goal: int, rsv) -> int:
