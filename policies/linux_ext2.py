@@ -50,6 +50,7 @@ DEFAULT_RESERVE_BLOCKS = 8      # EXT2_DEFAULT_RESERVE_BLOCKS
 MAX_RESERVE_BLOCKS = 1027       # EXT2_MAX_RESERVE_BLOCKS
 NOT_ALLOCATED = 0               # EXT2_RESERVE_WINDOW_NOT_ALLOCATED
 CHAIN_AFTER = 12                # _reserve: retries before the rest is computed at once
+CHAIN_SLICE = 64                # _chain: windows in its first slice of the tree
 
 
 class Window:
@@ -333,61 +334,76 @@ class Ext2(BlockAllocator):
         """The rest of _reserve's retries at once, from free block f with node i passed:
         (cur, i) of the window found, or None. Every retry passes a window j and then asks for
         the first free block after the first gap that fits; what follows depends on j only,
-        so the next window of every j is computed with numpy and the chain is followed."""
-        tree = self.tree
-        starts, ends = tree.starts, tree.ends
+        so the successor of every window of a slice of the tree is computed with numpy and
+        the chain is followed (slices of CHAIN_SLICE windows, then larger ones)."""
+        starts, ends = self.tree.starts, self.tree.ends
         n = len(starts)
         m = bisect.bisect_right(starts, gend, i)         # first window starting past the group
-        last = min(m, n - 1)
-        S = np.array(starts[i:last + 1], dtype=np.int64)
-        E = np.array(ends[i:last + 1], dtype=np.int64)
-        L = len(S)
-        big = np.int64(1) << 62
-        Snext = np.empty(L, dtype=np.int64)
-        Snext[:-1] = S[1:]
-        Snext[-1] = big                                  # the tree's end, or past the group
-        good = np.flatnonzero(Snext - E >= size + 1)     # room after window j
-        J = good[np.searchsorted(good, np.arange(L))]   # first j' >= j with room after it
-        P = E[J] + 1                                     # where the window goes after j
+        last = min(m, n - 1)                             # the last window that matters
+        big = 1 << 62
         lo = f - gfb
         Fr = np.flatnonzero(~bits[lo:]) + (lo + gfb)     # free blocks from f on
-        nF = len(Fr)
         Fr_ext = np.append(Fr, big)
-        Fn = Fr_ext[np.searchsorted(Fr, P)]              # first free block at or after P
-        ok = Fn < P + size
-        k = np.searchsorted(S, Fn) - 1                   # last window starting before Fn
-        k = np.minimum(k, L - 1)
-        inside = E[k] >= Fn
-        fits = Fn + size <= Snext[k]
-        # from a free block f: the window before it, and whether the gap there fits
-        Sl, El, Pl, Jl = S.tolist(), E.tolist(), P.tolist(), J.tolist()
-        okl, Fnl, kl, insl, fitl = ok.tolist(), Fn.tolist(), k.tolist(), inside.tolist(), fits.tolist()
-        Snl = Snext.tolist()
-        del nF
-        # the free block f itself
-        kk = bisect.bisect_left(Sl, f) - 1
-        if El[kk] >= f:
-            j = kk
-        elif f + size <= Snl[kk]:
-            return f, i + kk
-        else:
-            j = kk + 1
-        while True:                                      # state: window j passed
-            p = Pl[j]
-            if p > gend:
-                return None
-            fn = Fnl[j]
-            if fn >= big:
-                return None
-            if okl[j]:
-                return p, i + Jl[j]
-            kk = kl[j]
-            if insl[j]:
-                j = kk
-            elif fitl[j]:
-                return fn, i + kk
-            else:
-                j = kk + 1
+        width = CHAIN_SLICE
+        state_free = True                                # state: at free block f (else: window j passed)
+        j = 0
+        base = i
+        while True:
+            if state_free:
+                base = bisect.bisect_left(starts, f, base, last + 1) - 1
+            top = min(last, base + width)                # windows base..top in this slice
+            width *= 4
+            S = np.array(starts[base:top + 1], dtype=np.int64)
+            E = np.array(ends[base:top + 1], dtype=np.int64)
+            L = len(S)
+            Snext = np.empty(L, dtype=np.int64)
+            Snext[:-1] = S[1:]
+            Snext[-1] = big if top == last else starts[top + 1]
+            good = np.flatnonzero(Snext - E >= size + 1)
+            gi = np.searchsorted(good, np.arange(L))
+            has = gi < len(good)                         # a window with room follows in the slice
+            J = np.append(good, L)[gi]
+            P = E[np.minimum(J, L - 1)] + 1
+            Fn = Fr_ext[np.searchsorted(Fr, P)]
+            k = np.searchsorted(S, Fn) - 1               # last window of the slice starting before Fn
+            beyond = (k == L - 1) & (Fn >= Snext[L - 1]) & (top != last)
+            kk_ = np.minimum(k, L - 1)
+            inside = E[kk_] >= Fn
+            fits = Fn + size <= Snext[kk_]
+            if state_free:
+                kk = int(np.searchsorted(S, f)) - 1
+                if int(E[kk]) >= f:
+                    j = kk
+                elif f + size <= int(Snext[kk]):
+                    return f, base + kk
+                else:
+                    j = kk + 1
+                state_free = False
+            while True:                                  # state: window j of the slice passed
+                if j >= L or not has[j]:                 # no room before the slice ends
+                    base, j = base + L, 0
+                    break
+                p = int(P[j])
+                if p > gend:
+                    return None
+                fn = int(Fn[j])
+                if fn >= big:
+                    return None
+                if fn < p + size:
+                    return p, base + int(J[j])
+                if beyond[j]:                            # the next free block lies past the slice
+                    f = fn
+                    state_free = True
+                    break
+                kk = int(k[j])
+                if inside[j]:
+                    j = kk
+                elif fits[j]:
+                    return fn, base + kk
+                else:
+                    j = kk + 1
+            if not state_free and base > last:
+                return None                              # cannot happen: the last window has room
 
     def _place(self, my_rsv: Window, cur: int, i: int, size: int) -> None:
         tree = self.tree
