@@ -42,12 +42,16 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def stand_in_unpack(k, source) -> dict:
+def stand_in_unpack(k, source, progress: int = 0) -> dict:
     """tar xpf's system calls in their simplest form, paths relative to the root."""
     import stat as _stat
     root = k.root
     c = {"files": 0, "dirs": 0, "symlinks": 0, "hardlinks": 0, "bytes": 0}
-    for e in source:
+    t0 = time.perf_counter()
+    for n_e, e in enumerate(source, 1):
+        if progress and n_e % progress == 0:
+            print(f"  {n_e:>9,} entries  {time.perf_counter() - t0:8.1f} s  files {c['files']:,}  "
+                  f"sim {k.vol.clock.now:8.1f} s  RSS {_rss_mib():6.0f} MiB", file=sys.stderr, flush=True)
         if e.kind == "dir":
             k.mkdir(root, e.path, e.mode, e.uid, e.gid)
             c["dirs"] += 1
@@ -108,7 +112,7 @@ def run_one(n_files: int, workdir: Path, profile: str | None, keep: bool) -> dic
             unpack_verb.run(k, [], source=src)
             counts = None
         else:
-            counts = stand_in_unpack(k, src)
+            counts = stand_in_unpack(k, src, progress=100_000 if n_files >= 500_000 else 0)
         k.forget_all()
         vol.sync()
         sim_unpack = vol.clock.now
