@@ -255,11 +255,12 @@ class Ext2(BlockAllocator):
         """alloc_new_reservation's loop: find_next_reservable_window from the goal, then, while
         the window found holds no free block, again from the first free block after it.
 
-        Computed in one forward pass over the tree as it was (each retry of the kernel's loop
-        starts where the previous window was put, with nothing of the tree changed behind
-        it but my_rsv's old place, which lies at or before the first window passed), and
-        the tree changed once at the end: the same window as the kernel's loop, without
-        re-inserting my_rsv at every retry. A retry jumps (bisect) over the windows that lie
+        Computed in one forward pass over the tree (each retry of the kernel's loop starts
+        where the previous window was put, and the only change the loop makes to the tree
+        is my_rsv's place: taken out of its old place at the first retry, as the kernel's
+        loop does, unless the first window tried was that place), and my_rsv put in once at
+        the end: the same window as the kernel's loop, without re-inserting my_rsv at every
+        retry. A retry jumps (bisect) over the windows that lie
         wholly before the free block it starts from (they can neither end the search nor
         move it: only the last of them may reach past that block)."""
         tree = self.tree
@@ -311,6 +312,14 @@ class Ext2(BlockAllocator):
                 break
             cur = ffb
             retries += 1
+            if retries == 1 and not my_rsv.empty and nodes[i] is not my_rsv:
+                # the kernel's loop has moved my_rsv to the window just tried: its old place
+                # (which may lie ahead, when the goal was before it) is no obstacle any more
+                o = tree.index(my_rsv)
+                tree.remove(my_rsv)
+                n -= 1
+                if o <= i:
+                    i -= 1
             if retries == CHAIN_AFTER:
                 r = self._chain(cur, i, size, gfb, gend, bits)
                 if r is None:
