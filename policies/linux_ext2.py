@@ -39,6 +39,7 @@ modelled, with `pid` (default 0) as a class attribute.
 
 import bisect
 import weakref
+from operator import sub
 
 import numpy as np
 
@@ -48,6 +49,8 @@ from .groupscan import first_free, group_bits
 DEFAULT_RESERVE_BLOCKS = 8      # EXT2_DEFAULT_RESERVE_BLOCKS
 MAX_RESERVE_BLOCKS = 1027       # EXT2_MAX_RESERVE_BLOCKS
 NOT_ALLOCATED = 0               # EXT2_RESERVE_WINDOW_NOT_ALLOCATED
+CHAIN_AFTER = 12                # _reserve: retries before the rest is computed at once
+CHAIN_SLICE = 64                # _chain: windows in its first slice of the tree
 
 
 class Window:
@@ -85,6 +88,7 @@ class WindowTree:
     def __init__(self):
         head = Window()                 # s_rsv_window_head, [0, 0], always present
         self.starts = [head.start]
+        self.ends = [head.end]          # in step with starts (searched a slice at a time)
         self.nodes = [head]
 
     def index(self, w: Window) -> int:
@@ -100,11 +104,13 @@ class WindowTree:
     def add(self, w: Window) -> None:
         i = bisect.bisect_left(self.starts, w.start)
         self.starts.insert(i, w.start)
+        self.ends.insert(i, w.end)
         self.nodes.insert(i, w)
 
     def remove(self, w: Window) -> None:
         i = self.index(w)
         del self.starts[i]
+        del self.ends[i]
         del self.nodes[i]
         w.start = w.end = NOT_ALLOCATED
 
@@ -242,49 +248,187 @@ class Ext2(BlockAllocator):
             if my_rsv.alloc_hit > (my_rsv.end - my_rsv.start + 1) // 2:
                 my_rsv.goal_size = min(my_rsv.goal_size * 2, MAX_RESERVE_BLOCKS)
         bits = group_bits(space, group)
-        head = self.tree.search(start_block)
+        return self._reserve(my_rsv, start_block, gfb, gend, bits, geo.blocks_per_group)
+
+    def _reserve(self, my_rsv: Window, start_block: int, gfb: int, gend: int, bits,
+                 bpg: int) -> int:
+        """alloc_new_reservation's loop: find_next_reservable_window from the goal, then, while
+        the window found holds no free block, again from the first free block after it.
+
+        Computed in one forward pass over the tree (each retry of the kernel's loop starts
+        where the previous window was put, and the only change the loop makes to the tree
+        is my_rsv's place: taken out of its old place at the first retry, as the kernel's
+        loop does, unless the first window tried was that place), and my_rsv put in once at
+        the end: the same window as the kernel's loop, without re-inserting my_rsv at every
+        retry. A retry jumps (bisect) over the windows that lie
+        wholly before the free block it starts from (they can neither end the search nor
+        move it: only the last of them may reach past that block)."""
+        tree = self.tree
+        nodes, starts = tree.nodes, tree.starts
+        n = len(nodes)
+        size = my_rsv.goal_size
+        cur = start_block
+        i = tree.search(start_block)
+        end = nodes[i].end
+        if cur <= end:
+            cur = end + 1
+        if cur > gend:
+            self._discard(my_rsv)
+            return -1
+        ends = tree.ends
+        retries = 0
+        need = size + 1                         # a gap after window j: starts[j+1] - ends[j] >= need
         while True:
-            if self._find_next_reservable_window(head, my_rsv, start_block, gend) < 0:
-                self._discard(my_rsv)
-                return -1
-            ffb = first_free(bits, my_rsv.start - gfb, geo.blocks_per_group)
+            # find_next_reservable_window from node i (cur is past it; the next window does
+            # not start before cur, so every window passed moves cur to its end + 1)
+            if i + 1 < n and cur + size > starts[i + 1]:
+                j = i + 1
+                chunk = 16
+                while True:                     # first j >= i+1 with room after it, or the last
+                    if j >= n - 1:
+                        j = n - 1
+                        break
+                    stop = min(n - 1, j + chunk)
+                    for k, gap in enumerate(map(sub, starts[j + 1:stop + 1], ends[j:stop])):
+                        if gap >= need:
+                            j += k
+                            break
+                    else:
+                        j = stop
+                        chunk *= 4
+                        continue
+                    break
+                i = j
+                cur = ends[j] + 1
+                if cur > gend:
+                    self._discard(my_rsv)
+                    return -1
+            ffb = first_free(bits, cur - gfb, bpg)
             if ffb < 0:
                 self._discard(my_rsv)
                 return -1
-            start_block = ffb + gfb
-            if my_rsv.start <= start_block <= my_rsv.end:
-                return 0
-            head = self.tree.index(my_rsv)
+            ffb += gfb
+            if ffb <= cur + size - 1:
+                break
+            cur = ffb
+            retries += 1
+            if retries == 1 and not my_rsv.empty and nodes[i] is not my_rsv:
+                # the kernel's loop has moved my_rsv to the window just tried: its old place
+                # (which may lie ahead, when the goal was before it) is no obstacle any more
+                o = tree.index(my_rsv)
+                tree.remove(my_rsv)
+                n -= 1
+                if o <= i:
+                    i -= 1
+            if retries == CHAIN_AFTER:
+                r = self._chain(cur, i, size, gfb, gend, bits)
+                if r is None:
+                    self._discard(my_rsv)
+                    return -1
+                cur, i = r
+                break
+            k = bisect.bisect_left(starts, cur, i + 1, n)
+            if k - 1 > i:                       # windows starting before cur: skip them
+                i = k - 1
+                end = nodes[i].end
+                if cur <= end:
+                    cur = end + 1
+                    if cur > gend:
+                        self._discard(my_rsv)
+                        return -1
+        self._place(my_rsv, cur, i, size)
+        return 0
 
-    def _find_next_reservable_window(self, head: int, my_rsv: Window, start_block: int, last_block: int) -> int:
-        tree = self.tree
-        size = my_rsv.goal_size
-        cur = start_block
-        i = head
-        rsv = tree.nodes[i]
+    def _chain(self, f: int, i: int, size: int, gfb: int, gend: int, bits):
+        """The rest of _reserve's retries at once, from free block f with node i passed:
+        (cur, i) of the window found, or None. Every retry passes a window j and then asks for
+        the first free block after the first gap that fits; what follows depends on j only,
+        so the successor of every window of a slice of the tree is computed with numpy and
+        the chain is followed (slices of CHAIN_SLICE windows, then larger ones)."""
+        starts, ends = self.tree.starts, self.tree.ends
+        n = len(starts)
+        m = bisect.bisect_right(starts, gend, i)         # first window starting past the group
+        last = min(m, n - 1)                             # the last window that matters
+        big = 1 << 62
+        lo = f - gfb
+        Fr = np.flatnonzero(~bits[lo:]) + (lo + gfb)     # free blocks from f on
+        Fr_ext = np.append(Fr, big)
+        width = CHAIN_SLICE
+        state_free = True                                # state: at free block f (else: window j passed)
+        j = 0
+        base = i
         while True:
-            if cur <= rsv.end:
-                cur = rsv.end + 1
-            if cur > last_block:
-                return -1
-            prev = rsv
-            if i + 1 >= len(tree.nodes):
-                break
-            i += 1
-            rsv = tree.nodes[i]
-            if cur + size <= rsv.start:
-                break
-        if prev is not my_rsv and not my_rsv.empty:
-            tree.remove(my_rsv)
-        if prev is my_rsv:              # stays in place in the order; only its bounds move
-            j = tree.index(my_rsv)
+            if state_free:
+                base = bisect.bisect_left(starts, f, base, last + 1) - 1
+            top = min(last, base + width)                # windows base..top in this slice
+            width *= 4
+            S = np.array(starts[base:top + 1], dtype=np.int64)
+            E = np.array(ends[base:top + 1], dtype=np.int64)
+            L = len(S)
+            Snext = np.empty(L, dtype=np.int64)
+            Snext[:-1] = S[1:]
+            Snext[-1] = big if top == last else starts[top + 1]
+            good = np.flatnonzero(Snext - E >= size + 1)
+            gi = np.searchsorted(good, np.arange(L))
+            has = gi < len(good)                         # a window with room follows in the slice
+            J = np.append(good, L)[gi]
+            P = E[np.minimum(J, L - 1)] + 1
+            Fn = Fr_ext[np.searchsorted(Fr, P)]
+            k = np.searchsorted(S, Fn) - 1               # last window of the slice starting before Fn
+            beyond = (k == L - 1) & (Fn >= Snext[L - 1]) & (top != last)
+            kk_ = np.minimum(k, L - 1)
+            inside = E[kk_] >= Fn
+            fits = Fn + size <= Snext[kk_]
+            if state_free:
+                kk = int(np.searchsorted(S, f)) - 1
+                if int(E[kk]) >= f:
+                    j = kk
+                elif f + size <= int(Snext[kk]):
+                    return f, base + kk
+                else:
+                    j = kk + 1
+                state_free = False
+            while True:                                  # state: window j of the slice passed
+                if j >= L or not has[j]:                 # no room before the slice ends
+                    base, j = base + L, 0
+                    break
+                p = int(P[j])
+                if p > gend:
+                    return None
+                fn = int(Fn[j])
+                if fn >= big:
+                    return None
+                if fn < p + size:
+                    return p, base + int(J[j])
+                if beyond[j]:                            # the next free block lies past the slice
+                    f = fn
+                    state_free = True
+                    break
+                kk = int(k[j])
+                if inside[j]:
+                    j = kk
+                elif fits[j]:
+                    return fn, base + kk
+                else:
+                    j = kk + 1
+            if not state_free and base > last:
+                return None                              # cannot happen: the last window has room
+
+    def _place(self, my_rsv: Window, cur: int, i: int, size: int) -> None:
+        tree = self.tree
+        nodes = tree.nodes
+        # place my_rsv at [cur, cur + size - 1], after node i
+        prev = nodes[i]
+        if prev is my_rsv:                      # stays in place in the order
+            tree.starts[i] = cur
+            tree.ends[i] = cur + size - 1
             my_rsv.start, my_rsv.end = cur, cur + size - 1
-            tree.starts[j] = cur
         else:
+            if not my_rsv.empty:
+                tree.remove(my_rsv)
             my_rsv.start, my_rsv.end = cur, cur + size - 1
             tree.add(my_rsv)
         my_rsv.alloc_hit = 0
-        return 0
 
     # ext2_try_to_allocate -------------------------------------------------------------------
     def _try_to_allocate(self, space, group: int, grp_goal: int, rsv) -> int:
