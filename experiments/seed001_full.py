@@ -23,13 +23,17 @@ import sys
 import time
 from pathlib import Path
 
-from . import seed001
+from . import seed001, sizing
 
 SEED_FILES = 1_978_149          # files (not directories) of the seed's tree
 SEED_DIRS = 844_008
-WORKING_FILES = 650_000         # --files giving about the seed's count with .svn metadata
+WORKING_FILES = 621_300         # working files giving the seed's file count with .svn metadata
+FANOUT = "2,9"                  # entries per directory: with it files/directories is the seed's
+                                # 2.34 within 4% (the generator's default 5,30 gives 3.5)
 PHASES = ("unpack", "find-d", "find-f", "cp-a", "rm-rf")
 MOUNT = {"alloc": "ext2", "writeback": "async", "disk": "sas10k"}
+SEED_TOTAL = "25570M"           # working bytes making the whole tree the seed's 54 GB
+BYTES_PER_FILE = 25_900         # the generated svn tree: 64.6 MB for 2,500 working files
 
 
 def options(order: str):
@@ -37,12 +41,14 @@ def options(order: str):
     return VolumeOptions(dirorder=order, dataless=True, **MOUNT)
 
 
-def make_image(path: Path, tree_bytes: int, inodes: int) -> None:
-    """Room for the tree and its copy (cp -a), and inodes for both."""
+def make_image(path: Path, tree_bytes: int) -> None:
+    """The readdir-order experiment's file system: 8 times the tree (sizing.image_for: the
+    seeds' file systems were mostly empty), at most the whole drive; mke2fs's inode ratio."""
+    import disk_models
     from simfs.ondisk.mkfs import mkfs
-    size = max(1 << 30, int(2.6 * tree_bytes))
-    per_inode = max(4096, min(1 << 16, (size // max(1, 2 * inodes + inodes // 4)) // 4096 * 4096))
-    mkfs(path, size, block_size=4096, inode_size=256, bytes_per_inode=per_inode,
+    capacity = disk_models.make_disk(MOUNT["disk"]).sectors * 512 // (1 << 20) * (1 << 20)
+    size = min(sizing.image_for(tree_bytes, 8, lo=512 << 20, hi=capacity), capacity)
+    mkfs(path, size, block_size=4096, inode_size=256,
          uuid=bytes.fromhex("5eed0001" * 4), hash_seed=bytes.fromhex("001ba5e5" * 4))
 
 
@@ -76,7 +82,7 @@ def counted(entries, tally: dict, every: int, report):
 
 def table(rows: list[dict], tree: dict) -> str:
     by = {(r["order"], r["phase"]): r for r in rows}
-    out = [f"Seed 001 at full size: {tree.get('file', 0) + tree.get('hardlink', 0):,} files, "
+    out = [f"Seed 001 in-process: {tree.get('file', 0) + tree.get('hardlink', 0):,} files, "
            f"{tree.get('dir', 0) + 1:,} directories, {tree.get('bytes', 0) / 1e9:.1f} GB "
            f"(data-less), in-process", "",
            "| phase | order | simulated s | real s | peak RSS MiB |", "|:--|:--|--:|--:|--:|"]
@@ -98,18 +104,23 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=WORKING_FILES,
                     help="working files of the generated tree (.svn metadata comes on top)")
+    ap.add_argument("--fanout", default=FANOUT, help="entries per directory LO,HI (default: the "
+                    "seed's files per directory; 5,30 is the readdir-order experiment's tree)")
     ap.add_argument("--orders", default="hash,linear,inode")
     ap.add_argument("--phases", default=",".join(PHASES))
     ap.add_argument("--out", default="results/seed001-full")
     ap.add_argument("--total-size", type=parse_size, default=None,
                     help="bytes of the working files (svn's text-base copies double it); "
-                         "default: the generator's own sizes")
+                         f"default: {SEED_TOTAL} (54 GB in all) with the default --files, "
+                         "else the generator's own sizes")
     ap.add_argument("--work", default="/var/tmp", help="where the (sparse) images go")
     a = ap.parse_args(argv)
     phases = a.phases.split(",")
     unknown = [p for p in phases if p not in PHASES]
     if unknown or "unpack" not in phases:
         ap.error(f"phases are {', '.join(PHASES)}, unpack first")
+    if a.total_size is None and a.files == WORKING_FILES:
+        a.total_size = parse_size(SEED_TOTAL)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     orders = a.orders.split(",")
@@ -125,10 +136,10 @@ def main(argv=None) -> int:
 
     base = Path(a.work) / "seed001-full-base.img"
     with console.status("planning the tree") as status:
-        source = counted(describe(seed=1, files=a.files, svn=True, total_size=a.total_size),
+        source = counted(describe(seed=1, files=a.files, svn=True, total_size=a.total_size,
+                                  fanout=tuple(int(x) for x in a.fanout.split(","))),
                          tree, 20_000, lambda n: status.update(f"unpack: {n:,} entries"))
-        make_image(base, int(a.files * 28_000) if a.total_size is None else 2 * a.total_size,
-                   int(a.files * 4.4))
+        make_image(base, BYTES_PER_FILE * a.files if a.total_size is None else 2 * a.total_size)
         from simfs.engine import verbs
         verbs.make_dirs(str(base), options(orders[0]), "tree")
         status.update("unpack")

@@ -35,7 +35,7 @@ def test_the_unpack_does_not_depend_on_the_order(tmp_path):
     seen = []
     for order in ("hash", "linear", "inode"):
         img = tmp_path / f"{order}.img"
-        seed001_full.make_image(img, 300 * 28_000, 300 * 5)
+        seed001_full.make_image(img, 300 * seed001_full.BYTES_PER_FILE)
         verbs.make_dirs(str(img), seed001_full.options(order), "tree")
         r = verbs.run(str(img), seed001_full.options(order), "unpack", "tree",
                       source=describe(seed=1, files=300, svn=True))
