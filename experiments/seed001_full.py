@@ -1,16 +1,23 @@
 """Seed 001 at its own size: the readdir-order experiment on a 2-million-file svn tree, in-process.
 
-    python -m experiments.seed001_full [--files N] [--orders hash,linear,inode]
+    python -m experiments.seed001_full [--files N] [--fanout LO,HI] [--total-size BYTES]
+                                       [--orders hash,linear,inode]
                                        [--phases unpack,find-d,find-f,cp-a,rm-rf] [--out DIR]
 
-The seed's Jenkins workspace held 1,978,149 files in 844,008 directories (54 GB). The generated
-svn tree (experiments.workload.describe) of --files working files (default: the seed's size)
-is unpacked with the unpack verb (tar xpf) on a data-less image (file data charged, not stored),
-then, each on a cold volume: find -type d, find -type f, cp -a within the file system and
-rm -rf of the original, in hash, linear and inode order (simfs.engine.verbs; the same mount
-options as the readdir-order experiment: ext2 allocator and Orlov placement, async, SAS 10K,
-4 KiB blocks, 256-byte inodes). Writes results.json and table.md to --out with each phase's
-simulated and real time and peak memory, and the hash/inode ratios beside the seed's.
+The seed's Jenkins workspace held 1,978,149 files in 844,008 directories (54 GB). By default the
+generated svn tree (experiments.workload.describe) has the seed's shape: 621,300 working files,
+directories of 2 to 9 entries and 25,570 MiB of working data give 1,976,820 files, 814,518
+directories and 54 GB with the .svn metadata (the experiment's own 7.7k-file tree, --files 2500
+--fanout 5,30, has 3.5 files per directory where the seed had 2.3). It is unpacked once with the
+unpack verb (tar xpf) on a data-less image (file data charged, not stored): the unpack never
+lists a directory, so its layout and time are the same in every order. Then, on a copy per order
+and each on a cold volume: find -type d, find -type f, cp -a within the file system and rm -rf of
+the original, in hash, linear and inode order (simfs.engine.verbs), with the readdir-order
+experiment's options (ext2 allocator and Orlov placement, async, SAS 10K, 4 KiB blocks, 256-byte
+inodes, an image 8 times the tree up to the whole drive). Phases are timed as the mounted runner
+times them: from the start to the tool's end, without the unmount's write-back. Writes
+results.json and table.md to --out (each phase's simulated and real time and peak memory) and
+the hash/inode ratios beside the seed's ext4/btrfs ones.
 """
 
 from __future__ import annotations
