@@ -49,11 +49,12 @@ def direntplus_size(name: bytes) -> int:
 
 
 class File:
-    """An open file description: the inode, whether it is a directory, and its position."""
-    __slots__ = ("ino", "is_dir", "state", "cookie", "eof", "pos", "ra")
+    """An open file description: the inode, whether it is a directory or open for writing,
+    and its position."""
+    __slots__ = ("ino", "is_dir", "state", "cookie", "eof", "pos", "ra", "writer")
 
-    def __init__(self, ino: int, is_dir: bool, state=None):
-        self.ino, self.is_dir, self.state = ino, is_dir, state
+    def __init__(self, ino: int, is_dir: bool, state=None, writer: bool = False):
+        self.ino, self.is_dir, self.state, self.writer = ino, is_dir, state, writer
         self.cookie, self.eof, self.pos = 0, False, 0
         self.ra = None
 
@@ -158,8 +159,9 @@ class Kernel:
         return self.vol.readlink(ino)
 
     # opening ------------------------------------------------------------------------------------
-    def open(self, d: int, path: list[bytes], *, directory: bool | None = None) -> File:
-        """open/openat of an existing file or directory, read-only."""
+    def open(self, d: int, path: list[bytes], *, directory: bool | None = None,
+             write: bool = False) -> File:
+        """open/openat of an existing file or directory (O_RDONLY, or O_RDWR with `write`)."""
         if path:
             a = self.walk(d, path)
             ino = a.st_ino
@@ -173,7 +175,7 @@ class Kernel:
         if is_dir:
             return File(ino, True, self.vol.opendir_state())
         self.vol.hold(ino)                              # OPEN: the handle is a hold
-        return File(ino, False)
+        return File(ino, False, writer=write)
 
     def open_dotdot(self, d: int, parent: int) -> File:
         """openat(d, "..", O_DIRECTORY): the walk checks d and follows the dcache (no LOOKUP)."""
@@ -196,7 +198,7 @@ class Kernel:
         self._use(a.st_ino)
         self.vol.hold(a.st_ino)
         self.vol.getattr(a.st_ino)
-        return File(a.st_ino, False)
+        return File(a.st_ino, False, writer=True)
 
     def _negative(self, p: int, name: bytes) -> None:
         try:
@@ -212,7 +214,7 @@ class Kernel:
         if f.is_dir:
             self.vol.release_state(f.state)             # RELEASEDIR
         else:
-            self.vol.drop(f.ino)                        # RELEASE
+            self.vol.release_file(f.ino, f.writer)      # RELEASE
         self._unuse(f.ino)
 
     # directories ------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ are recorded as they are (bytes as str: UTF-8, other bytes as surrogate escapes)
 its length only (replay writes filler: the model's timing does not depend on the bytes).
 
 Recorded: every Volume call of the FUSE layer that the model charges or whose state it changes -
-namespace, file I/O, xattrs, statfs, holds and drops (kernel references and open files), readdir
+namespace, file I/O, xattrs, statfs, holds and drops (kernel references and open files; an open file's release is ["release", null, H, WRITER]), readdir
 handles (opened as ["opendir", ID], closed as ["releasedir", ID]), sync, drop_caches, mark,
 reset_stats - and the unmount ("close"). Not recorded: peek_attr
 and the inspection calls (extents), which charge nothing and change nothing, and real durability
@@ -237,6 +237,10 @@ class RecordingVolume:
     def drop(self, ino, n=1):
         self._log.write(["drop", None, self._h(ino), n])
         return self._vol.drop(ino, n)
+
+    def release_file(self, ino, writer):
+        self._log.write(["release", None, self._h(ino), bool(writer)])
+        return self._vol.release_file(ino, writer)
 
     # file I/O ----------------------------------------------------------------------------------------
     def read(self, ino, offset, size):

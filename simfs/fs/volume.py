@@ -395,6 +395,14 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             self.inodes.pin(ino)
         self.holds[ino] = self.holds.get(ino, 0) + n
 
+    def release_file(self, ino: int, writer: bool) -> None:
+        """An open file is released (FUSE RELEASE). Linux's ext2_release_file drops the file's
+        block reservation whenever a file open for writing is closed, however many lookups
+        still hold the inode; then the handle's hold goes."""
+        if writer and ino in self.holds and not self.options.read_only and self.space.inode_used[ino - 1]:
+            self.placement.release(self.inodes.get(ino))
+        self.drop(ino)
+
     def drop(self, ino: int, n: int = 1) -> None:
         if ino not in self.holds:           # nothing held (a forget of an unknown node)
             return

@@ -46,6 +46,10 @@ FUSE_ROOT = pyfuse3.ROOT_INODE      # 1
 # rsync fall back to chmod, where a stored-but-ignored ACL would leave the mode unset.
 ACL_XATTRS = (b"system.posix_acl_access", b"system.posix_acl_default")
 NAME_MAX = 255
+# A file handle is the inode number, with WRITER set when the file was opened for writing:
+# its release drops the allocator's reservation (ext2_release_file). Below control.BASE.
+WRITER = 1 << 40
+INO_MASK = WRITER - 1
 # Virtual extended attributes, computed when read, never stored and never listed by listxattr
 # (so cp -a, tar and rsync do not copy them); setting or removing them is refused (EPERM).
 #   user.simfs.extents     where the file's blocks are (JSON, simfs-extents-1; read by
@@ -428,7 +432,8 @@ class Operations(pyfuse3.Operations):
             except BaseException:
                 self.vol.drop(vino)
                 raise
-        return pyfuse3.FileInfo(fh=vino, direct_io=False, keep_cache=False)
+        writer = WRITER if flags & os.O_ACCMODE != os.O_RDONLY else 0
+        return pyfuse3.FileInfo(fh=vino | writer, direct_io=False, keep_cache=False)
 
     @_handler
     def create(self, parent, name, mode, flags, ctx):
@@ -438,19 +443,19 @@ class Operations(pyfuse3.Operations):
         a = self.vol.create(_vino(parent), name, mode, uid, gid)
         entry = self._held(a)           # the lookup reference
         self.vol.hold(a.st_ino)         # and the open handle
-        return pyfuse3.FileInfo(fh=a.st_ino, direct_io=False, keep_cache=False), entry
+        return pyfuse3.FileInfo(fh=a.st_ino | WRITER, direct_io=False, keep_cache=False), entry
 
     @_handler
     def read(self, fh, off, size):
         if control.is_control(fh):
             return self.ctl.read(fh, off, size)
-        return self.vol.read(fh, off, size)
+        return self.vol.read(fh & INO_MASK, off, size)
 
     @_handler
     def write(self, fh, off, buf):
         if control.is_control(fh):
             return self.ctl.write(fh, off, buf)
-        return self.vol.write(fh, off, buf)
+        return self.vol.write(fh & INO_MASK, off, buf)
 
     @_handler
     def flush(self, fh):
@@ -461,12 +466,12 @@ class Operations(pyfuse3.Operations):
         if control.is_control(fh):
             self.ctl.release(fh)
         else:
-            self.vol.drop(fh)
+            self.vol.release_file(fh & INO_MASK, bool(fh & WRITER))
 
     @_handler
     def fsync(self, fh, datasync):
         if not control.is_control(fh):
-            self.vol.fsync(fh, bool(datasync))
+            self.vol.fsync(fh & INO_MASK, bool(datasync))
 
     # directories --------------------------------------------------------------------------------
     @_handler

@@ -59,7 +59,7 @@ def run(k, where: list[bytes], size: int = 64 << 20, order: str = "alloctest", s
     except FSError as e:
         if e.errno != errno.EEXIST:
             raise
-        f = k.open(k.root, where)
+        f = k.open(k.root, where, write=True)
         created = False
     k._caps(f.ino)                                  # do_truncate: dentry_needs_remove_privs
     k.setattr(f.ino, size=size)
