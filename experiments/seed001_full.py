@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import seed001, sizing
+from . import runner, seed001, sizing
 
 SEED_FILES = 1_978_149          # files (not directories) of the seed's tree
 SEED_DIRS = 844_008
@@ -50,20 +50,21 @@ def options(order: str):
 
 def make_image(path: Path, tree_bytes: int) -> None:
     """The readdir-order experiment's file system: 8 times the tree (sizing.image_for: the
-    seeds' file systems were mostly empty), at most the whole drive; mke2fs's inode ratio."""
+    seeds' file systems were mostly empty), at most the whole drive; mke2fs's inode ratio;
+    the runner's UUID, hash seed (it decides the hash order) and time."""
     import disk_models
     from simfs.ondisk.mkfs import mkfs
     capacity = disk_models.make_disk(MOUNT["disk"]).sectors * 512 // (1 << 20) * (1 << 20)
     size = min(sizing.image_for(tree_bytes, 8, lo=512 << 20, hi=capacity), capacity)
-    mkfs(path, size, block_size=4096, inode_size=256,
-         uuid=bytes.fromhex("5eed0001" * 4), hash_seed=bytes.fromhex("001ba5e5" * 4))
+    mkfs(path, size, block_size=4096, inode_size=256, uuid=runner.MKFS_UUID,
+         hash_seed=runner.MKFS_HASH_SEED, now=runner.MKFS_NOW, uid=0, gid=0)
 
 
 def run_phase(image: Path, order: str, phase: str, source=None) -> dict:
     from simfs.engine import verbs
     t0 = time.perf_counter()
     if phase == "unpack":
-        out = verbs.run(str(image), options(order), "unpack", "tree", source=source)
+        out = verbs.run(str(image), options(order), "unpack", "tree", source=source, mkdir=True)
     elif phase in ("find-d", "find-f"):
         out = verbs.run(str(image), options(order), "find", "tree", type=phase[-1])
     elif phase == "cp-a":
@@ -147,8 +148,6 @@ def main(argv=None) -> int:
                                   fanout=tuple(int(x) for x in a.fanout.split(","))),
                          tree, 20_000, lambda n: status.update(f"unpack: {n:,} entries"))
         make_image(base, BYTES_PER_FILE * a.files if a.total_size is None else 2 * a.total_size)
-        from simfs.engine import verbs
-        verbs.make_dirs(str(base), options(orders[0]), "tree")
         status.update("unpack")
         # the unpack never lists a directory: its layout and time are the same in every
         # order (checked in tests/volume/test_seed001_full.py), so it runs once

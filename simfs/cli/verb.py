@@ -111,8 +111,7 @@ def cmd_verb(a) -> int:
                 check_output(getattr(vopts, what), what)
         params = {k: getattr(a, k) for k in a.own}
         if a.verb == "unpack":
-            params["source"] = _source(a.source)
-            verbs.make_dirs(a.image, vopts, a.path)
+            params.update(source=_source(a.source), mkdir=True)
         out = verbs.run(a.image, vopts, a.verb, a.path, **params)
     except (UsageError, mountopts.OptionError, ImageError) as e:
         return fail(str(e), "verb")

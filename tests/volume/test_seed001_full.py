@@ -36,8 +36,7 @@ def test_the_unpack_does_not_depend_on_the_order(tmp_path):
     for order in ("hash", "linear", "inode"):
         img = tmp_path / f"{order}.img"
         seed001_full.make_image(img, 300 * seed001_full.BYTES_PER_FILE)
-        verbs.make_dirs(str(img), seed001_full.options(order), "tree")
-        r = verbs.run(str(img), seed001_full.options(order), "unpack", "tree",
+        r = verbs.run(str(img), seed001_full.options(order), "unpack", "tree", mkdir=True,
                       source=describe(seed=1, files=300, svn=True))
         dump = subprocess.run(["dumpe2fs", str(img)], capture_output=True, text=True).stdout
         free = [line for line in dump.splitlines() if "Free blocks:" in line or "Free inodes:" in line]

@@ -36,12 +36,14 @@ def split(path: str) -> list[bytes]:
     return [os.fsencode(p) for p in path.split("/") if p and p != "."]
 
 
-def run(image: str, options, verb: str, where: str, **params) -> dict:
+def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, **params) -> dict:
     """Open IMAGE cold with VolumeOptions `options`, run `verb` on `where` as one mount would
     (the volume closed as an unmount closes it: the write-back the verb left is included), and
     return {"result": what the verb reports, "time": the statistics -o stats= would hold,
-    "counters": totals, "sim_cmd": simulated seconds when the tool finished, before the
-    unmount's write-back (what the experiments time for phases without drain)}. FSError from the verb propagates after the volume is closed."""
+    "counters": totals, "sim_cmd": simulated seconds from the tool's start to its end, without
+    the set-up and the unmount's write-back (what the experiments time for phases without
+    drain)}. `mkdir`: first `mkdir -p MNT/where` on the same mount, as the experiments prepare
+    an unpack. FSError from the verb propagates after the volume is closed."""
     from simfs.engine.kernel import Kernel
     from simfs.fs.volume import Volume
 
@@ -49,8 +51,11 @@ def run(image: str, options, verb: str, where: str, **params) -> dict:
     vol = Volume.open(image, options)
     k = Kernel(vol)
     try:
+        if mkdir:
+            _mkdir_p(k, split(where))
+        start = vol.clock.now
         result = fn(k, split(where), **params)
-        sim_cmd = vol.clock.now
+        sim_cmd = vol.clock.now - start
         k.unmount()
     except BaseException:
         vol.options.stats = ""              # no statistics file for a run that stopped
@@ -59,6 +64,19 @@ def run(image: str, options, verb: str, where: str, **params) -> dict:
     vol.close()
     return {"result": result, "time": vol.stats_snapshot(), "counters": vol.counters,
             "sim_cmd": sim_cmd}
+
+
+def _mkdir_p(k, path: list[bytes]) -> None:
+    """`mkdir -p`: a stat of each prefix, mkdir where it is missing."""
+    import errno
+    from simfs.errors import FSError
+    for i in range(1, len(path) + 1):
+        try:
+            k.stat(k.root, path[:i])
+        except FSError as e:
+            if e.errno != errno.ENOENT:
+                raise
+            k.mkdir(k.root, path[:i], 0o755)
 
 
 def make_dirs(image: str, options, where: str) -> None:
