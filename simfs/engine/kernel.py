@@ -108,6 +108,11 @@ class Kernel:
             if len(self.unused) > self.dcache:
                 self._forget(next(iter(self.unused)))
 
+    def mount(self) -> None:
+        """`simfs mount`: the kernel's GETATTR of the root once the session is up (a mounted
+        phase starts after it: its inode read is not the command's)."""
+        self.vol.getattr(self.root)
+
     def unmount(self) -> None:
         """`simfs umount` (fusermount -u): four GETATTRs of the root, then every reference
         goes back (the volume's close drops what is still held, unlogged)."""

@@ -179,6 +179,28 @@ def test_quick_experiment_effects_have_the_seed_direction(name, tmp_path):
     assert not failed, failed
     left = [p for p in os.listdir(tmp_path) if p.startswith("simfs-")]
     assert not left, f"work directory not removed: {left}"
+    if name == "readdir-order":
+        in_process_matches_mounted(doc, tmp_path)
+
+
+def in_process_matches_mounted(doc: dict, tmp_path) -> None:
+    """seed001_full (the verbs, in-process) at the quick experiment's size and tree shape gives
+    the mounted run's figures: every order and phase within 3%."""
+    from experiments import seed001_full
+    out = tmp_path / "inprocess"
+    wl = doc["workload"]
+    assert seed001_full.main(["--files", str(wl["source_files"]), "--fanout", "5,30",
+                              "--out", str(out), "--work", str(tmp_path)]) == 0
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    far = []
+    for r in rows:
+        configs = [f"dirorder={o}" for o in seed001_full.seed001.ORDERS] if r["order"] == "all" \
+            else [f"dirorder={r['order']}"]
+        for config in configs:
+            mounted = _value(doc, config, r["phase"])
+            if abs(r["sim"] - mounted) > 0.03 * mounted:
+                far.append(f"{config} {r['phase']}: in-process {r['sim']:.3f} s, mounted {mounted:.3f} s")
+    assert not far, far
 
 
 def _tiny(wl) -> Experiment:

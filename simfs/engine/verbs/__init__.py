@@ -51,6 +51,7 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, **pa
     vol = Volume.open(image, options)
     k = Kernel(vol)
     try:
+        k.mount()
         if mkdir:
             _mkdir_p(k, split(where))
         start = vol.clock.now
