@@ -4,7 +4,6 @@ operations a mount recorded with -o oplog=LOG, in-process, and print the statist
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 
@@ -72,7 +71,7 @@ def parse_options(header: dict, user: list[str]):
 
 def cmd_replay(a) -> int:
     from simfs import __version__
-    from simfs.cli.stats import print_stats
+    from simfs.cli.stats import show_stats
     from simfs.engine import replay as rp
     from simfs.fuse import mountopts
     from simfs.fuse.checks import UsageError, check_image, check_output
@@ -96,14 +95,9 @@ def cmd_replay(a) -> int:
         bar.done()
         return fail(str(e), "replay")
     bar.done()
-    doc = {"simfs": __version__, "image": os.path.abspath(a.image), "log": os.path.abspath(a.log),
-           "operations_replayed": result["operations"], "counters": result["counters"],
-           "time": result["time"]}
-    if a.json:
-        json.dump(doc, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        print_stats(doc)
+    show_stats({"simfs": __version__, "image": os.path.abspath(a.image), "log": os.path.abspath(a.log),
+                "operations_replayed": result["operations"], "counters": result["counters"],
+                "time": result["time"]}, a.json)
     return 0
 
 

@@ -201,5 +201,14 @@ def render_stats(doc: dict) -> str:
     return "\n\n".join(out) + "\n"
 
 
+def show_stats(doc: dict, as_json: bool) -> None:
+    """A command's statistics on stdout: raw JSON, or the tables `simfs stats` prints."""
+    if as_json:
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print_stats(doc)
+
+
 def print_stats(doc: dict, file=None) -> None:
     (file or sys.stdout).write(render_stats(doc))

@@ -8,9 +8,7 @@ with empty caches and closes as an unmount does.
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 import tarfile
 
 from simfs.cli.common import Fmt, fail
@@ -91,7 +89,7 @@ def register(sub) -> None:
 
 def cmd_verb(a) -> int:
     from simfs import __version__
-    from simfs.cli.stats import print_stats
+    from simfs.cli.stats import show_stats
     from simfs.engine import verbs
     from simfs.errors import FSError, ImageError
     from simfs.fuse import mountopts
@@ -120,14 +118,10 @@ def cmd_verb(a) -> int:
     except FSError as e:
         return fail(f"{a.verb} {a.path}: {os.strerror(e.errno)}", "verb")
     except (tarfile.TarError, OSError) as e:
-        return fail(f"cannot read {a.source}: {e}", "verb")
-    doc = {"simfs": __version__, "image": os.path.abspath(a.image), "verb": a.verb,
-           "path": a.path, "result": out["result"], "counters": out["counters"], "time": out["time"]}
-    if a.json:
-        json.dump(doc, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        print_stats(doc)
+        return fail(f"cannot read {getattr(a, 'source', a.image)}: {e}", "verb")
+    show_stats({"simfs": __version__, "image": os.path.abspath(a.image), "verb": a.verb,
+                "path": a.path, "result": out["result"], "counters": out["counters"],
+                "time": out["time"]}, a.json)
     return 0
 
 
