@@ -31,9 +31,11 @@ def run_size(n_files: int, work: Path) -> dict:
     working = round(seed001_full.WORKING_FILES * n_files / SEED_FILES)
     total = parse_size(seed001_full.SEED_TOTAL) * n_files // SEED_FILES
     out = work / f"n{n_files}"
-    subprocess.run([sys.executable, "-m", "experiments.seed001_full", "--files", str(working),
-                    "--total-size", str(total), "--orders", "hash", "--phases", "unpack,find-d",
-                    "--out", str(out), "--work", str(work)], check=True, stdout=subprocess.DEVNULL)
+    p = subprocess.run([sys.executable, "-m", "experiments.seed001_full", "--files", str(working),
+                        "--total-size", str(total), "--orders", "hash", "--phases", "unpack,find-d",
+                        "--out", str(out), "--work", str(work)], capture_output=True, text=True)
+    if p.returncode:
+        sys.exit(f"seed001_full failed at {n_files:,} files:\n{p.stderr[-2000:]}")
     doc = json.loads((out / "results.json").read_text())
     rows = {r["phase"]: r for r in doc["rows"]}
     tree = doc["tree"]

@@ -122,11 +122,16 @@ def main(argv=None) -> int:
                          f"default: {SEED_TOTAL} (54 GB in all) with the default --files, "
                          "else the generator's own sizes")
     ap.add_argument("--work", default="/var/tmp", help="where the (sparse) images go")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the unpacked image (WORK/seed001-full-base.img) for --base")
+    ap.add_argument("--base", type=Path, default=None,
+                    help="start from this unpacked image (a --keep run's, whose results are in "
+                         "--out): the unpack is not run again, the new rows are added")
     a = ap.parse_args(argv)
     phases = a.phases.split(",")
     unknown = [p for p in phases if p not in PHASES]
-    if unknown or "unpack" not in phases:
-        ap.error(f"phases are {', '.join(PHASES)}, unpack first")
+    if unknown or ("unpack" in phases) == bool(a.base) or (phases[0] != "unpack" and not a.base):
+        ap.error(f"phases are {', '.join(PHASES)}, unpack first (or no unpack, with --base)")
     if a.total_size is None and a.files == WORKING_FILES:
         a.total_size = parse_size(SEED_TOTAL)
     out = Path(a.out)
@@ -134,6 +139,12 @@ def main(argv=None) -> int:
     orders = a.orders.split(",")
     console = Console(stderr=True)
     rows, tree = [], {}
+    if a.base:
+        try:
+            before = json.loads((out / "results.json").read_text())
+        except (OSError, ValueError):
+            ap.error(f"--base needs the unpack's results in {out / 'results.json'}")
+        rows, tree = before["rows"], before["tree"]
 
     def record(row: dict) -> None:
         rows.append(row)
@@ -142,25 +153,27 @@ def main(argv=None) -> int:
         (out / "results.json").write_text(json.dumps({"files_arg": a.files, "tree": tree,
                                                       "rows": rows}, indent=1))
 
-    base = Path(a.work) / "seed001-full-base.img"
+    base = a.base or Path(a.work) / "seed001-full-base.img"
     with console.status("planning the tree") as status:
-        source = counted(describe(seed=1, files=a.files, svn=True, total_size=a.total_size,
-                                  fanout=tuple(int(x) for x in a.fanout.split(","))),
-                         tree, 20_000, lambda n: status.update(f"unpack: {n:,} entries"))
-        make_image(base, BYTES_PER_FILE * a.files if a.total_size is None else 2 * a.total_size)
-        status.update("unpack")
-        # the unpack never lists a directory: its layout and time are the same in every
-        # order (checked in tests/volume/test_seed001_full.py), so it runs once
-        record(dict(run_phase(base, orders[0], "unpack", source), order="all"))
+        if not a.base:
+            source = counted(describe(seed=1, files=a.files, svn=True, total_size=a.total_size,
+                                      fanout=tuple(int(x) for x in a.fanout.split(","))),
+                             tree, 20_000, lambda n: status.update(f"unpack: {n:,} entries"))
+            make_image(base, BYTES_PER_FILE * a.files if a.total_size is None else 2 * a.total_size)
+            status.update("unpack")
+            # the unpack never lists a directory: its layout and time are the same in every
+            # order (checked in tests/volume/test_seed001_full.py), so it runs once
+            record(dict(run_phase(base, orders[0], "unpack", source), order="all"))
         for order in orders:
             image = Path(a.work) / f"seed001-full-{order}.img"
             status.update(f"{order}: copying the unpacked image")
             subprocess.run(["cp", "--sparse=always", str(base), str(image)], check=True)
-            for ph in phases[1:]:
+            for ph in (p for p in phases if p != "unpack"):
                 status.update(f"{order}: {ph}")
                 record(run_phase(image, order, ph))
             image.unlink()
-    base.unlink()
+    if not (a.keep or a.base):
+        base.unlink()
     (out / "table.md").write_text(table(rows, tree))
     sys.stdout.write(table(rows, tree))
     return 0

@@ -42,3 +42,16 @@ def test_the_unpack_does_not_depend_on_the_order(tmp_path):
         free = [line for line in dump.splitlines() if "Free blocks:" in line or "Free inodes:" in line]
         seen.append((r["time"]["now"], r["time"]["total"]["counters"], free))
     assert seen[0] == seen[1] == seen[2]
+
+
+def test_more_orders_from_a_kept_unpack(tmp_path):
+    out = tmp_path / "out"
+    args = ["--files", "100", "--out", str(out), "--work", str(tmp_path)]
+    assert seed001_full.main(args + ["--orders", "hash", "--phases", "unpack,find-d", "--keep"]) == 0
+    base = tmp_path / "seed001-full-base.img"
+    assert base.exists()
+    assert seed001_full.main(args + ["--orders", "inode", "--phases", "find-d", "--base", str(base)]) == 0
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert [(r["order"], r["phase"]) for r in rows] == [("all", "unpack"), ("hash", "find-d"),
+                                                         ("inode", "find-d")]
+    assert "| find-d |" in (out / "table.md").read_text()
