@@ -34,10 +34,11 @@ SRC = "seed 001 (Jacek Luczak, linux-ext4 2012-02-29), kernel 3.2.7"
 
 
 EXPLAIN = {
-    "find-d": "Same direction, smaller: the generated tree (7,686 files, 2,220 directories) lies in "
-              "~400 MB of the disk, so hash order costs short seeks, many served by the drive's cache; "
-              "the seed's 2M files spanned 54 GB with a seek per out-of-order inode. find needs no "
-              "stat of files (d_type), so -type f costs what -type d does, as in the seed",
+    "find-d": "Same direction, smaller, and not larger at the seed's own size (1.20x in-process, "
+              "below): both orders pay about a seek per directory; what made inode order cheap on "
+              "the seed's ext4 - 32 inode-table blocks read per miss (inode_readahead_blks) and "
+              "flex_bg's packed tables - is not in the modelled ext2. find needs no stat of files "
+              "(d_type), so -type f costs what -type d does, as in the seed",
     "cp-a": "No effect: cp -a is dominated by writing the copy (async, the same bytes in every order) "
             "and by reading file data, which sits near its directory in every order; the seed's copy "
             "compared ext4 with btrfs, whose write paths also differ",

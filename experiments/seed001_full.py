@@ -92,7 +92,7 @@ def table(rows: list[dict], tree: dict) -> str:
     by = {(r["order"], r["phase"]): r for r in rows}
     out = [f"Seed 001 in-process: {tree.get('file', 0) + tree.get('hardlink', 0):,} files, "
            f"{tree.get('dir', 0) + 1:,} directories, {tree.get('bytes', 0) / 1e9:.1f} GB "
-           f"(data-less), in-process", "",
+           f"(data-less)", "",
            "| phase | order | simulated s | real s | peak RSS MiB |", "|:--|:--|--:|--:|--:|"]
     for r in rows:
         out.append(f"| {r['phase']} | {r['order']} | {r['sim']:.1f} | {r['real']:.0f} | {r['rss_mib']:.0f} |")

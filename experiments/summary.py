@@ -37,7 +37,7 @@ and phase, seekwatcher panels of the traced phases, and block maps of where the 
 figure, 0.30 means the model shows 30 % of the effect. "Why the model differs" says what in the
 model explains the difference. Regenerate this page with
 `python -m experiments.summary results/<run>... [--tree results/<run on another tree>...]
-[--intro FILE]`.
+[--intro FILE] [--append EXPERIMENT=FILE]`.
 """
 
 
@@ -128,7 +128,14 @@ def main(argv=None) -> int:
     ap.add_argument("--intro", type=Path, default=None, help="Markdown put before the sections")
     ap.add_argument("--tree", type=Path, action="append", default=[],
                     help="a run of one of the experiments on another tree (--source), shown beside it")
+    ap.add_argument("--append", action="append", default=[], metavar="EXPERIMENT=FILE",
+                    help="Markdown added at the end of that experiment's section (e.g. "
+                         "readdir-order=results/summary/readdir-order-full/section.md)")
     a = ap.parse_args(argv)
+    extra: dict[str, str] = {}
+    for item in a.append:
+        name, _, path = item.partition("=")
+        extra[name] = Path(path).read_text()
     a.out.mkdir(parents=True, exist_ok=True)
     sections = []
     order = list(builtin.EXPERIMENTS)
@@ -161,6 +168,8 @@ def main(argv=None) -> int:
         sec = section(doc, doc["experiment"])
         if doc["experiment"] in trees:
             sec += "\n" + trees_table(doc, trees[doc["experiment"]])
+        if doc["experiment"] in extra:
+            sec += "\n" + extra[doc["experiment"]].rstrip() + "\n"
         sec += "\n" + "\n".join(f"![{doc['experiment']} {p}]({doc['experiment']}/{p})" for p in plots) + "\n"
         sections.append(sec)
     intro = a.intro.read_text() if a.intro else INTRO
