@@ -78,6 +78,7 @@ def prepare(work: Path, needs: str, tarball: Path, options: str) -> Path:
     """The image a case starts from (made once per needs/options, in-process)."""
     from simfs.engine import verbs
     from simfs.engine.treedesc import from_tarball
+    from simfs.fs.volume import Volume
     from simfs.ondisk.mkfs import mkfs
     img = work / f"base-{needs}-{abs(hash(options)) % 10**8}.img"
     if img.exists():
@@ -85,10 +86,12 @@ def prepare(work: Path, needs: str, tarball: Path, options: str) -> Path:
     size = max(256 << 20, 8 * tarball.stat().st_size)
     mkfs(img, size, block_size=4096, inode_size=256, uuid=bytes.fromhex(UUID.replace("-", "")),
          hash_seed=bytes.fromhex(HASH_SEED.replace("-", "")))
-    if needs in ("dir", "tree"):
-        verbs.make_dirs(str(img), volume_options(options), TREE)
-    if needs == "tree":
-        verbs.run(str(img), volume_options(options), "unpack", TREE, source=from_tarball(str(tarball)))
+    if needs == "dir":
+        with Volume.open(img, volume_options(options)) as vol:
+            vol.mkdir(vol.root_ino, TREE.encode(), 0o40755, 0, 0)
+    elif needs == "tree":
+        verbs.run(str(img), volume_options(options), "unpack", TREE, mkdir=True,
+                  source=from_tarball(str(tarball)))
     elif needs == "file":       # a 16 MiB file written in order (dd's subject)
         verbs.run(str(img), volume_options(options), "mmap-fill", BIG, size=16 << 20, order="sequential")
     return img

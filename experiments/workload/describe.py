@@ -23,12 +23,11 @@ from array import array
 from collections.abc import Iterator
 
 from simfs.engine.treedesc import Entry
-from simfs.units import parse_size
 
 from .names import dir_name, file_name, long_name, unique_name
 from .plan import DEEP_PATH_MIN, DEFAULT_MTIME, DEPTH_DECAY, MTIME_SPREAD, _cap
 from .rng import pick, seeded
-from .sizes import DEFAULT_MAX_FILE_SIZE, count_for_total, draw_sizes
+from .sizes import DEFAULT_MAX_FILE_SIZE, draw_sizes, resolve_counts
 from .source import corpora
 from .svn import _SVN_SUBDIRS, _SVN_URL, _SVN_UUID, _pick_author, _svn_date, _svn_props
 
@@ -366,14 +365,7 @@ def describe(seed: int = 0, files: int | None = 2000, svn: bool = True, *,
              mtime: int = DEFAULT_MTIME, uid: int = 0, gid: int = 0) -> Iterator[Entry]:
     """The entries of ``generate_tree(DEST, seed=seed, files=files, svn=svn, ...)`` below DEST,
     in ``tar --sort=name`` order (DEST itself is not an entry), with ``data=None``."""
-    max_size = parse_size(max_file_size)
-    total = parse_size(total_size) if total_size is not None else None
-    if files is None:
-        if total is None:
-            raise ValueError("give files, total_size or both")
-        files = count_for_total(seed, total, max_size, empty_files)
-    if files < 1:
-        raise ValueError("files must be >= 1")
+    files, max_size, total = resolve_counts(seed, files, total_size, max_file_size, empty_files)
     sizes = draw_sizes(seeded(seed, "sizes"), files, max_size, empty_files, total)
     plan = plan_lean(seed, files, sizes, max_depth=max_depth, fanout=fanout, symlinks=symlinks,
                      hardlinks=hardlinks, empty_dirs=empty_dirs, deep_paths=deep_paths,

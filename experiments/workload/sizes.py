@@ -108,6 +108,24 @@ def _scale_sizes(sizes: list[int], large: set[int], empty: set[int], total: int,
             raise ValueError(f"cannot reach total_size {total}")
 
 
+def resolve_counts(seed: int, files: int | None, total_size, max_file_size,
+                   empty_files: bool) -> tuple[int, int, int | None]:
+    """(files, max size, total bytes or None) from a tree's arguments: `files` may be left to
+    follow from `total_size`; ValueError for a combination that makes no tree."""
+    from simfs.units import parse_size
+    max_size = parse_size(max_file_size)
+    if max_size < 1:
+        raise ValueError("max_file_size must be >= 1")
+    total = parse_size(total_size) if total_size is not None else None
+    if files is None:
+        if total is None:
+            raise ValueError("give files, total_size or both")
+        files = count_for_total(seed, total, max_size, empty_files)
+    if files < 1:
+        raise ValueError("files must be >= 1")
+    return files, max_size, total
+
+
 def count_for_total(seed: int, total: int, max_size: int, empty_files: bool) -> int:
     rng = seeded(seed, "count")
     acc = 0

@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from simfs.units import format_mib, parse_size
+from simfs.units import format_mib
 
 from .plan import DEFAULT_MTIME, plan_tree
 from .rng import seeded
-from .sizes import DEFAULT_MAX_FILE_SIZE, count_for_total, draw_sizes
+from .sizes import DEFAULT_MAX_FILE_SIZE, draw_sizes, resolve_counts
 from .writer import Writer
 
 
@@ -91,16 +91,7 @@ def generate_tree(
     """
     if not isinstance(seed, int) or seed < 0:
         raise ValueError("seed must be a non-negative int")
-    max_size = parse_size(max_file_size)
-    if max_size < 1:
-        raise ValueError("max_file_size must be >= 1")
-    total = parse_size(total_size) if total_size is not None else None
-    if files is None:
-        if total is None:
-            raise ValueError("give files, total_size or both")
-        files = count_for_total(seed, total, max_size, empty_files)
-    if files < 1:
-        raise ValueError("files must be >= 1")
+    files, max_size, total = resolve_counts(seed, files, total_size, max_file_size, empty_files)
     lo, hi = fanout
     if not (1 <= lo <= hi):
         raise ValueError("fanout must be (lo, hi) with 1 <= lo <= hi")

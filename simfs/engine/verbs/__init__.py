@@ -78,23 +78,3 @@ def _mkdir_p(k, path: list[bytes]) -> None:
             if e.errno != errno.ENOENT:
                 raise
             k.mkdir(k.root, path[:i], 0o755)
-
-
-def make_dirs(image: str, options, where: str) -> None:
-    """mkdir -p `where` in IMAGE, uncharged (a separate open: what a run's set-up does)."""
-    from simfs.errors import FSError
-    from simfs.fs.volume import Volume
-    import errno
-    vol = Volume.open(image, options)
-    try:
-        d = vol.root_ino
-        for name in split(where):
-            try:
-                d = vol.lookup(d, name).st_ino
-            except FSError as e:
-                if e.errno != errno.ENOENT:
-                    raise
-                d = vol.mkdir(d, name, 0o40755, 0, 0).st_ino
-    finally:
-        vol.options.stats = ""
-        vol.close()
