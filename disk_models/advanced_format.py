@@ -62,6 +62,10 @@ class AdvancedFormatDrive(RotatingDrive):
         self._pre: set[int] = set()          # pre-read for pending dirty extents (never evicted)
         self._clean: dict[int, None] = {}    # edge sectors just written (FIFO-bounded)
 
+    def drop_buffer(self, now: float) -> None:
+        super().drop_buffer(now)
+        self._clean.clear()                  # _pre belongs to dirty extents: kept with them
+
     # -- what the drive holds -------------------------------------------------------------
     def _have(self, p: int, a: int, b: int) -> bool:
         """Does the drive hold every sector of physical sector p that [a, b) does not cover?"""

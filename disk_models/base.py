@@ -153,6 +153,10 @@ class DiskModel(ABC):
     def reset(self) -> None:
         """Back to the power-on state: empty caches, heads at cylinder 0, idle at time 0."""
 
+    def drop_buffer(self, now: float) -> None:
+        """Forget what the drive's buffer holds for reads (`simfs ctl MNT drop-caches`: cold
+        everywhere). Dirty sectors of a write cache stay: the caller flushed them first."""
+
     @property
     @abstractmethod
     def busy_until(self) -> float:

@@ -63,6 +63,10 @@ class SegmentCache:
         self.segs.clear()
         self.tick = 0
 
+    def drop(self) -> None:
+        """Forget every segment's sectors (drop-caches): the buffer reads as cold."""
+        self.segs.clear()
+
 
 class WriteCache:
     """Dirty sectors as sorted, disjoint, non-adjacent extents [start, end).

@@ -101,6 +101,14 @@ class RotatingDrive(DiskModel):
         self._ra_t0 = 0.0                 # ... and when it started under the head
         self._ra_tend = 0.0               # when read-ahead reaches the segment's end
 
+    def drop_buffer(self, now: float) -> None:
+        """Empty the read segments and stop read-ahead at `now` (the head stays where it got
+        to); the write cache keeps what is dirty."""
+        self._stop_ra(now if now > self._host_free else self._host_free)
+        self._segs.drop()
+        self._ra_seg = None
+        self._ra_on = False
+
     @property
     def busy_until(self) -> float:
         return self._host_free

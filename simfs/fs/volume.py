@@ -310,8 +310,12 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
 
     # control (the /.simfs/ directory) --------------------------------------------------------
     def drop_caches(self) -> None:
-        """Write back, then forget every cached block, inode and directory index: cold cache."""
+        """Write back, then forget every cached block, inode and directory index, and what the
+        drive's buffer holds: cold cache."""
         self.sync()
+        drop = getattr(self.disk, "drop_buffer", None)   # the drive's buffer too: cold everywhere
+        if drop is not None:
+            drop(self.clock.now)
         self.cache.drop_clean()
         self.inodes.drop_unpinned()
         self.dirs.indexes.clear()
