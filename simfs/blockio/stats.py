@@ -11,6 +11,16 @@ DISK_COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interfa
 SEEK_SECTORS = 128   # seekwatcher's rule: a seek is a jump of more than 128 sectors
 
 
+# counters every phase shows, 0 included (`.counters.seeks` is 0, not missing, when none happened)
+COUNTERS = ("disk_reads", "disk_writes", "sectors_read", "sectors_written", "seeks",
+            "drive_cache_hits", "cache_hits", "cache_misses", "readahead_blocks", "blocks_read",
+            "blocks_written", "writeback_throttled")
+
+
+def _with_zeros(counters: dict) -> dict:
+    return dict(sorted({**dict.fromkeys(COUNTERS, 0), **counters}.items()))
+
+
 class Phase:
     def __init__(self, name: str, start: float):
         self.name = name
@@ -27,8 +37,8 @@ class Phase:
             "elapsed": self.end - self.start,
             "waited": sum(t for _, t in self.ops.values()),
             "operations": {k: {"count": c, "time": t} for k, (c, t) in sorted(self.ops.items())},
-            "counters": dict(sorted(self.counters.items())),
-            "disk_time": dict(self.disk_time),
+            "counters": _with_zeros(self.counters),
+            "disk_time": {**dict.fromkeys(DISK_COMPONENTS + ("busy",), 0.0), **self.disk_time},
         }
 
 
@@ -83,7 +93,19 @@ class Stats:
         for p in self.phases:
             for k, v in p.counters.items():
                 out[k] += v
-        return dict(out)
+        return _with_zeros(out)
+
+    def disk_busy(self) -> float:
+        """Disk busy time summed over every phase."""
+        return sum(p.disk_time.get("busy", 0.0) for p in self.phases)
+
+    def since(self, start: float, totals: dict, busy: float, now: float) -> dict:
+        """What happened since `start` (when `totals()` and `disk_busy()` were taken): the
+        final write-back at unmount, in the form of a phase's elapsed, counters and busy."""
+        now_totals = self.totals()
+        counters = {k: now_totals.get(k, 0) - totals.get(k, 0) for k in sorted(set(now_totals) | set(totals))}
+        return {"name": "unmount", "start": start, "elapsed": now - start,
+                "counters": _with_zeros(counters), "disk_time": {"busy": self.disk_busy() - busy}}
 
     def snapshot(self, now: float, extra: dict | None = None) -> dict:
         self.phase.end = max(self.phase.end, now)

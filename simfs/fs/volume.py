@@ -243,6 +243,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         (clean if it was clean and no error was seen), commit, unlock."""
         if self.closed:
             return
+        before = (self.clock.now, self.stats.totals(), self.stats.disk_busy())
         if self.image.writable:
             self.sync()                      # places delayed blocks
             for ino in list(self.holds):
@@ -255,6 +256,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         os.close(self.fd)
         if self.trace is not None:
             self.trace.close()
+        self.unmount_stats = self.stats.since(*before, self.clock.now)   # the final write-back
         if self.options.stats:
             with open(self.options.stats, "w") as f:
                 json.dump(self.stats_snapshot(), f, indent=1)
@@ -329,7 +331,9 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.stats.reset(self.clock.now)
 
     def stats_snapshot(self) -> dict:
-        return self.stats.snapshot(self.clock.now, {
+        """The `time` section of /.simfs/stats; once closed, with `unmount`: the final write-back."""
+        extra = {"unmount": self.unmount_stats} if getattr(self, "unmount_stats", None) else {}
+        return self.stats.snapshot(self.clock.now, {**extra,
             "disk": self.options.disk, "alloc": self.placement.name, "writeback": self.options.writeback,
             "dirorder": self.dirorder.name,
             "block_size": self.block_size, "dirty_blocks": self.cache.ndirty,
