@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from simfs.cli.common import Fmt, fail
 
 
@@ -9,9 +11,13 @@ def register(sub) -> None:
     s = sub.add_parser("mount", help="mount an image (background daemon)", formatter_class=Fmt,
                        description="Mount IMAGE on the empty directory MNT. Returns once the file "
                                    "system is ready; the daemon keeps running in the background and "
-                                   "logs to IMAGE.log (or -o log=FILE).",
+                                   "logs to IMAGE.log (or -o log=FILE). At unmount the final "
+                                   "statistics are written to IMAGE.stats.json (or -o stats=PATH; "
+                                   "-o nostats: none). `mount -t fuse.simfs IMAGE MNT -o ...` and "
+                                   "fstab lines work too once `simfs install-helper` has run.",
                        epilog="examples:\n  simfs mount disk.img /mnt/sim\n"
-                              "  simfs mount disk.img /mnt/sim -o alloc=first-free,cache_blocks=4096\n"
+                              "  simfs mount disk.img /mnt/sim -o alloc=cg,disk=wd1200jb,cache=16M\n"
+                              "  simfs mount disk.img /mnt/sim -o stats=run1.json   # final statistics there\n"
                               "  simfs mount disk.img /mnt/sim -o ro,log=/tmp/simfs.log\n"
                               "  simfs mount disk.img /mnt/sim --foreground   # Ctrl-C unmounts\n\n"
                               + _option_help())
@@ -26,11 +32,17 @@ def register(sub) -> None:
     s = sub.add_parser("umount", aliases=["unmount"], help="unmount and wait for the image to be written",
                        formatter_class=Fmt,
                        description="Unmount MNT and return only after the daemon has written the "
-                                   "image back and exited.",
-                       epilog="examples:\n  simfs umount /mnt/sim\n  simfs umount --lazy /mnt/sim")
+                                   "image back and exited; then print a summary: simulated time, "
+                                   "disk requests and seeks per phase, the final write-back at "
+                                   "unmount apart (from the final statistics, IMAGE.stats.json "
+                                   "unless the mount said otherwise).",
+                       epilog="examples:\n  simfs umount /mnt/sim\n  simfs umount -q /mnt/sim   # no summary\n"
+                              "  simfs umount --lazy /mnt/sim   # detach now, even if busy")
     s.add_argument("mountpoint", metavar="MNT")
     s.add_argument("--lazy", "-z", action="store_true",
-                   help="detach now even if busy; the daemon finishes when the last file is closed")
+                   help="detach now even if busy and return at once; the daemon writes the image "
+                        "back and exits when the last file is closed (with --timeout: wait that long)")
+    s.add_argument("--quiet", "-q", action="store_true", help="print no summary")
     s.add_argument("--timeout", type=float, default=None,
                    help="give up waiting for the daemon after this many seconds")
     s.set_defaults(func=cmd_umount)
@@ -53,9 +65,22 @@ def cmd_mount(a) -> int:
         return fail(str(e), "mount")
     try:
         return daemon.mount(a.image, a.mountpoint, mopts, foreground=a.foreground,
-                            recorder=_recorder)
+                            recorder=_recorder, report=_report_file)
     except UsageError as e:
         return fail(str(e), "mount")
+
+
+def _report_file(path: str | None) -> None:
+    """The last word at unmount: a short summary of the final statistics file, if any."""
+    from simfs.cli.stats import load_stats, unmount_summary
+    if not path:
+        return
+    try:
+        doc = load_stats(path)
+    except ValueError as e:
+        print(f"simfs: no summary: {e}", file=sys.stderr)
+        return
+    print(unmount_summary(doc, path), flush=True)
 
 
 def _recorder(vol, path: str):
@@ -69,6 +94,7 @@ def cmd_umount(a) -> int:
     from simfs.fuse import daemon
     from simfs.fuse.checks import UsageError
     try:
-        return daemon.umount(a.mountpoint, lazy=a.lazy, timeout=a.timeout)
+        return daemon.umount(a.mountpoint, lazy=a.lazy, timeout=a.timeout,
+                             report=None if a.quiet else lambda info: _report_file(info.get("stats")))
     except UsageError as e:
         return fail(str(e), "umount")

@@ -27,17 +27,144 @@ from simfs.units import format_size
 
 
 def register(sub) -> None:
-    s = sub.add_parser("stats", help="print a mount's counters", formatter_class=Fmt,
+    s = sub.add_parser("stats", help="print a mount's counters, or compare two runs", formatter_class=Fmt,
                        description="Print MNT/.simfs/stats: FUSE requests by type, errors, and the "
                                    "volume's counters (bytes and blocks read and written, blocks "
-                                   "and inodes allocated and freed, cache hits and misses).",
-                       epilog="examples:\n  simfs stats /mnt/sim\n  simfs stats --json /mnt/sim | jq .counters")
-    s.add_argument("mountpoint", metavar="MNT")
-    s.add_argument("--json", action="store_true", help="print the raw JSON")
+                                   "and inodes allocated and freed, cache hits and misses). Given a "
+                                   "file instead (IMAGE.stats.json written at unmount, or saved "
+                                   "`--json` output), print that. --diff A B compares two runs "
+                                   "(files or mount points), phase by phase: A, B, B-A and B/A.",
+                       epilog="examples:\n  simfs stats /mnt/sim\n  simfs stats --json /mnt/sim | jq .counters\n"
+                              "  simfs stats disk.img.stats.json   # the final statistics of the last mount\n"
+                              "  simfs stats --diff first.stats.json second.stats.json\n"
+                              "  simfs stats --diff a.json b.json --phase readback")
+    s.add_argument("mountpoint", metavar="MNT|FILE", nargs="?")
+    s.add_argument("--json", action="store_true", help="print the raw JSON (with --diff: the comparison)")
+    s.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare two runs (stats files or mounts)")
+    s.add_argument("--phase", metavar="NAME", default="total",
+                   help="with --diff: the phase to compare (default: total)")
     s.set_defaults(func=cmd_stats)
 
 
+def load_stats(path: str) -> dict:
+    """A statistics document from a mount point (its /.simfs/stats) or a JSON file (the final
+    statistics, or saved `--json` output); ValueError with a one-line reason."""
+    src = os.path.join(path, ".simfs", "stats") if os.path.isdir(path) else path
+    try:
+        with open(src, "rb") as f:
+            doc = json.loads(f.read())
+    except FileNotFoundError:
+        raise ValueError(f"{path} is not a simfs mount (no .simfs/stats)" if os.path.isdir(path)
+                         else f"{path} does not exist") from None
+    except OSError as e:
+        raise ValueError(f"cannot read {src}: {e.strerror}") from None
+    except ValueError:
+        raise ValueError(f"{src} is not simfs statistics (not JSON)") from None
+    if not isinstance(doc, dict) or not isinstance(time_of(doc).get("phases"), list):
+        raise ValueError(f"{src} is not simfs statistics (no phases)")
+    return doc
+
+
+def time_of(doc: dict) -> dict:
+    """The simulated-time section: a /.simfs/stats document's `time`, or a final statistics
+    file (-o stats=, IMAGE.stats.json) itself."""
+    t = doc.get("time") if isinstance(doc, dict) else None
+    return t if isinstance(t, dict) else doc
+
+
+def _phase(t: dict, name: str) -> dict | None:
+    if name == "total":
+        return t.get("total")
+    return next((p for p in reversed(t.get("phases", [])) if p.get("name") == name), None)
+
+
+def diff_rows(a: dict, b: dict) -> list[tuple]:
+    """(label, A, B, B-A, B/A) for every row of the phases table."""
+    rows = []
+    for label, get, kind in PHASE_ROWS:
+        if kind == "str":
+            continue
+        x, y = get(a), get(b)
+        ratio = f"{y / x:.2f}x" if x else ("-" if not y else "new")
+        rows.append((label, x, y, y - x, ratio, kind))
+    return rows
+
+
+def cmd_diff(a) -> int:
+    docs = []
+    for path in a.diff:
+        try:
+            docs.append(time_of(load_stats(path)))
+        except ValueError as e:
+            return fail(str(e), "stats")
+    phases = []
+    for path, t in zip(a.diff, docs):
+        p = _phase(t, a.phase)
+        if p is None:
+            names = ", ".join(["total"] + [q.get("name", "?") for q in t.get("phases", [])])
+            return fail(f"{path} has no phase {a.phase!r}; it has: {names}", "stats")
+        phases.append(p)
+    rows = diff_rows(*phases)
+    if a.json:
+        print(json.dumps({"a": a.diff[0], "b": a.diff[1], "phase": a.phase,
+                          "rows": [dict(name=r[0], a=r[1], b=r[2], diff=r[3], ratio=r[4]) for r in rows]},
+                         indent=1))
+        return 0
+    settings = [(k, human(k, docs[0].get(k, "")), human(k, docs[1].get(k, "")))
+                for k in ("disk", "alloc", "dirorder", "writeback", "block_size")
+                if docs[0].get(k) is not None or docs[1].get(k) is not None]
+    print(table(f"A = {a.diff[0]}, B = {a.diff[1]}", ["setting", "A", "B"], settings))
+    print()
+    print(table(f"phase {a.phase}: A, B, B - A and B / A", ["", "A", "B", "B - A", "B / A"],
+                [(r[0], _fmt(r[1], r[5]), _fmt(r[2], r[5]), _fmt(r[3], r[5]), r[4]) for r in rows]))
+    return 0
+
+
+def unmount_summary(doc: dict, path: str = "") -> str:
+    """The last word at unmount: simulated time, disk requests and seeks per phase, with the
+    final write-back (recorded in the last phase) as a row of its own; totals last."""
+    t = time_of(doc)
+    phases = [dict(p) for p in t.get("phases", [])]
+    um = t.get("unmount") or {}
+
+    def req(p):
+        return _c("disk_reads")(p) + _c("disk_writes")(p)
+    rows = []
+    for i, p in enumerate(phases):
+        el, n, sk = p.get("elapsed", 0.0), req(p), _c("seeks")(p)
+        if i == len(phases) - 1 and um:
+            el, n, sk = el - um.get("elapsed", 0.0), n - req(um), sk - _c("seeks")(um)
+        rows.append((p.get("name", "?"), f"{el:.6f}", f"{n:,}", f"{sk:,}"))
+    if um:
+        rows.append(("write-back at unmount", f"{um.get('elapsed', 0.0):.6f}", f"{req(um):,}",
+                     f"{_c('seeks')(um):,}"))
+    tot = t.get("total") or {}
+    rows.append(("total", f"{tot.get('elapsed', 0.0):.6f}", f"{req(tot):,}", f"{_c('seeks')(tot):,}"))
+    title = f"simulated time on {t.get('disk', '?')} (alloc={t.get('alloc', '?')}, " \
+            f"writeback={t.get('writeback', '?')}, dirorder={t.get('dirorder', '?')})"
+    out = table(title, ["phase", "simulated s", "disk requests", "seeks"], rows)
+    return out + (f"\nfinal statistics: {path} (simfs stats {path})" if path else "")
+
+
 def cmd_stats(a) -> int:
+    if a.diff:
+        if a.mountpoint:
+            return fail("give either MNT|FILE or --diff A B, not both", "stats")
+        return cmd_diff(a)
+    if not a.mountpoint:
+        return fail("give a mount point or a statistics file (or --diff A B)", "stats")
+    if not os.path.isdir(a.mountpoint):
+        try:
+            doc = load_stats(a.mountpoint)
+        except ValueError as e:
+            return fail(str(e), "stats")
+        if a.json:
+            show_stats(doc, True)
+        elif "time" in doc:
+            print_stats(doc)
+        else:
+            sys.stdout.write("\n\n".join(time_tables(doc)) + "\n")
+        return 0
     path = os.path.join(a.mountpoint, ".simfs", "stats")
     try:
         with open(path, "rb") as f:

@@ -115,7 +115,9 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, reco
             vol.close()
             raise
     try:
-        info = {"image": image, "mountpoint": mnt, "log": log_path, "options": mopts.given}
+        info = {"image": image, "mountpoint": mnt, "log": log_path,
+                "stats": mopts.volume.stats or None, "options": mopts.in_force(image),
+                "given": mopts.given}
         ops = Operations(vol, info=info, debug_faults=mopts.debug_faults)
         fuse_opts = mopts.fuse_options(image)
         log.info("mounting %s on %s (fuse options %s, volume options %s)", image, mnt,
@@ -167,11 +169,22 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, reco
     return rc
 
 
-def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=None) -> int:
-    """`simfs mount`: 0 once mounted (background) or unmounted (foreground)."""
+def default_stats_path(image: str) -> str:
+    """Where the final statistics go unless -o stats=PATH or -o nostats: beside the image."""
+    return image + ".stats.json"
+
+
+def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=None,
+          report=None) -> int:
+    """`simfs mount`: 0 once mounted (background) or unmounted (foreground). In the
+    foreground, `report(stats_path)` is called after a clean unmount (the last word)."""
     image, mnt = os.path.abspath(image), os.path.abspath(mnt)
     check_mountpoint(mnt)
     check_image(image)
+    if mopts.nostats:
+        mopts.volume.stats = ""
+    elif not mopts.volume.stats:
+        mopts.volume.stats = default_stats_path(image)
     log_path = os.path.abspath(mopts.log) if mopts.log else (None if foreground else default_log_path(image))
     outputs = _path_options(mopts.volume)
     if mopts.oplog:
@@ -180,7 +193,8 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=Non
     _check_outside(mnt, image=image, **logs, **outputs)
     _check_distinct(image=image, **logs, **outputs)
     for what, path in outputs.items():
-        check_output(path, what)
+        default = what == "stats" and "stats" not in mopts.given
+        check_output(path, what, hint="; give another with -o stats=PATH, or -o nostats" if default else "")
     if log_path:
         check_output(log_path, "log", keep=True,
                      hint="" if mopts.log else "; give another with -o log=FILE")
@@ -192,7 +206,10 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=Non
                 print(f"simfs mount: warning: {w}", file=sys.stderr)
             print(f"simfs: {image} mounted on {mnt} (foreground; Ctrl-C or "
                   f"`simfs umount {mnt}` to stop)", file=sys.stderr, flush=True)
-        return serve(image, mnt, mopts, log_path=log_path, ready=ready, recorder=recorder)
+        rc = serve(image, mnt, mopts, log_path=log_path, ready=ready, recorder=recorder)
+        if rc == 0 and report is not None and mopts.volume.stats:
+            report(mopts.volume.stats)
+        return rc
 
     sys.stdout.flush()
     sys.stderr.flush()
@@ -351,9 +368,11 @@ def daemon_error(log_path: str | None, offset: int, pid) -> str | None:
     return None
 
 
-def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None) -> int:
+def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None, report=None) -> int:
     """`simfs umount`: unmount, then wait for the daemon to finish writing and exit; 1 if it
-    logged a failure meanwhile."""
+    logged a failure meanwhile; then `report(info)` (the last word: /.simfs/info as read
+    before unmounting). `lazy`: detach now and return at once, unless `timeout` is given
+    (then wait that long for the daemon)."""
     if timeout is not None and not timeout >= 0:
         raise UsageError(f"--timeout must be a number of seconds >= 0, not {timeout:g}")
     mnt = os.path.abspath(mnt)
@@ -377,6 +396,12 @@ def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None) -> int
               (" (close files and leave directories under it, or use --lazy)" if busy else ""),
               file=sys.stderr)
         return 1
+    if lazy and timeout is None:
+        if info is not None:
+            print(f"simfs umount: {mnt} detached; the daemon (pid {info.get('pid')}) writes "
+                  f"{info.get('image')} back and exits when the last file under it is closed",
+                  file=sys.stderr)
+        return 0
     if info is not None:
         if not wait_for_daemon(info.get("pid"), info.get("image"), timeout):
             print(f"simfs umount: unmounted, but the daemon (pid {info.get('pid')}) is still "
@@ -387,4 +412,6 @@ def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None) -> int
             print(f"simfs umount: unmounted, but the daemon failed: {error} (log: {log_path})",
                   file=sys.stderr)
             return 1
+        if report is not None:
+            report(info)
     return 0

@@ -48,7 +48,17 @@ FRONTEND: dict[str, FrontOpt] = {
                              "TESTS ONLY: enable /.simfs/fault, which makes chosen handlers raise"),
     "oplog": FrontOpt(str, None, "record every volume operation here for `simfs replay` "
                                  "(JSON lines; gzip if it ends in .gz)"),
+    "nostats": FrontOpt(bool, False, "do not write the final statistics at unmount (default: "
+                                     "IMAGE.stats.json beside the image, or stats=PATH)"),
 }
+
+# Kernel mount flags passed on to the FUSE mount as given (mount(8) and fstab hand them over;
+# `mount` shows them). atime/noatime are volume options: the kernel flag follows them.
+KERNEL_FLAGS = ("nosuid", "suid", "nodev", "dev", "noexec", "exec", "nodiratime", "diratime",
+                "dirsync", "lazytime", "nolazytime", "async")
+
+# The options `mount`'s source field shows (fsname), defaults included, in this order.
+SHOWN = ("disk", "alloc", "inode_placement", "dirorder", "writeback", "cache")
 
 # Spellings that set a volume field: alias -> (field, value).
 ALIASES = {"ro": ("read_only", True), "rw": ("read_only", False)}
@@ -94,13 +104,41 @@ class MountOptions:
     fuse_debug: bool = False
     debug_faults: bool = False
     oplog: str | None = None
+    nostats: bool = False
+    kernel_flags: list = field(default_factory=list)   # KERNEL_FLAGS given, in order
     given: dict = field(default_factory=dict)   # key -> value as the user wrote it
+
+    def in_force(self, image: str) -> dict:
+        """Every option's value in force, defaults included: the volume's, then the front
+        end's (for /.simfs/info)."""
+        out = {f.name: getattr(self.volume, f.name) for f in dataclasses.fields(self.volume)}
+        out.update((k, getattr(self, k)) for k in FRONTEND)
+        out["fsname"] = self.fsname or self.default_fsname(image)
+        out["allow_other"] = "allow_other" in self.fuse_options(image)
+        if self.kernel_flags:
+            out["kernel_flags"] = list(self.kernel_flags)
+        return out
+
+    def default_fsname(self, image: str) -> str:
+        """`simfs:IMAGE;disk=...;alloc=...;...`: what `mount` and `df` show as the source, so
+        the policies in force are visible there (commas inside a value become '+')."""
+        shown = []
+        for key in SHOWN:
+            val = getattr(self.volume, key, None)
+            if val in (None, ""):
+                continue
+            if key == "cache" and isinstance(val, int):
+                val = units.option_size(val)
+            shown.append(f"{key}={str(val).replace(',', '+')}")
+        return ";".join([f"simfs:{image}"] + shown)
 
     def fuse_options(self, image: str) -> set[str]:
         """The option set for `pyfuse3.init` (fidelity contract: kernel checks permissions)."""
-        name = self.fsname or f"simfs:{image}"
+        name = self.fsname or self.default_fsname(image)
         name = "".join(c if (c.isascii() and c.isprintable() and c not in ",\\") else "_" for c in name)
         opts = {f"fsname={name}", "subtype=simfs", "default_permissions"}
+        opts.add("strictatime" if getattr(self.volume, "atime", False) else "noatime")
+        opts.update(self.kernel_flags)
         allow_other = self.allow_other if self.allow_other is not None else os.geteuid() == 0
         if allow_other:
             opts.add("allow_other")
@@ -246,8 +284,14 @@ def valid_keys(volume_cls=None) -> list[str]:
         keys.append(f.name)
         if _unoptional(hints.get(f.name, str))[0] is bool:
             keys.append("no" + f.name)
-    keys += list(ALIASES) + list(FRONTEND)
+    keys += list(ALIASES) + list(FRONTEND) + list(KERNEL_FLAGS)
     return keys
+
+
+def _suggest(key: str, keys) -> str:
+    import difflib
+    close = difflib.get_close_matches(key, keys, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def parse(specs, volume_cls=None) -> MountOptions:
@@ -292,6 +336,9 @@ def parse(specs, volume_cls=None) -> MountOptions:
                     _unoptional(hints.get(key[2:], str))[0] is bool and text is None:
                 vol_kw[key[2:]] = False
                 continue
+            if key in KERNEL_FLAGS and text is None:
+                front.setdefault("kernel_flags", []).append(key)
+                continue
             if key in FRONTEND:
                 spec_ = FRONTEND[key]
                 if spec_.kind is bool:
@@ -307,8 +354,8 @@ def parse(specs, volume_cls=None) -> MountOptions:
             if key.startswith("no") and key[2:] in FRONTEND and FRONTEND[key[2:]].kind is bool:
                 front[key[2:]] = False
                 continue
-            raise OptionError(f"unknown mount option {key!r}; valid options: "
-                              f"{', '.join(valid_keys(cls))}")
+            raise OptionError(f"unknown mount option {key!r}{_suggest(key, valid_keys(cls))}; "
+                              f"valid options: {', '.join(valid_keys(cls))}")
     for key, text in raw_sub.items():
         vol_kw[key] = _convert(key, text, hints.get(key, str), vfields[key])
     for key, val in vol_kw.items():
@@ -354,4 +401,5 @@ def describe(volume_cls=None) -> str:
         kind = "yes/no" if spec.kind is bool else ("|".join(spec.kind) if isinstance(spec.kind, tuple)
                                                    else "VALUE")
         lines.append(f"  {k}={kind}  {spec.help}")
+    lines.append("kernel flags (passed to the FUSE mount, shown by `mount`): " + ", ".join(KERNEL_FLAGS))
     return "\n".join(lines)
