@@ -43,6 +43,8 @@ $(STAMP): setup.cfg pyproject.toml $(EXAMPLE_PLUGINS)/setup.cfg $(EXAMPLE_PLUGIN
 	# the example plug-in package (entry points: allocator stride, dirorder newest-first,
 	# disk model ssd/x25-m); tests/mount/test_plugin_mount.py mounts with it
 	$(PY) -m pip install -q -e $(EXAMPLE_PLUGINS)
+	# /sbin/mount.fuse.simfs: `mount -t fuse.simfs` and fstab lines (root only; README)
+	if [ "$$(id -u)" = 0 ]; then $(PY) -m simfs.cli install-helper || echo "(mount -t fuse.simfs needs simfs install-helper)"; fi
 	touch $@
 
 venv: $(STAMP)

@@ -1,7 +1,7 @@
 """`simfs disks`: list the disk-model presets, show one with provenance, or probe it.
 
-    simfs disks                         one line per preset
-    simfs disks show NAME[,k=v...]      every parameter, its value and where it came from
+    simfs disks [list] [--json]         one line per preset
+    simfs disks show NAME[,k=v...]      every parameter, its value and where it came from [--json]
     simfs disks probe NAME[,k=v...] [-o probe.png] [--json]
 
 The top-level parser (simfs/cli/main.py) calls `register(subparsers)`; each handler takes the parsed
@@ -16,20 +16,36 @@ import sys
 
 
 def register(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("disks", help="list disk-model presets, show or probe one",
+    from simfs.cli.common import Fmt
+    p = subparsers.add_parser("disks", help="list disk-model presets, show or probe one", formatter_class=Fmt,
                               description="Disk-model presets: list them, show one with the provenance "
-                                          "of every figure, or run a geometry probe through the model.")
+                                          "of every figure, or run a geometry probe through the model.",
+                              epilog="examples:\n  simfs disks\n  simfs disks list --json\n"
+                                     "  simfs disks show wd1200jb\n  simfs disks probe sata7200")
+    p.add_argument("--json", action="store_true", help="print the presets as JSON")
     p.set_defaults(func=cmd_list)
-    sub = p.add_subparsers(dest="disks_command", metavar="{show,probe}")
-    show = sub.add_parser("show", help="every parameter of a preset, with provenance",
+    sub = p.add_subparsers(dest="disks_command", metavar="{list,show,probe}")
+    lst = sub.add_parser("list", help="one line per preset (the same as `simfs disks`)", formatter_class=Fmt,
+                         description="One line per preset: its name and what drive it stands for.",
+                         epilog="examples:\n  simfs disks list\n  simfs disks list --json")
+    lst.add_argument("--json", action="store_true", help="print the presets as JSON")
+    lst.set_defaults(func=cmd_list)
+    show = sub.add_parser("show", help="every parameter of a preset, with provenance", formatter_class=Fmt,
                           description="Print every parameter of a preset (overrides allowed: "
                                       "'sata7200,rpm=5400'), where each value came from, and the "
-                                      "figures the model derives from them.")
+                                      "figures the model derives from them. Sources cited as "
+                                      "docs/reference/disk-models.md N.N are sections of that file.",
+                          epilog="examples:\n  simfs disks show wd1200jb\n  simfs disks show sata7200,rpm=5400\n"
+                                 "  simfs disks show wd-ears --json")
     show.add_argument("name", help="preset, optionally with overrides: NAME[,key=value...]")
+    show.add_argument("--json", action="store_true", help="print the parameters as JSON")
     show.set_defaults(func=cmd_show)
-    probe = sub.add_parser("probe", help="microbenchmark a preset through the model",
+    probe = sub.add_parser("probe", help="microbenchmark a preset through the model", formatter_class=Fmt,
                            description="Seek time vs distance, sequential rate vs LBA, random 4 KiB IOPS "
-                                       "and the read-modify-write penalty, measured through the model.")
+                                       "and the read-modify-write penalty, measured through the model.",
+                           epilog="examples:\n  simfs disks probe sata7200\n"
+                                  "  simfs disks probe wd-ears --json\n"
+                                  "  simfs disks probe wd1200jb -o probe.png")
     probe.add_argument("name", help="preset, optionally with overrides: NAME[,key=value...]")
     probe.add_argument("-o", "--output", metavar="PNG", help="also draw the results into this PNG file")
     probe.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
@@ -45,16 +61,39 @@ def _fail(msg: str) -> int:
 def cmd_list(args) -> int:
     from disk_models import PRESETS
 
+    if args.json:
+        print(json.dumps([{"name": n, "model": p.kind, "summary": p.summary, "drive": p.drive}
+                          for n, p in PRESETS.items()], indent=1))
+        return 0
     width = max(len(n) for n in PRESETS)
     for name, preset in PRESETS.items():
         print(f"{name:<{width}}  {preset.summary}")
     return 0
 
 
+def show_doc(name: str) -> dict:
+    """`disks show --json`: the resolved spec, every parameter with its provenance, and the
+    figures the model derives."""
+    from disk_models import make_disk, resolve
+    from disk_models.params import format_value
+
+    s = resolve(name)
+    params = {}
+    for key, value in s.values.items():
+        params[key] = {"value": value, "shown": "auto" if value is None else format_value(value),
+                       "provenance": s.provenance.get(key, "")}
+    derived = {k: {"value": v, "unit": u, "how": how} for k, (v, u, how) in make_disk(s).derived().items()}
+    return {"name": s.name, "model": s.kind, "drive": s.drive, "overrides": s.overrides,
+            "parameters": params, "derived": derived}
+
+
 def cmd_show(args) -> int:
     from disk_models import describe
 
     try:
+        if args.json:
+            print(json.dumps(show_doc(args.name), indent=1, default=str))
+            return 0
         text = describe(args.name)
     except ValueError as e:
         return _fail(str(e))

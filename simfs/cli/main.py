@@ -15,8 +15,10 @@ stderr and exit status 2, like argparse's own usage errors.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
+import re
 import sys
 from importlib.metadata import entry_points
 
@@ -45,13 +47,54 @@ def command_registrars() -> list:
     return out
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a suggestion for a mistyped command or choice ("did you mean ...?");
+    subcommand parsers are of this class too (add_subparsers uses the parent's class)."""
+
+    def error(self, message: str):
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            choices = re.findall(r"'([^']*)'", m.group(2))
+            message += suggestion(m.group(1), choices)
+        super().error(message)
+
+
+def suggestion(word: str, candidates) -> str:
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _deepest(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser the words of argv lead to: `simfs disks show ...` -> show's."""
+    p = parser
+    for word in argv:
+        subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and word in subs[0].choices:
+            p = subs[0].choices[word]
+    return p
+
+
+def _unrecognized(parser: argparse.ArgumentParser, argv: list[str], extra: list[str]):
+    """Report arguments no parser took, with the nearest option of the command they were
+    given to (argparse in Python 3.11 names none)."""
+    p = _deepest(parser, argv)
+    options = [o for a in p._actions for o in a.option_strings]
+    hint = ""
+    for word in extra:
+        if word.startswith("-"):
+            hint = suggestion(word.split("=", 1)[0], options)
+            if hint:
+                break
+    p.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="simfs", formatter_class=Fmt,
         description="simfs: an ext2 file system in an image file, mounted with FUSE, whose block "
                     "I/O is charged to a modelled disk.",
         epilog="examples:\n"
-               "  simfs mkfs disk.img --size 256M\n"
+               "  simfs mkfs disk.img 256M\n"
                "  simfs mount disk.img /mnt/sim\n"
                "  tar xf src.tar -C /mnt/sim && simfs stats /mnt/sim\n"
                "  simfs umount /mnt/sim && simfs fsck disk.img\n"
@@ -65,7 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    a = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    a, extra = parser.parse_known_args(argv)
+    if extra:
+        _unrecognized(parser, argv, extra)
     if not getattr(a, "func", None):
         parser.print_help()
         return EXIT_USAGE

@@ -1,4 +1,4 @@
-"""`simfs mkfs IMAGE --size SIZE`: make an ext2 image file (optionally timed on a disk model)."""
+"""`simfs mkfs IMAGE SIZE` (or --size SIZE): make an ext2 image file (optionally timed on a disk model)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,14 @@ def register(sub) -> None:
                                    "large_file, ext_attr) in IMAGE.",
                        epilog="examples:\n  simfs mkfs disk.img --size 256M\n"
                               "  simfs mkfs small.img --size 64M --block-size 1024 --bytes-per-inode 4096\n"
-                              "  simfs mkfs disk.img --size 1G --force   # overwrite an existing image\n"
+                              "  simfs mkfs disk.img 1G --force   # the size after the image, as mke2fs takes it\n"
                               "  simfs mkfs disk.img --size 1G --disk wd-ears   # how long newfs takes there\n"
                               "  simfs mkfs disk.img --size 1G --uuid 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 \\\n"
                               "      --hash-seed 00000000-0000-0000-0000-000000000001   # reproducible")
     s.add_argument("image", metavar="IMAGE")
-    s.add_argument("--size", type=parse_size, required=True, help="image size, e.g. 64M, 1G")
+    s.add_argument("size_pos", nargs="?", type=parse_size, metavar="SIZE",
+                   help="image size, as mke2fs takes it after the device (the same as --size)")
+    s.add_argument("--size", type=parse_size, default=None, help="image size, e.g. 64M, 1G")
     s.add_argument("--block-size", "-b", type=parse_size, default=4096, help="1024 or 4096 (default 4096)")
     s.add_argument("--inode-size", "-I", type=int, default=256, help="128 or 256 (default 256)")
     s.add_argument("--bytes-per-inode", "-i", type=parse_size, default=None,
@@ -46,6 +48,11 @@ def register(sub) -> None:
 
 
 def cmd_mkfs(a) -> int:
+    if a.size is not None and a.size_pos is not None and a.size != a.size_pos:
+        return _fail("give the size once: IMAGE SIZE or --size SIZE", "mkfs")
+    a.size = a.size if a.size is not None else a.size_pos
+    if a.size is None:
+        return _fail("the size is required: simfs mkfs IMAGE SIZE (or --size SIZE), e.g. 256M", "mkfs")
     from simfs.errors import ImageError
     from simfs.fuse.checks import path_problem, shown
     from simfs.fuse.daemon import image_locked

@@ -28,9 +28,11 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_policies)
     sub = p.add_subparsers(dest="policies_command", metavar="{show}")
-    s = sub.add_parser("show", help="one policy in full",
+    s = sub.add_parser("show", help="one policy in full", formatter_class=fmt,
                        description="Print one policy's kind, option, summary and the description "
-                                   "of the algorithm it replicates (its module's documentation).")
+                                   "of the algorithm it replicates (its module's documentation).",
+                       epilog="examples:\n  simfs policies show cg\n  simfs policies show orlov\n"
+                              "  simfs policies show softdep")
     s.add_argument("name")
     s.set_defaults(func=cmd_policies_show)
 

@@ -24,7 +24,7 @@ def register(sub) -> None:
                     "mode or disk they are that configuration's for the same operations. File "
                     "data is not recorded: replay writes zeros of the recorded lengths.",
         epilog="examples:\n"
-               "  cp --sparse=always disk.img copy.img\n"
+               "  cp --sparse=always disk.img copy.img; cp --sparse=always disk.img copy2.img\n"
                "  simfs mount disk.img /mnt/sim -o oplog=run.log.gz,stats=run.json\n"
                "  tar xf src.tar -C /mnt/sim; simfs umount /mnt/sim\n"
                "  simfs replay run.log.gz copy.img --stats again.json    # = run.json\n"
