@@ -1,0 +1,135 @@
+"""The pieces of items 1-3 and 7 that need no mount: the mount helper's argument handling,
+the options shown in force, `simfs ctl`'s refusals, the unmount summary and `stats --diff`
+on files, mkfs's positional size and the did-you-mean suggestions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simfs.cli.helper import mount_options, parse_helper_args
+from simfs.cli.main import main
+from simfs.cli.stats import unmount_summary
+from simfs.fs.types import VolumeOptions
+from simfs.fuse import mountopts
+
+
+def test_helper_drops_mount8_options_and_keeps_values_with_commas():
+    img, mnt, opts, fake = parse_helper_args(
+        ["/i.img", "/m", "-o", "rw,noauto,_netdev,user,nofail,x-a=1,X-b,comment=c,defaults,"
+                               "disk=sata7200,rpm=5400,alloc=cg,nosuid", "-n", "-t", "fuse.simfs"])
+    assert (img, mnt, fake) == ("/i.img", "/m", False)
+    assert opts == "rw,disk=sata7200,rpm=5400,alloc=cg,nosuid"
+    m = mountopts.parse([opts])
+    assert m.volume.disk == "sata7200,rpm=5400" and m.volume.alloc == "cg" and m.kernel_flags == ["nosuid"]
+    assert parse_helper_args(["-f", "a", "b"])[3] is True
+    assert mount_options("defaults") == ""
+    for bad in (["a"], ["a", "b", "c"], ["a", "b", "-o"], ["a", "b", "--bogus"]):
+        with pytest.raises(ValueError):
+            parse_helper_args(bad)
+
+
+def test_options_in_force_include_defaults():
+    m = mountopts.parse(["alloc=cg,disk=wd1200jb"])
+    shown = m.default_fsname("/x/d.img")
+    d = VolumeOptions()
+    assert shown.startswith("simfs:/x/d.img;disk=wd1200jb;alloc=cg;")
+    assert f"writeback={d.writeback}" in shown and f"dirorder={d.dirorder}" in shown
+    force = m.in_force("/x/d.img")
+    assert force["maxio"] == d.maxio and force["alloc"] == "cg" and force["fsname"] == shown
+    assert "noatime" in m.fuse_options("/x/d.img")
+    assert "strictatime" in mountopts.parse(["atime"]).fuse_options("/x/d.img")
+    assert mountopts.parse(["nostats"]).nostats
+
+
+def test_misspelt_mount_option_is_named():
+    with pytest.raises(mountopts.OptionError, match=r"did you mean 'cache'"):
+        mountopts.parse(["cahce=4M"])
+
+
+def test_ctl_refuses_bad_input(tmp_path, capsys):
+    assert main(["ctl", str(tmp_path), "sync"]) == 2
+    assert "not a simfs mount" in capsys.readouterr().err
+    assert main(["ctl", str(tmp_path), "mark"]) == 2
+    assert "needs a phase name" in capsys.readouterr().err
+    assert main(["ctl", str(tmp_path), "reset", "x"]) == 2
+    assert main(["ctl", str(tmp_path / "nope"), "sync"]) == 2
+    with pytest.raises(SystemExit) as e:
+        main(["ctl", str(tmp_path), "drop-cache"])
+    assert e.value.code == 2 and "did you mean drop-caches" in capsys.readouterr().err
+
+
+def _snapshot(elapsed, reads, seeks, um=None):
+    def phase(name, el, r, s):
+        return {"name": name, "start": 0.0, "elapsed": el, "waited": el, "operations": {},
+                "counters": {"disk_reads": r, "disk_writes": 0, "seeks": s, "sectors_read": 8 * r},
+                "disk_time": {"busy": el}}
+    doc = {"now": sum(elapsed), "disk": "sata7200", "alloc": "cg", "writeback": "sync", "dirorder": "linear",
+           "phases": [phase(n, e, r, s) for n, e, r, s in zip(("all", "readback"), elapsed, reads, seeks)],
+           "total": phase("total", sum(elapsed), sum(reads), sum(seeks))}
+    if um:
+        doc["unmount"] = phase("unmount", *um)
+    return doc
+
+
+def test_unmount_summary_takes_the_write_back_out_of_the_last_phase():
+    text = unmount_summary(_snapshot([1.0, 0.5], [10, 6], [3, 2], um=(0.25, 4, 1)), "x.json")
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in text.splitlines() if line.startswith("| ")}
+    assert rows["readback"] == ["0.250000", "2", "1"]
+    assert rows["write-back at unmount"] == ["0.250000", "4", "1"]
+    assert rows["total"] == ["1.500000", "16", "5"]
+    assert "x.json" in text
+
+
+def test_stats_diff_and_file(tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_snapshot([1.0, 0.5], [10, 6], [3, 2])))
+    b.write_text(json.dumps({"time": _snapshot([2.0, 0.5], [20, 6], [3, 4])}))   # a --json document
+    assert main(["stats", "--diff", str(a), str(b), "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows["disk reads"]["diff"] == 10 and rows["disk reads"]["ratio"] == "1.62x"
+    assert rows["seeks (>128 sectors)"]["diff"] == 2
+    assert main(["stats", "--diff", str(a), str(b), "--phase", "readback"]) == 0
+    out = capsys.readouterr().out
+    assert "| seeks (>128 sectors)" in out and "2.00x" in out
+    assert main(["stats", "--diff", str(a), str(b), "--phase", "nope"]) == 2
+    assert "has no phase 'nope'" in capsys.readouterr().err
+    assert main(["stats", str(a)]) == 0 and "readback" in capsys.readouterr().out
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(["stats", str(tmp_path / "bad.json")]) == 2
+    assert main(["stats", "--diff", str(a), str(tmp_path / "none.json")]) == 2
+
+
+def test_mkfs_takes_the_size_after_the_image(tmp_path, capsys):
+    img = tmp_path / "d.img"
+    assert main(["mkfs", "-q", str(img), "8M"]) == 0 and img.stat().st_size == 8 << 20
+    assert main(["mkfs", "-q", str(tmp_path / "e.img")]) == 2
+    assert "size is required" in capsys.readouterr().err
+    assert main(["mkfs", "-q", str(tmp_path / "e.img"), "8M", "--size", "16M"]) == 2
+    with pytest.raises(SystemExit):
+        main(["mkfs", str(tmp_path / "f.img"), "--sise", "8M"])
+    assert "did you mean --size" in capsys.readouterr().err
+
+
+def test_disks_list_and_json(capsys):
+    assert main(["disks", "list"]) == 0 and "wd1200jb" in capsys.readouterr().out
+    assert main(["disks", "--json"]) == 0
+    names = [d["name"] for d in json.loads(capsys.readouterr().out)]
+    assert "sata7200" in names and "wd-ears" in names
+    assert main(["disks", "show", "sata7200,rpm=5400", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["parameters"]["rpm"]["value"] == 5400 and doc["overrides"] == {"rpm": 5400}
+    assert main(["disks", "show", "nope", "--json"]) == 2
+
+
+def test_zero_counters_are_in_the_json():
+    from simfs.blockio.stats import COUNTERS, DISK_COMPONENTS, Stats
+    st = Stats()
+    st.count("cache_hits", 3)
+    snap = st.snapshot(1.0)
+    for p in snap["phases"] + [snap["total"]]:
+        assert p["counters"]["seeks"] == 0 and p["counters"]["cache_hits"] == 3
+        assert set(COUNTERS) <= set(p["counters"]) and set(DISK_COMPONENTS) <= set(p["disk_time"])
+    assert st.totals()["disk_reads"] == 0
