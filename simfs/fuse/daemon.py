@@ -184,7 +184,12 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=Non
     if mopts.nostats:
         mopts.volume.stats = ""
     elif not mopts.volume.stats:
-        mopts.volume.stats = default_stats_path(image)
+        try:                  # the default must not stop a mount: without it, no final statistics
+            check_output(default_stats_path(image), "final statistics")
+            mopts.volume.stats = default_stats_path(image)
+        except UsageError as e:
+            print(f"simfs mount: warning: {e}; none will be written (give -o stats=PATH)",
+                  file=sys.stderr)
     log_path = os.path.abspath(mopts.log) if mopts.log else (None if foreground else default_log_path(image))
     outputs = _path_options(mopts.volume)
     if mopts.oplog:
@@ -193,8 +198,7 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=Non
     _check_outside(mnt, image=image, **logs, **outputs)
     _check_distinct(image=image, **logs, **outputs)
     for what, path in outputs.items():
-        default = what == "stats" and "stats" not in mopts.given
-        check_output(path, what, hint="; give another with -o stats=PATH, or -o nostats" if default else "")
+        check_output(path, what)
     if log_path:
         check_output(log_path, "log", keep=True,
                      hint="" if mopts.log else "; give another with -o log=FILE")

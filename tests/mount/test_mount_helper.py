@@ -151,3 +151,30 @@ def test_fstab_line(helper, tmp_path):
         cleanup(mnt, image)
     rc, out = e2fsck(image)
     assert rc == 0, out
+
+
+def test_foreground_mount_has_the_last_word(tmp_path):
+    """A foreground mount prints the summary when it ends (here: `simfs umount` from outside)."""
+    import time
+
+    from tests.conftest import simfs_argv
+    image, mnt = make_image(tmp_path / "g.img", "64M"), tmp_path / "mnt"
+    mnt.mkdir()
+    p = subprocess.Popen(simfs_argv() + ["mount", "--foreground", str(image), str(mnt)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while os.path.realpath(mnt) not in fuse_mounts():
+            assert p.poll() is None and time.monotonic() < deadline, p.stderr.read() if p.poll() else "timeout"
+            time.sleep(0.05)
+        (mnt / "a").write_text("x" * 10000)
+        r = run_simfs("umount", "-q", mnt)
+        assert r.stdout == ""                                  # -q: no summary from umount
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        cleanup(mnt, image)
+    assert p.returncode == 0, err
+    assert "write-back at unmount" in out and "total" in out and f"{image}.stats.json" in out
+    assert json.loads(Path(f"{image}.stats.json").read_text())["unmount"]["counters"]["disk_writes"] > 0
