@@ -403,7 +403,7 @@ def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None, report
     if lazy and timeout is None:
         if info is not None:
             print(f"simfs umount: {mnt} detached; the daemon (pid {info.get('pid')}) writes "
-                  f"{info.get('image')} back and exits when the last file under it is closed",
+                  f"{info.get('image')} back and exits on its own, once no file under it is open",
                   file=sys.stderr)
         return 0
     if info is not None:

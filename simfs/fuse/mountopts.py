@@ -41,7 +41,8 @@ class FrontOpt:
 FRONTEND: dict[str, FrontOpt] = {
     "log": FrontOpt(str, None, "daemon log file (default: IMAGE.log beside the image)"),
     "loglevel": FrontOpt(("debug", "info", "warning", "error"), "info", "log verbosity"),
-    "fsname": FrontOpt(str, None, "name shown by mount/df (default: simfs:IMAGE)"),
+    "fsname": FrontOpt(str, None, "name shown by mount/df (default: simfs:IMAGE;disk=...;alloc=...;..., "
+                                  "the policies in force)"),
     "allow_other": FrontOpt(bool, None, "let other users in (default: on when mounted by root)"),
     "fuse_debug": FrontOpt(bool, False, "libfuse request tracing into the log (very verbose)"),
     "debug_faults": FrontOpt(bool, False,
