@@ -181,15 +181,11 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=Non
     image, mnt = os.path.abspath(image), os.path.abspath(mnt)
     check_mountpoint(mnt)
     check_image(image)
+    default_stats = not mopts.nostats and not mopts.volume.stats
     if mopts.nostats:
         mopts.volume.stats = ""
-    elif not mopts.volume.stats:
-        try:                  # the default must not stop a mount: without it, no final statistics
-            check_output(default_stats_path(image), "final statistics")
-            mopts.volume.stats = default_stats_path(image)
-        except UsageError as e:
-            print(f"simfs mount: warning: {e}; none will be written (give -o stats=PATH)",
-                  file=sys.stderr)
+    elif default_stats:
+        mopts.volume.stats = default_stats_path(image)
     log_path = os.path.abspath(mopts.log) if mopts.log else (None if foreground else default_log_path(image))
     outputs = _path_options(mopts.volume)
     if mopts.oplog:
@@ -198,10 +194,18 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=Non
     _check_outside(mnt, image=image, **logs, **outputs)
     _check_distinct(image=image, **logs, **outputs)
     for what, path in outputs.items():
-        check_output(path, what)
+        if not (what == "stats" and default_stats):
+            check_output(path, what)
     if log_path:
         check_output(log_path, "log", keep=True,
                      hint="" if mopts.log else "; give another with -o log=FILE")
+    if default_stats:           # the default never stops a mount: without it, no final statistics
+        try:
+            check_output(mopts.volume.stats, "final statistics")
+        except UsageError as e:
+            print(f"simfs mount: warning: {e}; none will be written (give -o stats=PATH)",
+                  file=sys.stderr)
+            mopts.volume.stats = ""
     if foreground:
         setup_logging(log_path, mopts.loglevel, stream=sys.stderr)
 

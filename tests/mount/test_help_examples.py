@@ -3,7 +3,7 @@
 The examples are read from the help itself: every parser reachable from `simfs` (simfs's own
 commands and those other packages register, picked up as they are added), the lines of its
 "examples:" block (a trailing backslash continues a line; `# ...` lines are comments). Each
-block runs in a fresh scratch directory holding what examples name: `disk.img` (an image
+block runs in a fresh scratch directory holding what examples name: `disk.img` (256 MiB, an image
 with src/Makefile, tree/, big.iso and f), `src.tar`, statistics files (a.json, b.json,
 first/second.stats.json, disk.img.stats.json, with an `all` and a `readback` phase), traces
 (a.csv, b.csv); `/mnt/sim` becomes the scratch mount point, mounted with defaults for the
@@ -117,7 +117,7 @@ def world(tmp_path_factory):
     sh = lambda cmd: run(["bash", "-c", cmd], cwd=w, env=env)   # noqa: E731
     mnt = w / "mnt"
     mnt.mkdir()
-    sh("simfs mkfs -q disk.img 64M")
+    sh("simfs mkfs -q disk.img 256M")
     sh(f"simfs mount disk.img {mnt} -o trace={w}/a.csv,stats={w}/a.json")
     try:
         sh(f"tar xf src.tar -C {mnt} && mkdir -p {mnt}/tree/a {mnt}/tree/b && touch {mnt}/tree/a/x "
@@ -147,7 +147,8 @@ def _umount(mnt: Path, env) -> None:
 def test_examples_run(prog, world, tmp_path):
     w, env = world
     d = tmp_path / "cwd"
-    shutil.copytree(w, d, symlinks=True, ignore=shutil.ignore_patterns("bin", "srctree", "mnt"))
+    d.mkdir()
+    run(["cp", "-a", "--sparse=always", *[p for p in w.iterdir() if p.name not in ("bin", "srctree", "mnt")], d])
     mnt = d / "mnt"
     mnt.mkdir()
     env = dict(env, HOME=str(d))
@@ -163,7 +164,7 @@ def test_examples_run(prog, world, tmp_path):
                     except SystemExit as e:
                         pytest.fail(f"{prog}: example does not parse: {ex}  ({e})")
                 continue
-            line = ex.replace("/mnt/sim", str(mnt)).replace("/tmp/", f"{d}/")
+            line = ex.replace("/tmp/", f"{d}/").replace("/mnt/sim", str(mnt))
             words = shlex.split(line, comments=True)
             mounts = "mount" in words and ("simfs" in words or "-t" in words) and "umount" not in words
             image_only = "disk.img" in words or any(w.startswith("disk.img") for w in words)
