@@ -33,6 +33,9 @@ pytestmark = pytest.mark.mount
 # regex on the example line -> why it is parsed rather than run
 PARSE_ONLY = {
     r"^simfs experiment run\b": "an experiment runs for minutes (tests/mount/test_experiments.py runs them)",
+    r"^simfs (run|compare)\b": "a job runs for seconds to minutes, or needs finished runs (the job tests)",
+    r"^simfs report\b": "needs an experiment's results (the report's own test renders one)",
+    r"^simfs lesson\b": "a lesson runs for up to two minutes (the lessons' own test)",
     r"--foreground": "stays in the foreground until Ctrl-C",
     r"\binstall-helper\b|^mount -t fuse\.simfs": "changes /sbin (tests/mount/test_mount_helper.py)",
 }
