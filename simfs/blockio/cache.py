@@ -285,6 +285,12 @@ class BufferCache:
                 return
         raise RuntimeError("soft-updates write-back did not converge")
 
+    def write_now(self, keys: list[int]) -> list[tuple[float, int]]:
+        """Start writing these dirty buffers now without waiting (a page cache's writepage;
+        delayed pages are placed first): contiguous blocks go as one request of at most
+        maxio blocks. Returns (finish time, blocks) per request."""
+        return self._write_back(sorted(k for k in keys if self.is_dirty(k)), wait=False)
+
     def drop_clean(self) -> None:
         """Drop every clean buffer (drop_caches)."""
         for b in [b for b, buf in self.buffers.items() if not buf.dirty]:
@@ -375,9 +381,11 @@ class BufferCache:
         finally:
             self._resolving = False
 
-    def _write_back(self, blknos: list[int], wait: bool) -> None:
+    def _write_back(self, blknos: list[int], wait: bool) -> list[tuple[float, int]]:
         """Write sorted dirty blocks back (in the model): contiguous runs up to maxio blocks
-        become one request. Delayed blocks (negative keys) are placed first."""
+        become one request. Delayed blocks (negative keys) are placed first. Returns
+        (finish time, blocks) per request."""
+        requests = []
         if blknos and blknos[0] < 0:
             placed = self.place([k for k in blknos if k < 0])
             blknos = sorted(b for b in [b for b in blknos if b >= 0] + list(placed.values())
@@ -391,6 +399,7 @@ class BufferCache:
             now = self.clock.now
             carried = [self.deps.start_write(b.blkno, now) for b in run]
             finish = self.clock.io("W", blknos[i], len(run), run[0].kind, run[0].ino, wait=wait)
+            requests.append((finish, len(run)))
             for b, c in zip(run, carried):
                 if c is not None and not self.deps.finish_write(b.blkno, c, finish):
                     # written rolled back: redirtied when the write completes (the buffer goes
@@ -402,3 +411,4 @@ class BufferCache:
                 self.ndirty -= 1
             self.stats.count("blocks_written", len(run))
             i = j
+        return requests
