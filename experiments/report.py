@@ -19,9 +19,10 @@ from simfs import __version__
 
 from .spec import Experiment
 
-EXTRA_METRICS = ("extents", "perfect", "mb_s")
+EXTRA_METRICS = ("extents", "data_extents", "blocks_per_extent", "perfect", "touch_s", "msync_s", "mb_s")
 EFFECT = 0.02        # a ratio within 2 % of 1 is no effect: neither direction holds
-METRIC_LABELS = {"extents": "extents", "perfect": "perfection would be", "mb_s": "MB/s"}
+METRIC_LABELS = {"extents": "extents", "data_extents": "data extents", "blocks_per_extent": "blocks/extent",
+                 "perfect": "perfection would be", "touch_s": "touch s", "msync_s": "msync s", "mb_s": "MB/s"}
 
 
 def _stat(values: list[float]) -> dict:
@@ -132,7 +133,7 @@ def fmt_ratio(x: float | None) -> str:
 
 
 def fmt_metric(name: str, x: float) -> str:
-    if name in ("extents", "perfect", "files", "data_blocks"):
+    if name in ("extents", "data_extents", "perfect", "files", "data_blocks"):
         return f"{x:,.0f}"
     if name == "mb_s":
         return f"{x:.1f}"

@@ -107,10 +107,13 @@ class BufferCache:
         self.clock.io("R", blkno, 1, kind, ino)
         return self._load(blkno, 1, kind, ino, 0.0)[0].data
 
-    def read_run(self, blkno: int, count: int, kind: str, ino: int, wait: bool) -> None:
+    def read_run(self, blkno: int, count: int, kind: str, ino: int, wait: bool,
+                 needed: bool | None = None) -> None:
         """Bring a physically contiguous run into the cache with as few requests as possible:
         one per stretch of missing blocks, at most maxio blocks each. Without wait the
-        requests are read-ahead: the caller goes on, a later bread waits for the data."""
+        requests are read-ahead: the caller goes on, a later bread waits for the data.
+        `needed` (default: wait): the blocks are what the caller asked for (cache misses),
+        not read-ahead, even when it does not wait here."""
         i = 0
         while i < count:
             if blkno + i in self.buffers:
@@ -119,7 +122,7 @@ class BufferCache:
             j = i
             while j < count and j - i < self.maxio and blkno + j not in self.buffers:
                 j += 1
-            self.stats.count("cache_misses" if wait else "readahead_blocks", j - i)
+            self.stats.count("cache_misses" if (wait if needed is None else needed) else "readahead_blocks", j - i)
             finish = self.clock.io("R", blkno + i, j - i, kind, ino, wait=wait)
             self._load(blkno + i, j - i, kind, ino, 0.0 if wait else finish)
             i = j

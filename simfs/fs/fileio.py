@@ -90,8 +90,11 @@ class FileIO:
 
     def _read_runs(self, inode, first: int, last: int, phys: list[int], i: int) -> None:
         """Request phys[i:] (blocks first + i ...) as physically contiguous runs of at most maxio;
-        blocks past `last` are read-ahead (not waited for)."""
+        blocks past `last` are read-ahead (not waited for). With `read_batch` every run goes
+        at once in sector order and nobody waits here: read() waits for each block as it
+        copies it (the buffers' ready times)."""
         maxio = self.cache.maxio
+        runs = []
         while i < len(phys):
             if not phys[i]:
                 i += 1
@@ -99,8 +102,14 @@ class FileIO:
             j = i + 1
             while j < len(phys) and phys[j] == phys[j - 1] + 1 and j - i < maxio:
                 j += 1
-            self.cache.read_run(phys[i], j - i, "data", inode.ino, wait=first + i <= last)
+            runs.append((phys[i], j - i, first + i <= last))
             i = j
+        if self.options.read_batch:
+            for p, n, needed in sorted(runs):
+                self.cache.read_run(p, n, "data", inode.ino, wait=False, needed=needed)
+            return
+        for p, n, needed in runs:
+            self.cache.read_run(p, n, "data", inode.ino, wait=needed)
 
     @operation
     def write(self, ino: int, offset: int, data: bytes) -> int:
