@@ -100,19 +100,32 @@ def seekwatcher(panel, raw_records: list[dict], work: Path, out: Path, index: in
     return name
 
 
+BLOCKMAP_KINDS = (("free", (1, 1, 1)), ("file-system metadata", (0.78, 0.78, 0.78)),
+                  ("directory", (0, 0, 0)), ("indirect block", (0.85, 0.1, 0.1)))
+
+
 def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> str | None:
     """Per configuration: a 64x64 grid of the 4096 blocks from the first file block (colour = file,
     white = free, grey = file-system metadata, black = directory, red = indirect), and where each
-    file block landed (physical block against the files' blocks in inode order)."""
+    file block landed (physical block against the files' blocks in inode order). The right-hand
+    panels share their axes, so configurations compare by eye; one legend says what the colours are."""
     if not layouts:
         return None
     plt = _plt()
     from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
     names = [c["name"] for c in doc["configs"] if c["name"] in layouts]
-    fig, axes = plt.subplots(len(names), 2, figsize=(11, 3.6 * len(names)), squeeze=False,
+    fig, axes = plt.subplots(len(names), 2, figsize=(12, 3.7 * len(names) + 1.1), squeeze=False,
                              gridspec_kw={"width_ratios": [1, 2]})
     palette = plt.get_cmap("tab20").colors
-    cmap = ListedColormap([(1, 1, 1), (0.78, 0.78, 0.78), (0, 0, 0), (0.85, 0.1, 0.1)] + list(palette))
+    cmap = ListedColormap([c for _, c in BLOCKMAP_KINDS] + list(palette))
+    ymax = max((max((max(b) for _, b in layouts[n].order if b), default=0) + 1) * layouts[n].block_size / 1e6
+               for n in names)
+    xmax = max(layouts[n].data_blocks for n in names)
+    right = [row[1] for row in axes]
+    for ax in right[1:]:
+        ax.sharex(right[0])
+        ax.sharey(right[0])
     for row, name in zip(axes, names):
         lay = layouts[name]
         data_blocks = np.flatnonzero(lay.kind == 2)
@@ -125,9 +138,10 @@ def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> 
                                      [0, 1, 2, 3, 4 + owner % 20], 0)
         ax = row[0]
         ax.imshow(img.reshape(64, 64), cmap=cmap, vmin=0, vmax=cmap.N - 1, interpolation="nearest")
-        ax.set_title(f"{name}: blocks {start:,}–{start + n - 1:,}", fontsize=9)
+        ax.set_title(f"{name}\nblocks {start:,}–{start + n - 1:,}", fontsize=10)
         ax.set_xticks([])
         ax.set_yticks([])
+        ax.set_xlabel("64 blocks per row, in block order", fontsize=9)
         ax = row[1]
         xs, ys, pos = [], [], 0
         for _, blocks in lay.order:
@@ -137,15 +151,24 @@ def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> 
         if xs:
             x, y = np.concatenate(xs), np.concatenate(ys)
             step = max(1, len(x) // 200_000)
-            ax.scatter(x[::step], y[::step] * lay.block_size / 1e6, s=1, marker=".", linewidths=0)
+            ax.scatter(x[::step], y[::step] * lay.block_size / 1e6, s=2, marker=".", linewidths=0,
+                       color="#1f77b4")
         ax.set_xlabel("logical block of the file" if single_file else "file blocks, files in inode order",
-                      fontsize=8)
-        ax.set_ylabel("disk offset (MB)", fontsize=8)
-        ax.set_title(f"{lay.extents:,} extents for {lay.files:,} file{'s' if lay.files != 1 else ''}, "
-                     f"{lay.data_blocks:,} blocks", fontsize=9)
+                      fontsize=9)
+        ax.set_ylabel("disk offset (MB)", fontsize=10)
+        ax.set_title(f"{name}: {lay.extents:,} extents for {lay.files:,} file{'s' if lay.files != 1 else ''}, "
+                     f"{lay.data_blocks:,} blocks", fontsize=10)
         ax.grid(alpha=0.3)
-    fig.suptitle("where the files landed", fontsize=11)
-    fig.tight_layout()
+        ax.tick_params(labelleft=True, labelbottom=True)
+    right[0].set_xlim(-0.01 * xmax, xmax * 1.01 + 1)
+    right[0].set_ylim(0, ymax * 1.03 + 1e-3)
+    handles = [Patch(facecolor=c, edgecolor="black", linewidth=0.5, label=lab) for lab, c in BLOCKMAP_KINDS]
+    handles.append(Patch(facecolor=palette[0], edgecolor="black", linewidth=0.5,
+                         label="file data (one colour per file, 20 colours in turn)"))
+    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=9, frameon=False,
+               title="left: what each block holds", title_fontsize=9)
+    fig.suptitle("where the files landed (right: one axis scale for every configuration)", fontsize=12)
+    fig.tight_layout(rect=(0, 0.9 / (3.7 * len(names) + 1.1), 1, 0.985))
     name = "blockmap.png"
     fig.savefig(out / name, dpi=90)
     plt.close(fig)
