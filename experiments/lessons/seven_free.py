@@ -1,6 +1,7 @@
-"""Lesson "1 block used, 7 free" (seed 000): FreeBSD's ext2fs allocator of 2010 reserved 8 blocks
-for every new file and kept only the first, so files of one or two blocks sat 8 blocks apart and
-reading them back cost a seek (or a drive-cache read) per block. The same tree is unpacked with
+"""Lesson "1 block used, 7 free" (seed 000): FreeBSD's ext2fs allocator of 2010 ("first try to get
+8 contiguous blocks") put a block where the block bitmap had a whole free byte, 8 free blocks, and
+took the first of them, so small files sat 8 blocks apart with 7 free between, and reading them
+back cost a seek (or a drive-cache read) per block. The same tree is unpacked with
 the 2010 allocator and with its fix, on the seed's drive (WD1200JB), then read back cold."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ EXPECT = ("tar read time, ext2fs-2010 / ext2fs-2010-fixed", ">")
 
 QUESTIONS = [
     "In the 2010 map, count the cells between two consecutive blocks of one colour. Where does the "
-    "number 8 come from? (Hint: the allocator's reservation window, `policies/alloc_ext2fs2010.py`.)",
+    "number 8 come from? (Hint: how the 2010 code searches the block bitmap, `policies/freebsd_ext2fs.py`.)",
     "Both images hold the same files and use the same number of data blocks. Why does the 2010 image "
     "need a longer stretch of the disk for them, and what does that do to the read-back?",
     "The read-back of the 2010 layout makes far more requests, but many of them are drive-cache "
@@ -84,8 +85,10 @@ with the fix; then each is read back cold with `tar cf /dev/zero` and traced. Ru
     page.say(f"""
 **The 2010 layout reads back {a / b:.1f} times slower** ({a:.3f} s against {b:.3f} s; the seed measured
 8.8x with 4 KiB blocks on its drive). In the 2010 image {100 * fig['gap8_share'][ALLOCS[0]]:.0f} % of the
-steps from one data block to the next are exactly 8 blocks: each new file took the first block of an
-8-block window and left 7 free, for later files to fill in.""")
+steps from one data block to the next are exactly 8 blocks: the allocator looked for a whole free
+byte of the block bitmap (8 free blocks) and took its first block. Compare with the full experiment,
+`simfs experiment run ext2fs-2010` (a larger tree copied with two tars in a pipe; its figures are in
+results/summary).""")
     page.picture(f"map-{ALLOCS[0]}.png", "ext2fs-2010: one cell per block, 64 per row, a colour per file. "
                  "Columns of single blocks 8 apart: 1 used, 7 free (white).")
     page.picture(f"map-{ALLOCS[1]}.png", "ext2fs-2010-fixed: the same files, each file's blocks together, "

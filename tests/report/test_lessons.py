@@ -53,7 +53,8 @@ def test_lesson_quick(name, tmp_path):
     assert m, f"docs/lessons/{name}.md must state its key figure's direction"
     assert m.group(1) == fig["key"]["label"]
     assert (ratio > 1.02) if m.group(2) == ">" else (ratio < 1 / 1.02), (name, ratio)
-    assert f"{ratio:.2f}" in r.stdout and f"{ratio:.1f}" in text or f"{ratio:.2f}" in text
+    assert f"{ratio:.2f}x" in r.stdout
+    assert f"{ratio:.1f} times" in text or f"{ratio:.2f} times" in text       # the page quotes it
     assert not list(tmp_path.glob("simfs-lesson-*")), "the work directory is removed"
 
 
