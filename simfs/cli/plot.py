@@ -167,7 +167,7 @@ def cmd_plot(a) -> int:
     summaries = None
     try:
         if a.output:
-            summaries = plot_series(series, a.output, title=title, marks=marks)
+            summaries = plot_series(series, a.output, title=title, marks=marks, phase_origin=bool(a.phase))
         if a.movie:
             if not len(series[0][1]["start"]):
                 return _fail(f"{a.traces[0]}: no requests to animate")

@@ -95,7 +95,7 @@ def _plt():
 
 
 def plot_series(series: list[tuple[str, dict]], out, title: str | None = None,
-                marks: list[tuple[float, str]] | None = None) -> list[dict]:
+                marks: list[tuple[float, str]] | None = None, phase_origin: bool = False) -> list[dict]:
     """Draw the panels for (label, columns) pairs into `out` (PNG); `marks`: phase boundaries
     (time, name) drawn as dashed lines. Returns one seekwatcher summary dict per series."""
     plt = _plt()
@@ -136,7 +136,7 @@ def plot_series(series: list[tuple[str, dict]], out, title: str | None = None,
     axes[1].set_ylabel("MB/s", fontsize=12)
     axes[2].set_ylabel("seeks/s", fontsize=12)
     axes[3].set_ylabel("IO/s", fontsize=12)
-    axes[3].set_xlabel("simulated time (s)" + (" from the start of the phase" if not marks else ""),
+    axes[3].set_xlabel("simulated time (s)" + (" from the phase's first request" if phase_origin else ""),
                        fontsize=12)
     for ax in axes:
         ax.grid(alpha=0.3)
@@ -158,7 +158,7 @@ def plot_traces(paths: list, out, labels: list | None = None, title: str | None 
     marks = None
     if phase is None and len(series) == 1 and len(set(series[0][1]["phase"])) > 1:
         marks = boundaries(series[0][1])
-    return plot_series(series, out, title=title, marks=marks)
+    return plot_series(series, out, title=title, marks=marks, phase_origin=phase is not None)
 
 
 # the movie ----------------------------------------------------------------------------------------
