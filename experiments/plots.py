@@ -3,7 +3,6 @@ the traced phases, and block maps of where the files landed."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -64,39 +63,23 @@ def bars(doc: dict, out: Path) -> str:
     return name
 
 
-def _phase_trace(src: str, phase: str, dest: Path) -> Path | None:
-    """The rows of one phase, with times relative to the phase's first request."""
-    with open(src, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["phase"] == phase]
-    if not rows:
-        return None
-    t0 = min(float(r["issue"]) for r in rows)
-    for r in rows:
-        for k in ("issue", "start", "finish"):
-            r[k] = f"{float(r[k]) - t0:.9f}"
-    with open(dest, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return dest
-
-
 def seekwatcher(panel, raw_records: list[dict], work: Path, out: Path, index: int) -> str | None:
-    from simfs.cli.seekplot import plot_traces
-    paths, labels = [], []
+    """The panel's phase of each configuration's trace, each from the phase's first request."""
+    from simfs.blockio.trace import read_trace
+    from simfs.cli.seekplot import phase_series, plot_series
+    series = []
     for cfg in panel.configs:
         rec = next((r for r in raw_records if r["config"] == cfg and r["phase"] == panel.phase
                     and r.get("rep", 0) == 0 and r.get("trace")), None)
         if rec is None or not Path(rec["trace"]).exists():
             continue
-        p = _phase_trace(rec["trace"], panel.phase, work / f"panel{index}-{len(paths)}.csv")
-        if p is not None:
-            paths.append(p)
-            labels.append(cfg)
-    if not paths:
+        s = phase_series(read_trace(rec["trace"]), panel.phase)
+        if len(s["start"]):
+            series.append((cfg, s))
+    if not series:
         return None
     name = f"seekwatcher-{index}-{panel.phase}.png"
-    plot_traces(paths, out / name, labels=labels, title=panel.title)
+    plot_series(series, out / name, title=panel.title, phase_origin=True)
     return name
 
 
@@ -117,7 +100,8 @@ def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> 
     names = [c["name"] for c in doc["configs"] if c["name"] in layouts]
     fig, axes = plt.subplots(len(names), 2, figsize=(12, 3.7 * len(names) + 1.1), squeeze=False,
                              gridspec_kw={"width_ratios": [1, 2]})
-    palette = plt.get_cmap("tab20").colors
+    from simfs.cli.layout import _TAB20, _hex
+    palette = [_hex(c) for c in _TAB20]         # tab20 without its reds and greys (indirect, metadata)
     cmap = ListedColormap([c for _, c in BLOCKMAP_KINDS] + list(palette))
     ymax = max((max((max(b) for _, b in layouts[n].order if b), default=0) + 1) * layouts[n].block_size / 1e6
                for n in names)
@@ -135,7 +119,7 @@ def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> 
         owner = lay.owner[start:start + n].astype(np.int64)
         img = np.zeros(n, dtype=np.int32)
         img[: len(kind)] = np.select([kind == 0, kind == 1, kind == 3, kind == 4, kind == 2],
-                                     [0, 1, 2, 3, 4 + owner % 20], 0)
+                                     [0, 1, 2, 3, 4 + owner % len(palette)], 0)
         ax = row[0]
         ax.imshow(img.reshape(64, 64), cmap=cmap, vmin=0, vmax=cmap.N - 1, interpolation="nearest")
         ax.set_title(f"{name}\nblocks {start:,}–{start + n - 1:,}", fontsize=10)
@@ -164,7 +148,7 @@ def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> 
     right[0].set_ylim(0, ymax * 1.03 + 1e-3)
     handles = [Patch(facecolor=c, edgecolor="black", linewidth=0.5, label=lab) for lab, c in BLOCKMAP_KINDS]
     handles.append(Patch(facecolor=palette[0], edgecolor="black", linewidth=0.5,
-                         label="file data (one colour per file, 20 colours in turn)"))
+                         label=f"file data (one colour per file, {len(palette)} colours in turn)"))
     fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=9, frameon=False,
                title="left: what each block holds", title_fontsize=9)
     fig.suptitle("where the files landed (right: one axis scale for every configuration)", fontsize=12)

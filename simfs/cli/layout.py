@@ -224,14 +224,12 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
     owner = m.owner[lo:hi]
     rgb = np.empty((rows * width * k, 3), dtype=np.float32)
     rgb[:] = np.nan
-    depth_levels = []
     if color_by in ("file", "dir", "depth"):
         is_file = (owner == ROOTFILES) | (owner >= TOP0) | ((owner == UNOWNED) & (m.ino[lo:hi] > 0))
         col = pal[np.minimum(owner, len(pal) - 1)]
         inos = m.ino[lo:hi][is_file]
         if color_by == "depth":
             d = m.depth[inos]
-            depth_levels = sorted(set(int(x) for x in np.unique(d)))
             col[is_file] = np.array([depth_colour(int(x)) for x in range(int(d.max(initial=0)) + 1)],
                                     dtype=np.float32).reshape(-1, 3)[d]
         else:

@@ -136,3 +136,61 @@ def test_layout_json(traced, tmp_path):
     assert doc["drawn"]["first"] == 0 and doc["output"].endswith("m.png")
     r = run_simfs("layout", img, check=False)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+def test_experiment_blockmap_shares_its_scale_and_has_a_legend(tmp_path, monkeypatch):
+    """experiments.plots.blockmap: the where-the-blocks-went panels of every configuration share
+    x and y limits (the 2010 layout's stretch shows against the fixed one), and one legend names
+    the colours of the left-hand maps."""
+    import matplotlib.pyplot as plt
+    from experiments import fsscan, plots
+    from experiments.spec import Config
+    from experiments.workload.describe import describe
+    from simfs.engine import verbs
+    from simfs.fs.volume import VolumeOptions
+    from simfs.ondisk.mkfs import mkfs
+    layouts = {}
+    for alloc in ("ext2fs-2010", "ext2fs-2010-fixed"):
+        img = tmp_path / f"{alloc}.img"
+        mkfs(img, 64 << 20, uuid=bytes(16), hash_seed=bytes(16), now=1_000_000_000)
+        verbs.run(str(img), VolumeOptions(alloc=alloc, disk="ideal"), "unpack", "t", mkdir=True,
+                  source=describe(seed=1, files=120, svn=False))
+        layouts[alloc] = fsscan.layout(img, Config(alloc, {"alloc": alloc}, {}))
+    figs = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda f=None: figs.append(f))
+    name = plots.blockmap({"configs": [{"name": n} for n in layouts]}, layouts, tmp_path)
+    monkeypatch.setattr(plt, "close", real_close)
+    assert (tmp_path / name).read_bytes()[:8] == PNG
+    fig = figs[-1]
+    right = [ax for ax in fig.axes if ax.get_ylabel() == "disk offset (MB)"]
+    assert len(right) == 2
+    assert right[0].get_ylim() == right[1].get_ylim() and right[0].get_xlim() == right[1].get_xlim()
+    # the scale holds the 2010 layout's highest block (it spreads further than the fixed one)
+    top = max(max(b) for _, b in layouts["ext2fs-2010"].order) * 4096 / 1e6
+    assert right[0].get_ylim()[1] >= top
+    labels = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    for want in ("free", "file-system metadata", "directory", "indirect block"):
+        assert want in labels, labels
+    assert any(t.startswith("file data") for t in labels)
+    real_close(fig)
+
+
+def test_report_and_lesson_are_registered_commands():
+    """setup.cfg's simfs.commands entry points load and add `report` and `lesson` (with --help
+    examples), as `simfs` does once the package is installed."""
+    import argparse
+    import configparser
+    import importlib
+    from pathlib import Path
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(__file__).resolve().parents[2] / "setup.cfg")
+    eps = dict(line.split(" = ") for line in cfg["options.entry_points"]["simfs.commands"].strip().splitlines())
+    assert eps["report"] == "experiments.htmlreport:register" and eps["lesson"] == "experiments.lessons:register"
+    p = argparse.ArgumentParser(prog="simfs")
+    sub = p.add_subparsers(dest="command")
+    for name in ("report", "lesson"):
+        mod, fn = eps[name].split(":")
+        getattr(importlib.import_module(mod), fn)(sub)
+        assert f"simfs {name} " in sub.choices[name].format_help()
+    assert p.parse_args(["lesson", "list"]).func(p.parse_args(["lesson", "list"])) == 0
