@@ -29,13 +29,15 @@ def register(subparsers) -> argparse.ArgumentParser:
                     "request (reads and writes), throughput (MB/s), seeks per second and IO/s, "
                     "each a rolling average over run-length/25. Prints a summary per trace.",
         epilog="examples:\n"
-               "  simfs mount disk.img /mnt/sim -o trace=/tmp/unpack.csv\n"
-               "  tar xf src.tar -C /mnt/sim && simfs umount /mnt/sim\n"
-               "  simfs plot /tmp/unpack.csv -o unpack.png\n"
-               "  simfs plot a.csv b.csv -o ab.png --label first-free --label cg-2010 --title 'tar xf'\n"
+               "  simfs mount disk.img /mnt/sim -o trace=/tmp/all.csv\n"
+               "  echo unpack > /mnt/sim/.simfs/mark && tar xf src.tar -C /mnt/sim\n"
+               "  echo 1 > /mnt/sim/.simfs/drop_caches && echo readback > /mnt/sim/.simfs/mark\n"
+               "  tar cf /dev/zero -C /mnt/sim . && simfs umount /mnt/sim\n"
+               "  simfs plot /tmp/all.csv -o all.png          # phases as dashed lines\n"
                "  simfs plot /tmp/all.csv --phase unpack --phase readback -o phases.png\n"
                "  simfs plot /tmp/all.csv --phase readback --movie head.gif\n"
-               "  simfs plot /tmp/all.csv --phase readback --json")
+               "  simfs plot /tmp/all.csv --phase readback --json\n"
+               "  simfs plot a.csv b.csv -o ab.png --label first-free --label cg-2010 --title 'tar xf'")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace CSV files")
     p.add_argument("-o", "--output", default=None, metavar="PNG",
                    help="the picture to write (needed unless --movie or --json)")
