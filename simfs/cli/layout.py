@@ -80,11 +80,12 @@ def file_colour(ino: int) -> tuple:
     return colorsys.hsv_to_rgb(h, 0.7, 0.85)
 
 
-def depth_colour(depth: int) -> tuple:
-    """Files by depth below /: 1 (in /) to 8 and deeper, light to dark along viridis, so the
+def depth_colour(depth: int, deepest: int = 8) -> tuple:
+    """Files by depth below / (1: in /) down to `deepest`, light to dark along viridis, so the
     levels of a tree read as bands and nearby levels as nearby shades."""
     import matplotlib
-    return tuple(matplotlib.colormaps["viridis_r"](0.12 + 0.88 * (min(max(depth, 1), 8) - 1) / 7)[:3])
+    span = max(deepest - 1, 1)
+    return tuple(matplotlib.colormaps["viridis_r"](0.1 + 0.9 * (min(max(depth, 1), deepest) - 1) / span)[:3])
 
 
 def block_owners(image) -> BlockMap:
@@ -230,7 +231,8 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
         inos = m.ino[lo:hi][is_file]
         if color_by == "depth":
             d = m.depth[inos]
-            col[is_file] = np.array([depth_colour(int(x)) for x in range(int(d.max(initial=0)) + 1)],
+            deepest = int(d.max(initial=1))
+            col[is_file] = np.array([depth_colour(int(x), deepest) for x in range(deepest + 1)],
                                     dtype=np.float32).reshape(-1, 3)[d]
         else:
             keys = inos if color_by == "file" else m.parent[inos]
@@ -278,10 +280,11 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
     elif color_by == "depth":
         is_file = (owner == ROOTFILES) | (owner >= TOP0)
         per = np.bincount(m.depth[m.ino[lo:hi][is_file]], minlength=1)
+        deepest = max(len(per) - 1, 1)
         for dep in range(1, len(per)):
             if per[dep]:
                 where = "in /" if dep == 1 else f"{dep - 1} dir{'s' if dep > 2 else ''} below /"
-                handles.append(Patch(facecolor=depth_colour(dep), edgecolor="black", linewidth=0.5,
+                handles.append(Patch(facecolor=depth_colour(dep, deepest), edgecolor="black", linewidth=0.5,
                                      label=f"files at depth {dep} ({where}): {int(per[dep]):,}"))
     else:
         if counts[ROOTFILES]:
@@ -300,9 +303,9 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
     # size: cells square, the map about 1000 px wide
     px = max(1, min(12, 1000 // width))
     map_w, map_h = width * px, max(rows * px, 60)
-    legend_w = 330
+    legend_w = 420
     fig_w = (map_w + legend_w + 110) / dpi
-    fig_h = max(map_h + 150, 17 * len(handles) + 110) / dpi
+    fig_h = max(map_h + 150, 21 * len(handles) + 120) / dpi
     fig = plt.figure(figsize=(fig_w, fig_h), dpi=dpi)
     ax = fig.add_axes([90 / dpi / fig_w, (fig_h * dpi - 90 - map_h) / dpi / fig_h, map_w / dpi / fig_w, map_h / dpi / fig_h])
     ax.imshow(cellrgb, interpolation="nearest", aspect="auto",
@@ -329,25 +332,25 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
             ticks.append(r)
             labels.append(f"group {g}")
     ax.set_yticks(ticks)
-    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_yticklabels(labels, fontsize=10)
     ax.set_xticks([])
     ax.set_xlim(-0.5, width - 0.5)
     ax.set_ylim(rows - 0.5, -0.5)
     bs = m.block_size
     ax.set_xlabel(f"blocks {lo:,}..{hi - 1:,} in order, left to right, {width} cells per row; "
-                  f"1 cell = {k} block{'s' if k > 1 else ''} of {bs // 1024} KiB", fontsize=9)
+                  f"1 cell = {k} block{'s' if k > 1 else ''} of {bs // 1024} KiB", fontsize=11)
 
-    fig.legend(handles=handles, loc="upper left", fontsize=8, title="blocks by owner",
-               title_fontsize=9, frameon=False,
+    fig.legend(handles=handles, loc="upper left", fontsize=10, title="blocks by owner",
+               title_fontsize=11, frameon=False,
                bbox_to_anchor=((90 + map_w + 15) / dpi / fig_w, 1 - 60 / dpi / fig_h))
     name = os.path.basename(m.image)
     where = f"group {group}" if group is not None else (
         f"blocks {lo:,}..{hi - 1:,}" if blocks is not None else f"{m.groups} groups")
     head = f"{name}: {title}" if title else name
-    fig.suptitle(head, x=90 / dpi / fig_w, ha="left", y=1 - 12 / dpi / fig_h, va="top", fontsize=12)
-    fig.text(90 / dpi / fig_w, 1 - 38 / dpi / fig_h,
+    fig.suptitle(head, x=90 / dpi / fig_w, ha="left", y=1 - 12 / dpi / fig_h, va="top", fontsize=14)
+    fig.text(90 / dpi / fig_w, 1 - 42 / dpi / fig_h,
              f"{m.blocks_count:,} blocks of {bs} bytes, {m.groups} groups of {m.blocks_per_group:,}; "
-             f"showing {where}", fontsize=9, va="top")
+             f"showing {where}", fontsize=11, va="top")
     fig.savefig(out, dpi=dpi)
     plt.close(fig)
     return {"first": lo, "end": hi, "cells_per_block": k, "width": width, "rows": rows,
