@@ -244,28 +244,3 @@ def movie(cols: dict, out: str, *, title: str | None = None, frames: int = 80, f
     anim.save(out, writer=writer, dpi=dpi)
     plt.close(fig)
     return {"frames": frames, "fps": fps, "requests": len(t), "run_time": t1 - t0}
-
-
-def save_frames(cols: dict, out_prefix: str, which: list[int], frames: int = 80, **kw) -> list[str]:
-    """Frames `which` of the movie as PNGs (to look at it, and for tests)."""
-    plt = _plt()
-    from matplotlib import animation
-    paths = []
-
-    class _Grab(animation.AbstractMovieWriter):
-        def setup(self, fig, outfile, dpi=None):
-            self.fig, self.dpi, self.i = fig, dpi, 0
-
-        def grab_frame(self, **savefig_kwargs):
-            if self.i in which:
-                p = f"{out_prefix}{self.i:03d}.png"
-                self.fig.savefig(p, dpi=self.dpi)
-                paths.append(p)
-            self.i += 1
-
-        def finish(self):
-            pass
-
-    movie(cols, out_prefix + ".gif", frames=frames, writer=_Grab(fps=8), **kw)
-    plt.close("all")
-    return paths
