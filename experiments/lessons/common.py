@@ -9,8 +9,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import runner
-
 
 def options(spec: str):
     """VolumeOptions from a `-o` string, exactly as `simfs mount -o` parses it."""
@@ -20,6 +18,7 @@ def options(spec: str):
 
 def make_image(path: Path, size: int, block_size: int = 4096, inode_size: int = 256) -> Path:
     from simfs.ondisk.mkfs import mkfs
+    from experiments import runner
     path.unlink(missing_ok=True)
     mkfs(path, size, block_size=block_size, inode_size=inode_size, uuid=runner.MKFS_UUID,
          hash_seed=runner.MKFS_HASH_SEED, now=runner.MKFS_NOW, uid=0, gid=0)
