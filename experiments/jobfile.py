@@ -151,9 +151,14 @@ class Source:
 
 # loading -----------------------------------------------------------------------------------------
 def _merge(base: dict, over: dict) -> dict:
+    """[quick] over the job: tables merge, lists and values replace; a workload with a kind
+    replaces the whole workload (a generated tree instead of your directory, say)."""
     out = dict(base)
     for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        if isinstance(v, dict) and isinstance(out.get(k), dict) and not (k == "workload" and "kind" in v):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
     return out
 
 
@@ -209,6 +214,12 @@ def load(path, quick: bool = False) -> Job:
         text = path.read_text()
     except OSError as e:
         raise JobError(f"{path}: cannot read: {e.strerror}") from None
+    return loads(text, path, quick)
+
+
+def loads(text: str, path, quick: bool = False) -> Job:
+    """`load` of a job file's text (`path` names it in messages; Dask workers get the text)."""
+    path = Path(path)
     src = Source(path, text)
     try:
         doc = tomllib.loads(text)
