@@ -45,6 +45,8 @@ def add_arguments(p) -> None:
     g.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="run the tasks on an existing Dask cluster (tcp://HOST:8786); mounted phases "
                         "need FUSE and root on every worker, a workload directory the same path there")
+    p.add_argument("--timeout", type=float, default=10, metavar="SECONDS",
+                   help="how long to try reaching the --scheduler (default 10)")
     p.add_argument("--source", type=Path, default=None,
                    help="copy this directory instead of the job's workload")
     p.add_argument("--only", metavar="PATTERN", action="append", default=None,
@@ -115,7 +117,7 @@ def cmd_run(a) -> int:
     client = cluster = None
     if a.workers is not None or a.scheduler:
         try:
-            client, cluster = jobrun.start_dask(a.workers, a.scheduler)
+            client, cluster = jobrun.start_dask(a.workers, a.scheduler, a.timeout)
             jobrun.check_workers(client, mounted)
         except jobrun.RunError as e:
             _close(client, cluster)

@@ -16,7 +16,8 @@ experiments/jobs/*.toml are the five seeds, examples/jobs/*.toml more):
                 other keys set options (and `columns = {...}` extra table columns);
                 name = "{alloc} {block}" (default: "alloc=ext2 block=1K", the axes with >1 value);
                 [[matrix.exclude]] drops the combinations matching all its keys;
-                [[matrix.add]] adds a named configuration (name = ..., one value per axis)
+                [[matrix.add]] adds a named configuration (name = ..., one value per axis, a
+                label for a labelled axis; other options of its own)
     [[phase]]   name, and one of: run = "shell command" (in the mount; {mnt} {source}
                 {tarball} {work} {image} are replaced, quoted), verb = "find" with path and
                 args = {...} (in-process, simfs.engine.verbs), builtin = "NAME" (a Python hook,
@@ -25,7 +26,8 @@ experiments/jobs/*.toml are the five seeds, examples/jobs/*.toml more):
                 drain (the time includes writing back what the phase left dirty), writes, trace,
                 setup, description
     [[ratio]]   num, den (configuration names), phase (default: every phase), label, metric,
-                published, source, expect (">", "<", ""), check, explain, headline
+                published, source, expect (">" or "<": the direction expected; default "": none),
+                check (flag a wrong direction in capitals; default false), explain, headline
     [[panel]]   title, phase, configs (seekwatcher plots); [plots] blockmap = [patterns],
                 blockmap_files
     [quick]     any of the above, merged over the job with --quick (tables merge, lists replace)
@@ -325,10 +327,14 @@ def check(job: Job) -> None:
             for k in e:
                 if k == "name" and which == "add":
                     continue
+                if which == "add" and k not in m and (k in mkfs_keys or k in mount_keys):
+                    _axis_value(src, ("matrix", which, i, k), k, e[k], mkfs_keys, mount_keys)
+                    continue            # an option of this configuration only
                 if k not in m or k in MATRIX_SPECIAL:
                     raise src.error(("matrix", which, i, k), f"[[matrix.{which}]]: {k!r} is not an axis of "
                                     f"the matrix; axes: {', '.join(axes(job)) or 'none'}")
-                if which == "add":
+                labels = [x["label"] for x in (m[k] if isinstance(m[k], list) else [m[k]]) if isinstance(x, dict)]
+                if which == "add" and e[k] not in labels:
                     _axis_value(src, ("matrix", which, i, k), k, e[k], mkfs_keys, mount_keys)
             if which == "add" and not isinstance(e.get("name"), str):
                 raise src.error(("matrix", which, i), "[[matrix.add]] needs name = \"...\"")
@@ -441,13 +447,19 @@ def expand(job: Job) -> list[tuple[str, dict, tuple]]:
         shown = [a for a in ax if len(values[a]) > 1] or ax
         return " ".join(f"{a}={_label(choice[a])}" for a in shown if a in choice) or "default"
 
+    def by_label(a, v):
+        """In [[matrix.add]], a labelled axis may be given by its label alone."""
+        if isinstance(v, dict) or a not in values:
+            return v
+        return next((x for x in values[a] if isinstance(x, dict) and x["label"] == v), v)
+
     out = []
     for combo in itertools.product(*(values[a] for a in ax)):
         choice = dict(zip(ax, combo))
         if not excluded(choice):
             out.append((name_of(choice), choice, ("matrix",)))
     for i, e in enumerate(m.get("add", [])):
-        out.append((e["name"], {k: v for k, v in e.items() if k != "name"}, ("matrix", "add", i)))
+        out.append((e["name"], {k: by_label(k, v) for k, v in e.items() if k != "name"}, ("matrix", "add", i)))
     if not out:
         raise src.error(("matrix",), "the matrix expands to no configuration (every combination is excluded)")
     seen = set()
@@ -470,11 +482,12 @@ def _configs(job: Job, wl_bytes: int) -> tuple[list[Config], dict]:
 
     def build(choice: dict, name: str, where: tuple) -> Config:
         mkfs_kw, mount = dict(base_mkfs), dict(base_mount)
-        params = {}
+        params, where_of = {}, {}
         for a, v in choice.items():
             params[a] = _label(v)
             sets = {k: x for k, x in v.items() if k not in VALUE_KEYS} if isinstance(v, dict) else {a: v}
             for k, x in sets.items():
+                where_of[k] = where + (a,)
                 if k in mkfs_keys:
                     mkfs_kw[k] = _resolve(x, "size" if k == "size" else k, wl_bytes, src, where)
                 else:
@@ -485,7 +498,7 @@ def _configs(job: Job, wl_bytes: int) -> tuple[list[Config], dict]:
         for k, x in list(mkfs_kw.items()):
             if _looks_size(x):
                 mkfs_kw[k] = _size(x, src, ("mkfs", k))
-        _check_mount(src, where, mount)
+        _check_mount(src, mount, where_of)
         return Config(name, mount=mount, mkfs=mkfs_kw, params=params)
 
     configs = [build(choice, name, where) for name, choice, where in expand(job)]
@@ -494,15 +507,32 @@ def _configs(job: Job, wl_bytes: int) -> tuple[list[Config], dict]:
     return configs, sizes
 
 
-def _check_mount(src: Source, where: tuple, mount: dict) -> None:
-    """Validate with the parser `simfs mount` uses (unknown values, ranges, disk models)."""
+POLICY_OPTIONS = {"alloc": ("policies", "ALLOCATORS"), "inode_placement": ("policies", "INODE_PLACERS"),
+                  "dirorder": ("policies.dirorder", "DIR_ORDERS"), "writeback": ("policies.writeback", "WRITEBACK")}
+
+
+def _check_mount(src: Source, mount: dict, where_of: dict) -> None:
+    """Validate with the parser `simfs mount` uses (unknown values, ranges, disk models) and the
+    policy registries the volume opens them with. `where_of`: option -> its position in the file."""
+    import importlib
     from simfs.fuse import mountopts
     text = Config("", mount=mount, mkfs={}).mount_string()
+
+    def where(key):
+        return where_of.get(key, ("mount", key))
+
     try:
-        mountopts.parse([text])
+        vol = mountopts.parse([text]).volume
     except mountopts.OptionError as e:
-        bad = re.search(r"option (\w+)", str(e))
-        raise src.error(where + ((bad.group(1),) if bad else ()), str(e)) from None
+        bad = re.search(r"option '?(\w+)", str(e))
+        raise src.error(where(bad.group(1)) if bad else ("mount",), str(e)) from None
+    for key, (mod, reg) in POLICY_OPTIONS.items():
+        name = getattr(vol, key, "")
+        if key in mount and name:
+            try:
+                getattr(importlib.import_module(mod), reg).resolve(name)
+            except ValueError as e:
+                raise src.error(where(key), f"bad value for mount option {key}: {e}") from None
 
 
 def _render(template: str, ctx) -> str:
@@ -606,6 +636,8 @@ def compile_job(job: Job, wl) -> Experiment:
             kw = {k: r[k] for k in ("published", "source", "metric", "expect", "check", "explain", "headline")
                   if k in r}
             kw.setdefault("published", None)
+            kw.setdefault("expect", "")             # a job claims no direction unless it says so
+            kw.setdefault("check", False)
             for phase in ([r["phase"]] if "phase" in r else measured):
                 label = r.get("label", f"{phase}: {r['num']} / {r['den']}")
                 if "phase" not in r and "label" in r:
