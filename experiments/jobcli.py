@@ -112,8 +112,16 @@ def cmd_run(a) -> int:
         if why:
             return fail(f"this job has mounted phases (run =), which need FUSE and root: {why}")
     out = a.resume or a.out or Path("results") / f"{job.name}{'-quick' if a.quick else ''}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if a.resume and not (a.resume / "job.json").exists():
-        return fail(f"--resume {a.resume}: no job.json there (not a `simfs run` results directory)")
+    # what --resume compares: the job compiled against a nominal workload (sizes relative to it)
+    fp = jobrun.fingerprint(probe, spec)
+    if a.resume:
+        try:
+            before = json.loads((a.resume / "job.json").read_text())
+        except (OSError, ValueError):
+            return fail(f"--resume {a.resume}: no job.json there (not a `simfs run` results directory)")
+        if before.get("fingerprint") != json.loads(json.dumps(fp)):
+            return fail(f"--resume {a.resume}: its results are of another job or other options "
+                        f"({before.get('job', '?')}{' --quick' if before.get('fingerprint', {}).get('quick') else ''})")
     client = cluster = None
     if a.workers is not None or a.scheduler:
         try:
@@ -134,14 +142,8 @@ def cmd_run(a) -> int:
         exp = jobfile.compile_job(job, wl)
         if a.only:
             exp.select(a.only)
-        fp = jobrun.fingerprint(exp, spec)
         out.mkdir(parents=True, exist_ok=True)
-        if a.resume:
-            before = json.loads((out / "job.json").read_text())
-            if before.get("fingerprint") != json.loads(json.dumps(fp)):
-                return fail(f"--resume {out}: its results are of another job or other options "
-                            f"({before.get('job', '?')}{' --quick' if before.get('fingerprint', {}).get('quick') else ''})")
-        else:
+        if not a.resume:
             (out / "job.json").write_text(json.dumps({"job": str(a.job), "fingerprint": fp}, indent=1) + "\n")
             (out / "job.toml").write_text(a.job.read_text())
         results = jobrun.Results(out)
