@@ -610,7 +610,11 @@ def _phase(p: dict) -> Phase:
                      kind="volume", command=_verb_record(p["verb"], p["path"], args, p.get("drain", False)),
                      metrics=tuple(p.get("metrics", ())), **{k: v for k, v in flags.items() if k != "cold"})
     run, prep = p["run"], p.get("prepare")
-    return Phase(p["name"], p.get("description", run), kind="mount",
+    shown = run
+    for k, v in (("{mnt}", "MNT"), ("{source}", "SRC"), ("{tarball}", "SRC.tar"), ("{work}", "WORK"),
+                 ("{image}", "IMAGE")):
+        shown = shown.replace(k, v)
+    return Phase(p["name"], p.get("description", shown), kind="mount",
                  command=lambda c, t=run: _render(t, c),
                  prepare=(lambda c, t=prep: _render(t, c)) if prep else None,
                  metrics=tuple(p.get("metrics", ())), **flags)

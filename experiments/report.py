@@ -198,8 +198,9 @@ def has_published(doc: dict) -> bool:
 
 def compare_table(doc: dict, explain: bool = True, only=None) -> tuple[list[str], list[list[str]]]:
     seedcols = has_published(doc)
+    claims = seedcols or any(c["expect"] for c in doc["comparisons"])
     header = ["ratio", "simfs", "seed", "simfs / seed", "expected", "direction"] if seedcols else \
-        ["ratio", "simfs", "expected", "direction"]
+        ["ratio", "simfs"] + (["expected", "direction"] if claims else [])
     if explain and (seedcols or any(c["explain"] for c in doc["comparisons"])):
         header.append("why the model differs" if seedcols else "note")
     else:
@@ -216,7 +217,7 @@ def compare_table(doc: dict, explain: bool = True, only=None) -> tuple[list[str]
         elif d is False and not c["check"]:
             ok = "differs"
         row = [c["label"], fmt_ratio(c["measured"])] + ([fmt_ratio(c["published"]),
-               "—" if c["vs_seed"] is None else f"{c['vs_seed']:.2f}"] if seedcols else []) + [exp, ok]
+               "—" if c["vs_seed"] is None else f"{c['vs_seed']:.2f}"] if seedcols else []) + ([exp, ok] if claims else [])
         if explain:
             row.append(c["explain"] or "")
         rows.append(row)
@@ -264,24 +265,31 @@ def table_md(doc: dict, plots: list[str] | None = None) -> str:
            f"{' --quick' if doc['quick'] else ''}` — "
            f"{doc['started']}, simfs {doc['simfs']}, wall time {doc['wall_seconds']:.0f} s"
            + (f", {doc['repetitions']} repetitions" if doc["repetitions"] > 1 else ""), "",
-           doc["description"] + ".", "",
+           *([doc["description"] + ".", ""] if doc["description"] else []),
            f"Workload: {wl.get('describe', '')}.", ""]
     out.append("Phases:")
     for p in doc["phases"]:
         how = "in-process" if p["kind"] != "mount" else ("headline includes the write-back drain"
                                                           if p["drain_included"] else "command only")
         out.append(f"- **{p['name']}** — {p['description']} ({how})")
-    out += ["", "## Simulated seconds", "", markdown(*main_table(doc)), ""]
-    out.append("`+wb s`: simulated seconds of writing back what the phase left dirty (sync after the "
-               "command), not included in the headline. Ranges are min–max over repetitions.")
-    out.append("")
+    header, rows = main_table(doc)
+    out += ["", "## Simulated seconds", "", markdown(header, rows), ""]
+    notes = []
+    if any(h.endswith("+wb s") for h in header):
+        notes.append("`+wb s`: simulated seconds of writing back what the phase left dirty (sync after the "
+                     "command), not included in the headline.")
+    if doc["repetitions"] > 1:
+        notes.append("Ranges are min–max over repetitions.")
+    if notes:
+        out += [" ".join(notes), ""]
     lt = layout_table(doc)
     if lt:
         out += ["## Where the files landed (filefrag extents, summed over files)", "", markdown(*lt), ""]
     if doc["comparisons"]:
         out += [f"## Ratios{' against the seed' if has_published(doc) else ''}", "",
                 markdown(*compare_table(doc)), ""]
-        out += [DIRECTION_LEGEND if has_published(doc) else JOB_DIRECTION_LEGEND, ""]
+        if has_published(doc) or any(c["expect"] for c in doc["comparisons"]):
+            out += [DIRECTION_LEGEND if has_published(doc) else JOB_DIRECTION_LEGEND, ""]
     srcs = sorted({c["source"] for c in doc["comparisons"] if c["source"]})
     if srcs:
         out += ["Sources: " + "; ".join(srcs) + ".", ""]

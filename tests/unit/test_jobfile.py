@@ -192,3 +192,16 @@ def test_every_example_and_seed_job_loads():
         for quick in (False, True):
             exp = _compile(jobfile.load(p, quick=quick))
             assert exp.configs and exp.phases, p
+
+
+def test_the_readme_job_file_loads(tmp_path):
+    """README "Compare two policies on your own workload": its job file is a valid one."""
+    text = (REPO / "README.md").read_text()
+    start = text.index("```toml\n", text.index("## Compare two policies on your own workload")) + len("```toml\n")
+    job = tmp_path / "ab.toml"
+    job.write_text(text[start:text.index("```", start)])
+    exp = _compile(jobfile.load(job))
+    assert [c.name for c in exp.configs] == ["alloc=ext2", "alloc=cg"]
+    assert [(p.name, p.cold, p.drain) for p in exp.phases] == [("untar", True, True), ("tar", True, False),
+                                                              ("find", True, False)]
+    assert len(exp.compares) == 3
