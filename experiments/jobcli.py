@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -122,6 +123,9 @@ def cmd_run(a) -> int:
         if before.get("fingerprint") != json.loads(json.dumps(fp)):
             return fail(f"--resume {a.resume}: its results are of another job or other options "
                         f"({before.get('job', '?')}{' --quick' if before.get('fingerprint', {}).get('quick') else ''})")
+    if not a.resume and any((out / "configs").glob("*.json")):
+        return fail(f"{out} already holds a run's results (configs/): --resume {out} adds to them, "
+                    "or give another --out")
     client = cluster = None
     if a.workers is not None or a.scheduler:
         try:
@@ -130,6 +134,8 @@ def cmd_run(a) -> int:
         except jobrun.RunError as e:
             _close(client, cluster)
             return fail(str(e))
+    # SIGTERM as Ctrl-C: finished results are kept and mounts released on the way out
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     root = a.work_dir or runner.default_work_root()
     work = Path(tempfile.mkdtemp(prefix=f"simfs-run-{job.name}-", dir=root))
     try:

@@ -310,6 +310,9 @@ def check(job: Job) -> None:
         if "builtin" in p and p["builtin"] not in builtins:
             raise src.error(("phase", i, "builtin"), f"unknown builtin {p['builtin']!r}; valid: "
                             f"{', '.join(BUILTIN_NAMES)}")
+        if p.get("cold") is False and (i == 0 or "run" not in phases[i - 1] or "run" not in p):
+            raise src.error(("phase", i, "cold"), f"phase {p['name']!r}: cold = false continues the previous "
+                            "phase's mount, so both must be run = phases")
         for b in ("cold", "drain", "writes", "trace", "setup"):
             if b in p and not isinstance(p[b], bool):
                 raise src.error(("phase", i, b), f"{b} must be true or false, not {p[b]!r}")

@@ -143,7 +143,8 @@ def test_ratio_without_phase_is_one_per_phase(tmp_path):
 
 
 def test_run_phase_renders_quoted_paths_cold_and_drain(tmp_path):
-    job = _job(tmp_path, extra='\n[[phase]]\nname = "cp"\nprepare = "mkdir {mnt}/x"\n'
+    job = _job(tmp_path, extra='\n[[phase]]\nname = "ls"\nrun = "ls {mnt}"\n'
+                               '\n[[phase]]\nname = "cp"\nprepare = "mkdir {mnt}/x"\n'
                                'run = "cp -a {source} {mnt}/x"\ncold = false\ndrain = true\n')
     exp = _compile(job)
     p = exp.phase("cp")
@@ -205,3 +206,8 @@ def test_the_readme_job_file_loads(tmp_path):
     assert [(p.name, p.cold, p.drain) for p in exp.phases] == [("untar", True, True), ("tar", True, False),
                                                               ("find", True, False)]
     assert len(exp.compares) == 3
+
+
+def test_warm_phase_needs_a_mounted_phase_before_it(tmp_path):
+    with pytest.raises(jobfile.JobError, match=r"job.toml:\d+: phase 'du': cold = false continues"):
+        _job(tmp_path, extra='\n[[phase]]\nname = "du"\nrun = "du -s {mnt}"\ncold = false\n')

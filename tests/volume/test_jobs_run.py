@@ -204,3 +204,8 @@ def test_compare_stats_files_and_bad_input(tmp_path):
                         ((tmp_path / "a.json", REPO / "setup.cfg"), "not JSON")]:
         r = run_simfs("compare", *args, check=False)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and words in r.stderr, r.stderr
+
+
+def test_a_results_directory_is_not_mixed_with_another_run(serial):
+    r = simfs_run(DIRORDER, "--quick", "--out", serial, "--no-plots")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and f"--resume {serial}" in r.stderr
