@@ -31,6 +31,14 @@ the others' results are kept); 2 bad input; 130 interrupted (finished results ke
 """
 
 
+DESCRIPTION = ("Run a job file (TOML): a workload, a matrix of configurations (mkfs geometry and mount "
+               "options), phases (a shell command in the mount or an in-process verb, cold or not, with or "
+               "without the write-back they leave) and the ratios to report. Each configuration gets a "
+               "fresh image. Writes results.json, results.csv, table.md and PNG plots, and every finished "
+               "configuration to DIR/configs/ as it finishes. The format: README, \"Compare two policies "
+               "on your own workload\", and experiments/jobfile.py.")
+
+
 def add_arguments(p) -> None:
     p.add_argument("job", metavar="JOB.toml", type=Path, help="the job file (experiments/jobs/, examples/jobs/)")
     p.add_argument("--quick", action="store_true", help="the job's [quick] version (CI: seconds to minutes)")
@@ -48,11 +56,11 @@ def add_arguments(p) -> None:
                         "need FUSE and root on every worker, a workload directory the same path there")
     p.add_argument("--timeout", type=float, default=10, metavar="SECONDS",
                    help="how long to try reaching the --scheduler (default 10)")
-    p.add_argument("--source", type=Path, default=None,
+    p.add_argument("--source", type=Path, default=None, metavar="DIR",
                    help="copy this directory instead of the job's workload")
     p.add_argument("--only", metavar="PATTERN", action="append", default=None,
                    help="only the configurations whose name matches this shell pattern (repeatable)")
-    p.add_argument("--work-dir", type=Path, default=None,
+    p.add_argument("--work-dir", type=Path, default=None, metavar="DIR",
                    help="where images, mounts and traces live while running (default /var/tmp)")
     p.add_argument("--keep", action="store_true", help="keep the work directory (images, traces, logs)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -62,11 +70,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="run a job file: configurations x phases on fresh images, ratios, plots",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run a job file (TOML): a workload, a matrix of configurations (mkfs geometry and "
-                    "mount options), phases (a shell command in the mount or an in-process verb, cold "
-                    "or not, with or without the write-back they leave) and the ratios to report. Each "
-                    "configuration gets a fresh image. Writes results.json, results.csv, table.md and "
-                    "PNG plots, and every finished configuration to DIR/configs/ as it finishes.",
+        description=DESCRIPTION,
         epilog=EXAMPLES)
     add_arguments(p)
     p.set_defaults(func=cmd_run)
@@ -159,7 +163,8 @@ def cmd_run(a) -> int:
         if a.resume:
             err.print(f"resume: {len(all_tasks) - len(todo)} of {len(all_tasks)} tasks already in {out}/configs")
         names = ", ".join(c.name for c in exp.configs)
-        how = "serially" if client is None else (f"on {len(client.scheduler_info()['workers'])} Dask workers")
+        nw = len(client.scheduler_info()["workers"]) if client is not None else 0
+        how = "serially" if client is None else f"on {nw} Dask worker{'s' if nw != 1 else ''}"
         reps = f" x {exp.repetitions} repetitions" if exp.repetitions > 1 else ""
         err.print(f"{len(exp.configs)} configurations{reps} ({names}): {len(todo)} tasks {how}")
         started = time.time()
@@ -236,7 +241,7 @@ def _close(client, cluster) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="simfs run", formatter_class=argparse.RawDescriptionHelpFormatter,
-                                description="Run a job file (see `simfs run --help`).", epilog=EXAMPLES)
+                                description=DESCRIPTION, epilog=EXAMPLES)
     add_arguments(p)
     return cmd_run(p.parse_args(argv)) or 0
 
