@@ -166,7 +166,7 @@ def start_dask(workers: int | None, scheduler: str | None, timeout: float = 10):
             raise RunError(f"cannot reach the Dask scheduler {scheduler}: "
                            f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR)
+                           dashboard_address=None, silence_logs=logging.CRITICAL)
     return Client(cluster), cluster
 
 
@@ -216,8 +216,9 @@ def run_tasks(todo: list[Task], *, job_text: str, job_name: str, quick: bool, wl
                 try:
                     res = fut.result()
                 except Exception as e:          # a worker died (KilledWorker) or could not unpickle
-                    res = {"task": t, "records": [], "layout": None, "host": "?", "wall": 0.0,
-                           "error": f"{type(e).__name__}: {e}".splitlines()[0]}
+                    why = "a Dask worker died while running it (KilledWorker; see the workers' logs)" \
+                        if type(e).__name__ == "KilledWorker" else f"{type(e).__name__}: {e}".splitlines()[0]
+                    res = {"task": t, "records": [], "layout": None, "host": "?", "wall": 0.0, "error": why}
                 finished(res)
         finally:
             client.cancel(list(futures))

@@ -40,3 +40,34 @@ def test_example_job_quick(tmp_path, name, extra):
         # find ran warm (cold = false) on the tar phase's mount: every block it needs is cached
         find = [r for r in doc["records"] if r["phase"] == "find"]
         assert all(r["counters"]["disk_reads"] == 0 for r in find), find
+
+
+CRASH = """\
+[job]
+name = "crash"
+[workload]
+kind = "none"
+[mkfs]
+size = "256M"
+[matrix]
+alloc = ["ext2", "cg"]
+[[phase]]
+name = "touch"
+run = "touch {mnt}/x; case {image} in *cg*) kill -9 $PPID;; esac"     # kills the worker running cg
+"""
+
+
+@pytest.mark.mount
+def test_a_crashed_worker_costs_only_its_task(tmp_path, monkeypatch):
+    monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "0")     # no retry
+    job = tmp_path / "crash.toml"
+    job.write_text(CRASH)
+    before = set(fuse_mounts())
+    out = tmp_path / "out"
+    r = simfs_run(job, "--workers", "2", "--out", out, "--no-plots", "--work-dir", tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "alloc=cg: a Dask worker died while running it" in r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["job"]["finished"] == 1 and [f["config"] for f in doc["job"]["failed"]] == ["alloc=cg"]
+    assert {r["config"] for r in doc["records"]} == {"alloc=ext2"}
+    assert set(fuse_mounts()) == before          # the dead worker's mount released
