@@ -559,7 +559,6 @@ def _verb_record(verb: str, path: str, args: dict, drain: bool):
     def command(ctx) -> dict:
         from simfs.engine import verbs
         from simfs.errors import FSError
-        from simfs.fs.volume import VolumeOptions
         from simfs.fuse import mountopts
         opts = mountopts.parse([ctx.config.mount_string()]).volume
         params = dict(args)
@@ -573,7 +572,6 @@ def _verb_record(verb: str, path: str, args: dict, drain: bool):
             else:
                 params["source"] = from_tarball(str(ctx.tarball), with_data=True)
             params.setdefault("mkdir", True)
-        assert isinstance(opts, VolumeOptions)
         try:
             out = verbs.run(str(ctx.image), opts, verb, path, **params)
         except FSError as e:
@@ -627,7 +625,7 @@ def compile_job(job: Job, wl) -> Experiment:
     """The Experiment of `job` for the prepared workload `wl` (runner.Workload: its bytes size
     the images and caches given as multiples of the workload)."""
     from simfs.units import parse_size
-    src, doc = job.src, job.doc
+    doc = job.doc
     j = doc["job"]
     configs, sizes = _configs(job, wl.bytes)
     reps = j.get("repetitions", 1)
@@ -637,7 +635,7 @@ def compile_job(job: Job, wl) -> Experiment:
     params = {k: parse_size(v) if _looks_size(v) else v for k, v in doc.get("params", {}).items()}
     compares = []
     measured = [p.name for p in phases if p.kind != "mkfs" and not p.setup]
-    for i, r in enumerate(doc.get("ratio", [])):
+    for r in doc.get("ratio", []):
         # a ratio between configurations --quick leaves out is dropped, as --only drops it
         if r["num"] in names and r["den"] in names:
             kw = {k: r[k] for k in ("published", "source", "metric", "expect", "check", "explain", "headline")
