@@ -167,7 +167,16 @@ def start_dask(workers: int | None, scheduler: str | None, timeout: float = 10):
                            f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                            dashboard_address=None, silence_logs=logging.CRITICAL)
-    return Client(cluster), cluster
+    client = Client(cluster)
+    # Ctrl-C reaches the whole process group: the client stops the run and closes the cluster;
+    # the worker processes need not die of it first (with a traceback each)
+    client.run(_ignore_sigint)
+    return client, cluster
+
+
+def _ignore_sigint() -> None:
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def check_workers(client, mounted: bool) -> None:
