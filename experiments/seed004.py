@@ -84,7 +84,7 @@ EXPLAIN = {
 
 
 #: the seed's system reads as Linux does: a read's whole window at once, sorted by the elevator
-LINUX_READ = {"read_batch": True}
+LINUX_READ = {"read_batch": "yes"}
 
 
 def _ram(size: int) -> int:
@@ -104,7 +104,7 @@ def build(quick: bool, wl, size: int | None = None) -> Experiment:
     for how in ("mmap", "pwrite"):
         for alloc in ("ext2", "delayed"):
             params = {"alloc": alloc, "writes": how}
-            mount = {"alloc": alloc, "writeback": "sync", "disk": "sata7200", "dataless": True, **LINUX_READ}
+            mount = {"alloc": alloc, "writeback": "sync", "disk": "sata7200", "dataless": "yes", **LINUX_READ}
             if how == "mmap":
                 params["pagecache"] = pagecache
             else:
@@ -113,7 +113,7 @@ def build(quick: bool, wl, size: int | None = None) -> Experiment:
             configs.append(Config(cname(alloc, how), mount=mount, mkfs=mkfs, params=params))
     if not quick:
         configs.append(Config(RATIO90, mount={"alloc": "ext2", "writeback": "sync", "disk": "sata7200",
-                                              "dataless": True, **LINUX_READ},
+                                              "dataless": "yes", **LINUX_READ},
                               mkfs=mkfs, params={"alloc": "ext2", "writes": "mmap",
                                                  "pagecache": pagecache + ",dirty_ratio=90"}))
     compares = []

@@ -26,7 +26,7 @@ from simfs.cli.common import EXIT_USAGE, Fmt
 GROUP = "simfs.commands"
 
 # `simfs --help` order: simfs's own command modules, and at "*" the commands of the group
-COMMANDS = ("mkfs", "mount", "fsck", "stats", "replay", "verb", "disks", "policies", "frag", "layout", "*",
+COMMANDS = ("mkfs", "mount", "fsck", "stats", "compare", "replay", "verb", "disks", "policies", "frag", "layout", "*",
             "plot")
 
 
