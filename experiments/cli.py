@@ -18,7 +18,7 @@ EXAMPLES = """examples:
   simfs experiment run ext2fs-2010 --quick            # a few minutes at most
   simfs experiment run readdir-order --source ~/src/linux
   simfs experiment run ext2fs-2010 --source /usr/include --only '*1K sync'
-  simfs experiment run mmap-fragmentation --size 1G --out results/mmap-1g
+  simfs experiment run mmap-fragmentation --size 256M --out results/mmap-256m
   simfs experiment run all --quick
 """
 
@@ -43,7 +43,7 @@ def register(subparsers) -> None:
                    help="copy this directory instead of a generated tree (tree experiments)")
     s.add_argument("--out", type=Path, default=None,
                    help="results directory (default results/<experiment>[-quick]-<time>)")
-    s.add_argument("--size", type=size_type, default=None, help="mmap-fragmentation: the file size (default 256M)")
+    s.add_argument("--size", type=size_type, default=None, help="mmap-fragmentation: the file size (default 1G, 64M with --quick; the modelled RAM scales with it)")
     s.add_argument("--repetitions", "-r", type=int, default=None, help="override the experiment's repetitions")
     s.add_argument("--only", metavar="PATTERN", action="append", default=None,
                    help="run only the configurations whose name matches this shell pattern "

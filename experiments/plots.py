@@ -3,7 +3,6 @@ the traced phases, and block maps of where the files landed."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -64,55 +63,53 @@ def bars(doc: dict, out: Path) -> str:
     return name
 
 
-def _phase_trace(src: str, phase: str, dest: Path) -> Path | None:
-    """The rows of one phase, with times relative to the phase's first request."""
-    with open(src, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["phase"] == phase]
-    if not rows:
-        return None
-    t0 = min(float(r["issue"]) for r in rows)
-    for r in rows:
-        for k in ("issue", "start", "finish"):
-            r[k] = f"{float(r[k]) - t0:.9f}"
-    with open(dest, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return dest
-
-
 def seekwatcher(panel, raw_records: list[dict], work: Path, out: Path, index: int) -> str | None:
-    from simfs.cli.seekplot import plot_traces
-    paths, labels = [], []
+    """The panel's phase of each configuration's trace, each from the phase's first request."""
+    from simfs.blockio.trace import read_trace
+    from simfs.cli.seekplot import phase_series, plot_series
+    series = []
     for cfg in panel.configs:
         rec = next((r for r in raw_records if r["config"] == cfg and r["phase"] == panel.phase
                     and r.get("rep", 0) == 0 and r.get("trace")), None)
         if rec is None or not Path(rec["trace"]).exists():
             continue
-        p = _phase_trace(rec["trace"], panel.phase, work / f"panel{index}-{len(paths)}.csv")
-        if p is not None:
-            paths.append(p)
-            labels.append(cfg)
-    if not paths:
+        s = phase_series(read_trace(rec["trace"]), panel.phase)
+        if len(s["start"]):
+            series.append((cfg, s))
+    if not series:
         return None
     name = f"seekwatcher-{index}-{panel.phase}.png"
-    plot_traces(paths, out / name, labels=labels, title=panel.title)
+    plot_series(series, out / name, title=panel.title, phase_origin=True)
     return name
+
+
+BLOCKMAP_KINDS = (("free", (1, 1, 1)), ("file-system metadata", (0.78, 0.78, 0.78)),
+                  ("directory", (0, 0, 0)), ("indirect block", (0.85, 0.1, 0.1)))
 
 
 def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> str | None:
     """Per configuration: a 64x64 grid of the 4096 blocks from the first file block (colour = file,
     white = free, grey = file-system metadata, black = directory, red = indirect), and where each
-    file block landed (physical block against the files' blocks in inode order)."""
+    file block landed (physical block against the files' blocks in inode order). The right-hand
+    panels share their axes, so configurations compare by eye; one legend says what the colours are."""
     if not layouts:
         return None
     plt = _plt()
     from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
     names = [c["name"] for c in doc["configs"] if c["name"] in layouts]
-    fig, axes = plt.subplots(len(names), 2, figsize=(11, 3.6 * len(names)), squeeze=False,
+    fig, axes = plt.subplots(len(names), 2, figsize=(12, 3.7 * len(names) + 1.1), squeeze=False,
                              gridspec_kw={"width_ratios": [1, 2]})
-    palette = plt.get_cmap("tab20").colors
-    cmap = ListedColormap([(1, 1, 1), (0.78, 0.78, 0.78), (0, 0, 0), (0.85, 0.1, 0.1)] + list(palette))
+    from simfs.cli.layout import _TAB20, _hex
+    palette = [_hex(c) for c in _TAB20]         # tab20 without its reds and greys (indirect, metadata)
+    cmap = ListedColormap([c for _, c in BLOCKMAP_KINDS] + list(palette))
+    ymax = max((max((max(b) for _, b in layouts[n].order if b), default=0) + 1) * layouts[n].block_size / 1e6
+               for n in names)
+    xmax = max(layouts[n].data_blocks for n in names)
+    right = [row[1] for row in axes]
+    for ax in right[1:]:
+        ax.sharex(right[0])
+        ax.sharey(right[0])
     for row, name in zip(axes, names):
         lay = layouts[name]
         data_blocks = np.flatnonzero(lay.kind == 2)
@@ -122,12 +119,13 @@ def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> 
         owner = lay.owner[start:start + n].astype(np.int64)
         img = np.zeros(n, dtype=np.int32)
         img[: len(kind)] = np.select([kind == 0, kind == 1, kind == 3, kind == 4, kind == 2],
-                                     [0, 1, 2, 3, 4 + owner % 20], 0)
+                                     [0, 1, 2, 3, 4 + owner % len(palette)], 0)
         ax = row[0]
         ax.imshow(img.reshape(64, 64), cmap=cmap, vmin=0, vmax=cmap.N - 1, interpolation="nearest")
-        ax.set_title(f"{name}: blocks {start:,}–{start + n - 1:,}", fontsize=9)
+        ax.set_title(f"{name}\nblocks {start:,}–{start + n - 1:,}", fontsize=10)
         ax.set_xticks([])
         ax.set_yticks([])
+        ax.set_xlabel("64 blocks per row, in block order", fontsize=9)
         ax = row[1]
         xs, ys, pos = [], [], 0
         for _, blocks in lay.order:
@@ -137,15 +135,24 @@ def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> 
         if xs:
             x, y = np.concatenate(xs), np.concatenate(ys)
             step = max(1, len(x) // 200_000)
-            ax.scatter(x[::step], y[::step] * lay.block_size / 1e6, s=1, marker=".", linewidths=0)
+            ax.scatter(x[::step], y[::step] * lay.block_size / 1e6, s=2, marker=".", linewidths=0,
+                       color="#1f77b4")
         ax.set_xlabel("logical block of the file" if single_file else "file blocks, files in inode order",
-                      fontsize=8)
-        ax.set_ylabel("disk offset (MB)", fontsize=8)
-        ax.set_title(f"{lay.extents:,} extents for {lay.files:,} file{'s' if lay.files != 1 else ''}, "
-                     f"{lay.data_blocks:,} blocks", fontsize=9)
+                      fontsize=9)
+        ax.set_ylabel("disk offset (MB)", fontsize=10)
+        ax.set_title(f"{name}: {lay.extents:,} extents for {lay.files:,} file{'s' if lay.files != 1 else ''}, "
+                     f"{lay.data_blocks:,} blocks", fontsize=10)
         ax.grid(alpha=0.3)
-    fig.suptitle("where the files landed", fontsize=11)
-    fig.tight_layout()
+        ax.tick_params(labelleft=True, labelbottom=True)
+    right[0].set_xlim(-0.01 * xmax, xmax * 1.01 + 1)
+    right[0].set_ylim(0, ymax * 1.03 + 1e-3)
+    handles = [Patch(facecolor=c, edgecolor="black", linewidth=0.5, label=lab) for lab, c in BLOCKMAP_KINDS]
+    handles.append(Patch(facecolor=palette[0], edgecolor="black", linewidth=0.5,
+                         label=f"file data (one colour per file, {len(palette)} colours in turn)"))
+    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=9, frameon=False,
+               title="left: what each block holds", title_fontsize=9)
+    fig.suptitle("where the files landed (right: one axis scale for every configuration)", fontsize=12)
+    fig.tight_layout(rect=(0, 0.9 / (3.7 * len(names) + 1.1), 1, 0.985))
     name = "blockmap.png"
     fig.savefig(out / name, dpi=90)
     plt.close(fig)

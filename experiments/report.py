@@ -19,9 +19,10 @@ from simfs import __version__
 
 from .spec import Experiment
 
-EXTRA_METRICS = ("extents", "perfect", "mb_s")
+EXTRA_METRICS = ("extents", "data_extents", "blocks_per_extent", "perfect", "touch_s", "msync_s", "mb_s")
 EFFECT = 0.02        # a ratio within 2 % of 1 is no effect: neither direction holds
-METRIC_LABELS = {"extents": "extents", "perfect": "perfection would be", "mb_s": "MB/s"}
+METRIC_LABELS = {"extents": "extents", "data_extents": "data extents", "blocks_per_extent": "blocks/extent",
+                 "perfect": "perfection would be", "touch_s": "touch s", "msync_s": "msync s", "mb_s": "MB/s"}
 
 
 def _stat(values: list[float]) -> dict:
@@ -132,7 +133,7 @@ def fmt_ratio(x: float | None) -> str:
 
 
 def fmt_metric(name: str, x: float) -> str:
-    if name in ("extents", "perfect", "files", "data_blocks"):
+    if name in ("extents", "data_extents", "perfect", "files", "data_blocks"):
         return f"{x:,.0f}"
     if name == "mb_s":
         return f"{x:.1f}"
@@ -191,10 +192,20 @@ def layout_table(doc: dict) -> tuple[list[str], list[list[str]]] | None:
     return header, out
 
 
+def has_published(doc: dict) -> bool:
+    """Do the ratios have published figures beside them (the seeds), or only measured ones (jobs)?"""
+    return any(c["published"] is not None for c in doc["comparisons"])
+
+
 def compare_table(doc: dict, explain: bool = True, only=None) -> tuple[list[str], list[list[str]]]:
-    header = ["ratio", "simfs", "seed", "simfs / seed", "expected", "direction"]
-    if explain:
-        header.append("why the model differs")
+    seedcols = has_published(doc)
+    claims = seedcols or any(c["expect"] for c in doc["comparisons"])
+    header = ["ratio", "simfs", "seed", "simfs / seed", "expected", "direction"] if seedcols else \
+        ["ratio", "simfs"] + (["expected", "direction"] if claims else [])
+    if explain and (seedcols or any(c["explain"] for c in doc["comparisons"])):
+        header.append("why the model differs" if seedcols else "note")
+    else:
+        explain = False
     rows = []
     for c in doc["comparisons"]:
         if only is not None and not only(c):
@@ -206,8 +217,8 @@ def compare_table(doc: dict, explain: bool = True, only=None) -> tuple[list[str]
             ok = "NONE" if c["check"] else "none"
         elif d is False and not c["check"]:
             ok = "differs"
-        row = [c["label"], fmt_ratio(c["measured"]), fmt_ratio(c["published"]),
-               "—" if c["vs_seed"] is None else f"{c['vs_seed']:.2f}", exp, ok]
+        row = [c["label"], fmt_ratio(c["measured"])] + ([fmt_ratio(c["published"]),
+               "—" if c["vs_seed"] is None else f"{c['vs_seed']:.2f}"] if seedcols else []) + ([exp, ok] if claims else [])
         if explain:
             row.append(c["explain"] or "")
         rows.append(row)
@@ -244,28 +255,42 @@ DIRECTION_LEGEND = ("Direction: `ok` the effect goes the seed's way by more than
                     "suite checks that direction on the quick run.")
 
 
+JOB_DIRECTION_LEGEND = ("Direction: `ok` the ratio is on the expected side of 1 by more than 2 %; `none` "
+                        "within 2 % of 1; `differs` (or `WRONG` where the job says check = true) the other way.")
+
+
 def table_md(doc: dict, plots: list[str] | None = None) -> str:
     wl = doc["workload"]
     out = [f"# {doc['title']}", "",
-           f"`simfs experiment run {doc['experiment']}{' --quick' if doc['quick'] else ''}` — "
+           f"`{doc.get('command') or 'simfs experiment run ' + doc['experiment']}"
+           f"{' --quick' if doc['quick'] else ''}` — "
            f"{doc['started']}, simfs {doc['simfs']}, wall time {doc['wall_seconds']:.0f} s"
            + (f", {doc['repetitions']} repetitions" if doc["repetitions"] > 1 else ""), "",
-           doc["description"] + ".", "",
+           *([doc["description"] + ".", ""] if doc["description"] else []),
            f"Workload: {wl.get('describe', '')}.", ""]
     out.append("Phases:")
     for p in doc["phases"]:
         how = "in-process" if p["kind"] != "mount" else ("headline includes the write-back drain"
                                                           if p["drain_included"] else "command only")
         out.append(f"- **{p['name']}** — {p['description']} ({how})")
-    out += ["", "## Simulated seconds", "", markdown(*main_table(doc)), ""]
-    out.append("`+wb s`: simulated seconds of writing back what the phase left dirty (sync after the "
-               "command), not included in the headline. Ranges are min–max over repetitions.")
-    out.append("")
+    header, rows = main_table(doc)
+    out += ["", "## Simulated seconds", "", markdown(header, rows), ""]
+    notes = []
+    if any(h.endswith("+wb s") for h in header):
+        notes.append("`+wb s`: simulated seconds of writing back what the phase left dirty (sync after the "
+                     "command), not included in the headline.")
+    if doc["repetitions"] > 1:
+        notes.append("Ranges are min–max over repetitions.")
+    if notes:
+        out += [" ".join(notes), ""]
     lt = layout_table(doc)
     if lt:
         out += ["## Where the files landed (filefrag extents, summed over files)", "", markdown(*lt), ""]
-    out += ["## Ratios against the seed", "", markdown(*compare_table(doc)), ""]
-    out += [DIRECTION_LEGEND, ""]
+    if doc["comparisons"]:
+        out += [f"## Ratios{' against the seed' if has_published(doc) else ''}", "",
+                markdown(*compare_table(doc)), ""]
+        if has_published(doc) or any(c["expect"] for c in doc["comparisons"]):
+            out += [DIRECTION_LEGEND if has_published(doc) else JOB_DIRECTION_LEGEND, ""]
     srcs = sorted({c["source"] for c in doc["comparisons"] if c["source"]})
     if srcs:
         out += ["Sources: " + "; ".join(srcs) + ".", ""]
@@ -317,6 +342,8 @@ def print_tables(doc: dict, console) -> None:
     lt = layout_table(doc)
     if lt:
         console.print(rich_table("where the files landed", *lt))
-    console.print(rich_table("ratios against the seed", *compare_table(doc, explain=False)))
+    if doc["comparisons"]:
+        console.print(rich_table("ratios against the seed" if has_published(doc) else "ratios",
+                                 *compare_table(doc, explain=False)))
     for n in doc.get("notes", []):
         console.print(f"note: {n}", highlight=False)

@@ -163,12 +163,19 @@ def _counters(entry: dict) -> dict:
     return {k: c.get(k, 0) for k in COUNTERS}
 
 
-def run_mount_phase(phase: Phase, ctx: PhaseContext, cdir: Path) -> dict:
-    extra = {"stats": cdir / f"{phase.name}.stats.json"}
-    if phase.trace:
-        extra["trace"] = cdir / f"{phase.name}.trace.csv"
-    options = ctx.config.mount_string(extra)
-    m = Mount(ctx.image, ctx.mnt, options, cdir / f"{phase.name}.log")
+def run_mount_phase(phase: Phase, ctx: PhaseContext, cdir: Path, mount: "Mount | None" = None,
+                    keep: bool = False) -> tuple[dict, "Mount | None"]:
+    """One mount phase. `mount`: the previous phase's mount, still open (this phase is warm,
+    `cold=False`); `keep`: leave the mount open for the next (warm) phase. Returns the record
+    and the open mount (None once unmounted)."""
+    if mount is None:
+        extra = {"stats": cdir / f"{phase.name}.stats.json"}
+        if phase.trace:
+            extra["trace"] = cdir / f"{phase.name}.trace.csv"
+        options = ctx.config.mount_string(extra)
+        mount = Mount(ctx.image, ctx.mnt, options, cdir / f"{phase.name}.log")
+        mount.stats_file, mount.trace_file = extra["stats"], extra.get("trace")
+    m = mount
     try:
         if phase.prepare:
             cmd, shell = _command(phase, phase.prepare, ctx)
@@ -185,18 +192,22 @@ def run_mount_phase(phase: Phase, ctx: PhaseContext, cdir: Path) -> dict:
         s2 = m.stats()
         sim_drain = s2["time"]["now"] - s1["time"]["now"]
         e2 = _phase_entry(s2, phase.name)
-    finally:
+    except BaseException:
         m.close()
-    final = json.loads(Path(extra["stats"]).read_text())
-    rec = {"sim_cmd": sim_cmd, "sim_drain": sim_drain,
-           "sim_umount": final.get("time", final)["now"] - s2["time"]["now"],
+        raise
+    umount = 0.0
+    if not keep:
+        m.close()
+        final = json.loads(Path(m.stats_file).read_text())
+        umount = final.get("time", final)["now"] - s2["time"]["now"]
+    rec = {"sim_cmd": sim_cmd, "sim_drain": sim_drain, "sim_umount": umount,
            "sim": sim_cmd + (sim_drain if phase.drain else 0.0), "wall": wall,
            "counters": _counters(e2), "counters_cmd": _counters(e1),
            "ops": sum(o["count"] for o in e1.get("operations", {}).values()),
            "extra": {}}
-    if phase.trace:
-        rec["trace"] = str(extra["trace"])
-    return rec
+    if phase.trace and m.trace_file:
+        rec["trace"] = str(m.trace_file)
+    return rec, (m if keep else None)
 
 
 def _slug(name: str) -> str:
@@ -231,12 +242,13 @@ def run_config(exp: Experiment, cfg: Config, rep: int, wl: Workload, work: Path,
                     "counters": {k: st.totals().get(k, 0) for k in COUNTERS}, "extra": {}})
     if progress:
         progress(None)
-    for phase in exp.phases:
-        if phase.kind == "mkfs":
-            continue
+    todo = [p for p in exp.phases if p.kind != "mkfs"]
+    mount = None
+    for i, phase in enumerate(todo):
         tick(phase.name)
         if phase.kind == "mount":
-            rec = run_mount_phase(phase, ctx, cdir)
+            warm_next = i + 1 < len(todo) and todo[i + 1].kind == "mount" and not todo[i + 1].cold
+            rec, mount = run_mount_phase(phase, ctx, cdir, mount if not phase.cold else None, keep=warm_next)
         else:
             t0 = time.monotonic()
             rec = phase.command(ctx)

@@ -12,6 +12,8 @@ it and `experiments.report` turns the measurements into tables and plots.
 * `Compare` - a ratio between two configurations for one phase and metric, with the ratio
               the seed published beside it, the direction the effect must have (`expect`),
               and the reason the model's figure differs from the seed's (`explain`).
+
+Job files (experiments/jobfile.py, `simfs run JOB.toml`) compile to these same objects.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Phase:
     setup: bool = False              # prepares state; measured but not part of the seed's comparison
     after: Callable | None = None    # f(ctx, record) -> dict of extra metrics, run after unmount
     metrics: tuple = ()              # extra metrics shown in the table, e.g. ("extents", "mb_s")
+    cold: bool = True                # mount: remount first (empty caches); False: the previous mount phase's mount
 
 
 @dataclass

@@ -120,6 +120,7 @@ class BlockRequest:
     map_block   physical block of the indirect block holding the pointer (0: the inode)
     prev_phys   physical block of lblk-1, if mapped (0 otherwise)
     is_dir      the inode is a directory
+    size        the file's size in bytes (i_size) when the request is made; 0 if unknown
     """
 
     ino: int
@@ -132,6 +133,7 @@ class BlockRequest:
     map_block: int = 0
     prev_phys: int = 0
     is_dir: bool = False
+    size: int = 0
 
 
 class SpaceView(Protocol):

@@ -107,10 +107,13 @@ class BufferCache:
         self.clock.io("R", blkno, 1, kind, ino)
         return self._load(blkno, 1, kind, ino, 0.0)[0].data
 
-    def read_run(self, blkno: int, count: int, kind: str, ino: int, wait: bool) -> None:
+    def read_run(self, blkno: int, count: int, kind: str, ino: int, wait: bool,
+                 needed: bool | None = None) -> None:
         """Bring a physically contiguous run into the cache with as few requests as possible:
         one per stretch of missing blocks, at most maxio blocks each. Without wait the
-        requests are read-ahead: the caller goes on, a later bread waits for the data."""
+        requests are read-ahead: the caller goes on, a later bread waits for the data.
+        `needed` (default: wait): the blocks are what the caller asked for (cache misses),
+        not read-ahead, even when it does not wait here."""
         i = 0
         while i < count:
             if blkno + i in self.buffers:
@@ -119,7 +122,7 @@ class BufferCache:
             j = i
             while j < count and j - i < self.maxio and blkno + j not in self.buffers:
                 j += 1
-            self.stats.count("cache_misses" if wait else "readahead_blocks", j - i)
+            self.stats.count("cache_misses" if (wait if needed is None else needed) else "readahead_blocks", j - i)
             finish = self.clock.io("R", blkno + i, j - i, kind, ino, wait=wait)
             self._load(blkno + i, j - i, kind, ino, 0.0 if wait else finish)
             i = j
@@ -285,6 +288,12 @@ class BufferCache:
                 return
         raise RuntimeError("soft-updates write-back did not converge")
 
+    def write_now(self, keys: list[int]) -> list[tuple[float, int]]:
+        """Start writing these dirty buffers now without waiting (a page cache's writepage;
+        delayed pages are placed first): contiguous blocks go as one request of at most
+        maxio blocks. Returns (finish time, blocks) per request."""
+        return self._write_back(sorted(k for k in keys if self.is_dirty(k)), wait=False)
+
     def drop_clean(self) -> None:
         """Drop every clean buffer (drop_caches)."""
         for b in [b for b, buf in self.buffers.items() if not buf.dirty]:
@@ -375,9 +384,11 @@ class BufferCache:
         finally:
             self._resolving = False
 
-    def _write_back(self, blknos: list[int], wait: bool) -> None:
+    def _write_back(self, blknos: list[int], wait: bool) -> list[tuple[float, int]]:
         """Write sorted dirty blocks back (in the model): contiguous runs up to maxio blocks
-        become one request. Delayed blocks (negative keys) are placed first."""
+        become one request. Delayed blocks (negative keys) are placed first. Returns
+        (finish time, blocks) per request."""
+        requests = []
         if blknos and blknos[0] < 0:
             placed = self.place([k for k in blknos if k < 0])
             blknos = sorted(b for b in [b for b in blknos if b >= 0] + list(placed.values())
@@ -391,6 +402,7 @@ class BufferCache:
             now = self.clock.now
             carried = [self.deps.start_write(b.blkno, now) for b in run]
             finish = self.clock.io("W", blknos[i], len(run), run[0].kind, run[0].ino, wait=wait)
+            requests.append((finish, len(run)))
             for b, c in zip(run, carried):
                 if c is not None and not self.deps.finish_write(b.blkno, c, finish):
                     # written rolled back: redirtied when the write completes (the buffer goes
@@ -402,3 +414,4 @@ class BufferCache:
                 self.ndirty -= 1
             self.stats.count("blocks_written", len(run))
             i = j
+        return requests

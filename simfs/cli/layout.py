@@ -61,6 +61,9 @@ class BlockMap:
     tops: list = field(default_factory=list)          # names of top-level entries, by code - TOP0
     files: dict = field(default_factory=dict)         # code -> number of files
     runs: dict = field(default_factory=dict)          # code -> number of data runs
+    depth: np.ndarray | None = None       # per inode: depth of the file below / (1: in /)
+    parent: np.ndarray | None = None      # per inode: the directory it was first reached in
+    dirnames: dict = field(default_factory=dict)      # directory inode -> its path
 
 
 def _hex(c: str) -> tuple:
@@ -75,6 +78,14 @@ def file_colour(ino: int) -> tuple:
     import colorsys
     h = (ino * 0.6180339887) % 1.0
     return colorsys.hsv_to_rgb(h, 0.7, 0.85)
+
+
+def depth_colour(depth: int, deepest: int = 8) -> tuple:
+    """Files by depth below / (1: in /) down to `deepest`, light to dark along viridis, so the
+    levels of a tree read as bands and nearby levels as nearby shades."""
+    import matplotlib
+    span = max(deepest - 1, 1)
+    return tuple(matplotlib.colormaps["viridis_r"](0.1 + 0.9 * (min(max(depth, 1), deepest) - 1) / span)[:3])
 
 
 def block_owners(image) -> BlockMap:
@@ -94,7 +105,11 @@ def block_owners(image) -> BlockMap:
                      groups=own.groups, group_starts=own.group_starts, owner=own.kind.astype(np.uint16),
                      ino=own.ino)
 
-        def claim(ino: int, code: int) -> None:
+        m.depth = np.zeros(own.inodes_count + 1, dtype=np.int32)
+        m.parent = np.zeros(own.inodes_count + 1, dtype=np.int64)
+
+        def claim(ino: int, code: int, parent: int = 0, depth: int = 0) -> None:
+            m.parent[ino], m.depth[ino] = parent, depth
             is_dir, runs = inodes[ino]
             if not is_dir:
                 code_of[ino] = code
@@ -102,6 +117,7 @@ def block_owners(image) -> BlockMap:
                 m.runs[code] = m.runs.get(code, 0) + runs
 
         seen = {vol.root_ino}
+        m.dirnames[vol.root_ino] = "/"
         stack = []
         for name, child, _ in vol.readdir(vol.root_ino):
             if name in (b".", b"..") or child in seen:
@@ -110,18 +126,21 @@ def block_owners(image) -> BlockMap:
             if inodes[child][0]:
                 code = min(TOP0 + len(m.tops), MAX_CODES)
                 m.tops.append(os.fsdecode(name))
-                stack.append((child, code))
+                m.parent[child], m.depth[child] = vol.root_ino, 1
+                m.dirnames[child] = "/" + os.fsdecode(name)
+                stack.append((child, code, 1))
             else:
-                claim(child, ROOTFILES)
+                claim(child, ROOTFILES, vol.root_ino, 1)
         while stack:
-            dino, code = stack.pop()
+            dino, code, depth = stack.pop()
             for name, child, _ in vol.readdir(dino):
                 if name in (b".", b"..") or child in seen:
                     continue
                 seen.add(child)
-                claim(child, code)
+                claim(child, code, dino, depth + 1)
                 if inodes[child][0]:
-                    stack.append((child, code))
+                    m.dirnames[child] = m.dirnames[dino] + "/" + os.fsdecode(name)
+                    stack.append((child, code, depth + 1))
         # inodes in use that the walk did not reach (orphans): their blocks are still theirs
         for ino in inodes:
             if ino not in seen and ino >= 11:      # 1..10 are reserved (2, the root, is seen)
@@ -141,6 +160,19 @@ def _palette(m: BlockMap, color_by: str) -> np.ndarray:
     for k in range(len(m.tops)):
         pal[TOP0 + k] = top_colour(k)
     return pal
+
+
+def _short(path: str, n: int = 34) -> str:
+    return path if len(path) <= n else "..." + path[-(n - 3):]
+
+
+def resolve_color_by(m: BlockMap, color_by: str) -> str:
+    """`auto`: by top-level directory when the files are spread over several, else by the
+    directory each file is in (a single untarred tree would otherwise be one colour)."""
+    if color_by != "auto":
+        return color_by
+    used = [c for c in range(TOP0, TOP0 + len(m.tops)) if m.files.get(c)]
+    return "top" if len(used) + bool(m.files.get(ROOTFILES)) >= 3 else "dir"
 
 
 def _choose_width(blocks_per_group: int, k: int, want: int = 256) -> int:
@@ -188,17 +220,25 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
     ncell = -(-span // k)
     rows = -(-ncell // width)
 
+    color_by = resolve_color_by(m, color_by)
     pal = _palette(m, color_by)
     owner = m.owner[lo:hi]
     rgb = np.empty((rows * width * k, 3), dtype=np.float32)
     rgb[:] = np.nan
-    if color_by == "file":
+    if color_by in ("file", "dir", "depth"):
         is_file = (owner == ROOTFILES) | (owner >= TOP0) | ((owner == UNOWNED) & (m.ino[lo:hi] > 0))
         col = pal[np.minimum(owner, len(pal) - 1)]
         inos = m.ino[lo:hi][is_file]
-        uniq, inv = np.unique(inos, return_inverse=True)
-        hues = np.array([file_colour(int(i)) for i in uniq], dtype=np.float32).reshape(-1, 3)
-        col[is_file] = hues[inv]
+        if color_by == "depth":
+            d = m.depth[inos]
+            deepest = int(d.max(initial=1))
+            col[is_file] = np.array([depth_colour(int(x), deepest) for x in range(deepest + 1)],
+                                    dtype=np.float32).reshape(-1, 3)[d]
+        else:
+            keys = inos if color_by == "file" else m.parent[inos]
+            uniq, inv = np.unique(keys, return_inverse=True)
+            hues = np.array([file_colour(int(i)) for i in uniq], dtype=np.float32).reshape(-1, 3)
+            col[is_file] = hues[inv]
         rgb[:span] = col
     else:
         rgb[:span] = pal[np.minimum(owner, len(pal) - 1)]
@@ -212,14 +252,62 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
     cellrgb = cellrgb.reshape(rows, width, 3)
     cellrgb = np.where(np.isnan(cellrgb), np.array(BACKGROUND, dtype=np.float32), cellrgb)
 
+    # legend with counts
+    counts = np.bincount(owner, minlength=len(pal))
+    handles = []
+    order = [FREE, SUPER, BITMAP, ITABLE, DIRS, INDIRECT, XATTR, UNOWNED]
+    for code in order:
+        if counts[code] or code in (FREE, DIRS, INDIRECT):
+            handles.append(Patch(facecolor=pal[code], edgecolor="black", linewidth=0.5,
+                                 label=f"{LABELS[code]}: {counts[code]:,}"))
+    file_blocks = int(counts[ROOTFILES] + counts[TOP0:].sum())
+    if color_by == "file":
+        nfiles = sum(v for c, v in m.files.items() if c != UNOWNED)
+        handles.append(Patch(facecolor=file_colour(7), edgecolor="black", linewidth=0.5,
+                             label=f"file data, one hue per file ({nfiles:,} files): {file_blocks:,}"))
+    elif color_by == "dir":
+        parents = m.parent[m.ino[lo:hi][(owner == ROOTFILES) | (owner >= TOP0)]]
+        dirs, per = np.unique(parents, return_counts=True)
+        handles.append(Patch(facecolor=(1, 1, 1, 0), edgecolor="none",
+                             label=f"file data, one hue per directory ({len(dirs):,} dirs):"))
+        big = np.argsort(-per, kind="stable")[:14]
+        for i in big:
+            handles.append(Patch(facecolor=file_colour(int(dirs[i])), edgecolor="black", linewidth=0.5,
+                                 label=f"{_short(m.dirnames.get(int(dirs[i]), '?'))}: {int(per[i]):,}"))
+        if len(dirs) > len(big):
+            handles.append(Patch(facecolor=(1, 1, 1, 0), edgecolor="none",
+                                 label=f"... {len(dirs) - len(big):,} more: {int(per.sum() - per[big].sum()):,}"))
+    elif color_by == "depth":
+        is_file = (owner == ROOTFILES) | (owner >= TOP0)
+        per = np.bincount(m.depth[m.ino[lo:hi][is_file]], minlength=1)
+        deepest = max(len(per) - 1, 1)
+        for dep in range(1, len(per)):
+            if per[dep]:
+                where = "in /" if dep == 1 else f"{dep - 1} dir{'s' if dep > 2 else ''} below /"
+                handles.append(Patch(facecolor=depth_colour(dep, deepest), edgecolor="black", linewidth=0.5,
+                                     label=f"files at depth {dep} ({where}): {int(per[dep]):,}"))
+    else:
+        if counts[ROOTFILES]:
+            handles.append(Patch(facecolor=pal[ROOTFILES], edgecolor="black", linewidth=0.5,
+                                 label=f"{LABELS[ROOTFILES]}: {counts[ROOTFILES]:,}"))
+        tops = sorted(range(len(m.tops)), key=lambda i: -counts[TOP0 + i])
+        shown = [i for i in tops if counts[TOP0 + i]][:16]
+        for i in shown:
+            handles.append(Patch(facecolor=pal[TOP0 + i], edgecolor="black", linewidth=0.5,
+                                 label=f"/{m.tops[i][:28]}: {counts[TOP0 + i]:,}"))
+        rest = [i for i in tops if counts[TOP0 + i] and i not in shown]
+        if rest:
+            handles.append(Patch(facecolor=(1, 1, 1, 0), edgecolor="none",
+                                 label=f"... {len(rest)} more top-level dirs: "
+                                       f"{int(sum(counts[TOP0 + i] for i in rest)):,}"))
     # size: cells square, the map about 1000 px wide
     px = max(1, min(12, 1000 // width))
     map_w, map_h = width * px, max(rows * px, 60)
-    legend_w = 330
+    legend_w = 420
     fig_w = (map_w + legend_w + 110) / dpi
-    fig_h = (map_h + 150) / dpi
+    fig_h = max(map_h + 150, 21 * len(handles) + 120) / dpi
     fig = plt.figure(figsize=(fig_w, fig_h), dpi=dpi)
-    ax = fig.add_axes([90 / dpi / fig_w, 60 / dpi / fig_h, map_w / dpi / fig_w, map_h / dpi / fig_h])
+    ax = fig.add_axes([90 / dpi / fig_w, (fig_h * dpi - 90 - map_h) / dpi / fig_h, map_w / dpi / fig_w, map_h / dpi / fig_h])
     ax.imshow(cellrgb, interpolation="nearest", aspect="auto",
               extent=(-0.5, width - 0.5, rows - 0.5, -0.5))
 
@@ -244,56 +332,45 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
             ticks.append(r)
             labels.append(f"group {g}")
     ax.set_yticks(ticks)
-    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_yticklabels(labels, fontsize=10)
     ax.set_xticks([])
     ax.set_xlim(-0.5, width - 0.5)
     ax.set_ylim(rows - 0.5, -0.5)
     bs = m.block_size
     ax.set_xlabel(f"blocks {lo:,}..{hi - 1:,} in order, left to right, {width} cells per row; "
-                  f"1 cell = {k} block{'s' if k > 1 else ''} of {bs // 1024} KiB", fontsize=9)
+                  f"1 cell = {k} block{'s' if k > 1 else ''} of {bs // 1024} KiB", fontsize=11)
 
-    # legend with counts
-    counts = np.bincount(owner, minlength=len(pal))
-    handles = []
-    order = [FREE, SUPER, BITMAP, ITABLE, DIRS, INDIRECT, XATTR, UNOWNED]
-    for code in order:
-        if counts[code] or code in (FREE, DIRS, INDIRECT):
-            handles.append(Patch(facecolor=pal[code], edgecolor="black", linewidth=0.5,
-                                 label=f"{LABELS[code]}: {counts[code]:,}"))
-    if color_by == "file":
-        nfiles = sum(v for c, v in m.files.items() if c != UNOWNED)
-        handles.append(Patch(facecolor=file_colour(7), edgecolor="black", linewidth=0.5,
-                             label=f"file data, one hue per file ({nfiles:,} files): "
-                                   f"{int(counts[ROOTFILES] + counts[TOP0:].sum()):,}"))
-    else:
-        if counts[ROOTFILES]:
-            handles.append(Patch(facecolor=pal[ROOTFILES], edgecolor="black", linewidth=0.5,
-                                 label=f"{LABELS[ROOTFILES]}: {counts[ROOTFILES]:,}"))
-        tops = sorted(range(len(m.tops)), key=lambda i: -counts[TOP0 + i])
-        shown = [i for i in tops if counts[TOP0 + i]][:16]
-        for i in shown:
-            handles.append(Patch(facecolor=pal[TOP0 + i], edgecolor="black", linewidth=0.5,
-                                 label=f"/{m.tops[i][:28]}: {counts[TOP0 + i]:,}"))
-        rest = [i for i in tops if counts[TOP0 + i] and i not in shown]
-        if rest:
-            handles.append(Patch(facecolor=(1, 1, 1, 0), edgecolor="none",
-                                 label=f"... {len(rest)} more top-level dirs: "
-                                       f"{int(sum(counts[TOP0 + i] for i in rest)):,}"))
-    fig.legend(handles=handles, loc="upper left", fontsize=8, title="blocks by owner",
-               title_fontsize=9, frameon=False,
+    fig.legend(handles=handles, loc="upper left", fontsize=10, title="blocks by owner",
+               title_fontsize=11, frameon=False,
                bbox_to_anchor=((90 + map_w + 15) / dpi / fig_w, 1 - 60 / dpi / fig_h))
     name = os.path.basename(m.image)
     where = f"group {group}" if group is not None else (
         f"blocks {lo:,}..{hi - 1:,}" if blocks is not None else f"{m.groups} groups")
     head = f"{name}: {title}" if title else name
-    fig.suptitle(head, x=90 / dpi / fig_w, ha="left", y=1 - 12 / dpi / fig_h, va="top", fontsize=12)
-    fig.text(90 / dpi / fig_w, 1 - 38 / dpi / fig_h,
+    fig.suptitle(head, x=90 / dpi / fig_w, ha="left", y=1 - 12 / dpi / fig_h, va="top", fontsize=14)
+    fig.text(90 / dpi / fig_w, 1 - 42 / dpi / fig_h,
              f"{m.blocks_count:,} blocks of {bs} bytes, {m.groups} groups of {m.blocks_per_group:,}; "
-             f"showing {where}", fontsize=9, va="top")
+             f"showing {where}", fontsize=11, va="top")
     fig.savefig(out, dpi=dpi)
     plt.close(fig)
     return {"first": lo, "end": hi, "cells_per_block": k, "width": width, "rows": rows,
             "counts": {int(c): int(v) for c, v in enumerate(counts) if v}}
+
+
+def summary_json(m: BlockMap, info: dict | None = None) -> dict:
+    """What format_summary prints, as one JSON-able document (`simfs layout --json`)."""
+    counts = np.bincount(m.owner, minlength=TOP0 + len(m.tops))
+    fixed = {LABELS[c]: int(counts[c]) for c in (FREE, SUPER, BITMAP, ITABLE, DIRS, INDIRECT, XATTR, UNOWNED)}
+    tops = [{"dir": lab, "blocks": int(counts[c]), "files": int(m.files.get(c, 0)),
+             "runs": int(m.runs.get(c, 0))}
+            for lab, c in [("/", ROOTFILES)] + [("/" + t, TOP0 + i) for i, t in enumerate(m.tops)]
+            if m.files.get(c) or counts[c]]
+    doc = {"image": m.image, "block_size": m.block_size, "blocks": m.blocks_count, "groups": m.groups,
+           "blocks_per_group": m.blocks_per_group, "by_owner": fixed,
+           "file_data": int(counts[ROOTFILES] + counts[TOP0:].sum()), "by_top_level_dir": tops}
+    if info:
+        doc["drawn"] = {k: v for k, v in info.items() if k != "counts"}
+    return doc
 
 
 def format_summary(m: BlockMap, info: dict | None = None) -> str:
@@ -333,17 +410,23 @@ def register(subparsers) -> None:
         epilog="examples:\n  simfs layout disk.img -o map.png\n"
                "  simfs layout disk.img -o g0.png --group 0 --title 'ext2fs-2010, tar x'\n"
                "  simfs layout disk.img -o map.png --width 512 --color-by file\n"
-               "  simfs layout disk.img -o part.png --blocks 0:20000")
+               "  simfs layout disk.img -o part.png --blocks 0:20000 --color-by depth\n"
+               "  simfs layout disk.img --json | jq .by_owner")
     p.add_argument("image", metavar="IMAGE")
-    p.add_argument("-o", "--output", required=True, metavar="PNG")
+    p.add_argument("-o", "--output", default=None, metavar="PNG", help="the map to write (optional with --json)")
+    p.add_argument("--json", action="store_true",
+                   help="print blocks by owner and per top-level directory as JSON (no text summary)")
     p.add_argument("--width", type=int, default=None, help="cells per row (default 256, or a divisor "
                                                           "of the group size near it)")
     p.add_argument("--group", type=int, default=None, metavar="N", help="draw only group N, one cell per block")
     p.add_argument("--blocks", default=None, metavar="FIRST:END", help="draw only blocks FIRST..END-1")
     p.add_argument("--cells", type=int, default=None, metavar="K",
                    help="blocks per cell (default: as few as keep the map under ~1000 rows)")
-    p.add_argument("--color-by", choices=("top", "file"), default="top",
-                   help="files coloured by top-level directory (default) or one hue per file")
+    p.add_argument("--color-by", choices=("auto", "top", "dir", "depth", "file"), default="auto",
+                   help="file data coloured by top-level directory (top), by the directory the file "
+                        "is in (dir: the biggest are named in the legend), by depth below / (depth), "
+                        "one hue per file (file); auto (default): top when the files are spread over "
+                        "3 or more top-level entries, else dir")
     p.add_argument("--title", default=None, help="title (e.g. the allocator: it is not stored in the image)")
     p.add_argument("--dpi", type=int, default=100)
     p.set_defaults(func=cmd_layout)
@@ -366,6 +449,13 @@ def cmd_layout(a) -> int:
         m = block_owners(a.image)
     except ImageError as e:
         return fail(str(e), "layout")
+    info = None
+    if a.output is None:
+        if a.json:
+            import json
+            print(json.dumps(summary_json(m), indent=1))
+            return 0
+        return fail("-o PNG is required (or --json for the figures alone)", "layout")
     try:
         info = draw(m, a.output, width=a.width, group=a.group, blocks=rng, cells=a.cells,
                            color_by=a.color_by, title=a.title, dpi=a.dpi)
@@ -373,6 +463,12 @@ def cmd_layout(a) -> int:
         return fail(str(e), "layout")
     except OSError as e:
         return fail(f"cannot write {a.output}: {e.strerror or e}", "layout")
+    if a.json:
+        import json
+        doc = summary_json(m, info)
+        doc["output"] = a.output
+        print(json.dumps(doc, indent=1))
+        return 0
     print(format_summary(m, info))
     print(f"map written to {a.output}")
     return 0

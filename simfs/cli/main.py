@@ -28,7 +28,8 @@ from simfs.cli.common import EXIT_USAGE, Fmt
 GROUP = "simfs.commands"
 
 # `simfs --help` order: simfs's own command modules, and at "*" the commands of the group
-COMMANDS = ("mkfs", "mount", "ctl", "fsck", "stats", "replay", "verb", "disks", "policies", "frag", "layout", "helper", "*",
+COMMANDS = ("mkfs", "mount", "ctl", "fsck", "stats", "compare", "replay", "verb", "disks", "policies", "frag",
+            "layout", "helper", "*",
             "plot")
 
 

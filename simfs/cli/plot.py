@@ -1,10 +1,14 @@
 """`simfs plot`: seekwatcher-style panels of request traces (`-o trace=PATH`) on one time axis.
 
-    simfs plot TRACE [TRACE...] -o out.png [--label A --label B ...] [--title TEXT]
+    simfs plot TRACE [TRACE...] -o out.png [--label A --label B ...] [--title TEXT] [--phase NAME...]
+    simfs plot TRACE --phase NAME --movie head.gif|head.mp4
 
-Draws (simfs.cli.seekplot.plot_traces) disk offset vs simulated time, MB/s, seeks/s and IO/s, and
-prints seekwatcher's summary per trace: run time, requests, MB, avg MB/s, avg IO/s, avg
-seeks/s (a seek: more than 128 sectors between one request's end and the next one's start).
+Draws (simfs.cli.seekplot) disk offset vs simulated time (reads and writes in distinct colours),
+MB/s, seeks/s and IO/s, and prints seekwatcher's summary per trace: run time, requests, MB, avg
+MB/s, avg IO/s, avg seeks/s (a seek: more than 128 sectors between one request's end and the
+next one's start). `--phase` cuts phases out of the traces, each from its own t = 0; without it
+a trace's phase boundaries are drawn as dashed lines. `--movie` animates one trace (or phase):
+GIF with Pillow (comes with matplotlib), MP4 only where ffmpeg is installed.
 The top-level parser (simfs/cli/main.py) calls `register(subparsers)`. Bad input (a missing file,
 a file that is not a simfs trace, a label count that does not match): one line, exit 2.
 """
@@ -25,15 +29,28 @@ def register(subparsers) -> argparse.ArgumentParser:
                     "request (reads and writes), throughput (MB/s), seeks per second and IO/s, "
                     "each a rolling average over run-length/25. Prints a summary per trace.",
         epilog="examples:\n"
-               "  simfs mount disk.img /mnt/sim -o trace=/tmp/unpack.csv\n"
-               "  tar xf src.tar -C /mnt/sim && simfs umount /mnt/sim\n"
-               "  simfs plot /tmp/unpack.csv -o unpack.png\n"
+               "  simfs mount disk.img /mnt/sim -o trace=/tmp/all.csv\n"
+               "  echo unpack > /mnt/sim/.simfs/mark && tar xf src.tar -C /mnt/sim\n"
+               "  echo 1 > /mnt/sim/.simfs/drop_caches && echo readback > /mnt/sim/.simfs/mark\n"
+               "  tar cf /dev/zero -C /mnt/sim . && simfs umount /mnt/sim\n"
+               "  simfs plot /tmp/all.csv -o all.png          # phases as dashed lines\n"
+               "  simfs plot /tmp/all.csv --phase unpack --phase readback -o phases.png\n"
+               "  simfs plot /tmp/all.csv --phase readback --movie head.gif\n"
+               "  simfs plot /tmp/all.csv --phase readback --json\n"
                "  simfs plot a.csv b.csv -o ab.png --label first-free --label cg-2010 --title 'tar xf'")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace CSV files")
-    p.add_argument("-o", "--output", required=True, metavar="PNG", help="the picture to write")
+    p.add_argument("-o", "--output", default=None, metavar="PNG",
+                   help="the picture to write (needed unless --movie or --json)")
     p.add_argument("--label", "-l", action="append", default=None,
                    help="legend label of each trace, in order (default: the file names)")
     p.add_argument("--title", "-t", default=None, help="title of the top panel (default: Disk IO)")
+    p.add_argument("--phase", "-p", action="append", default=None, metavar="NAME",
+                   help="only this phase (a name given to `echo NAME > MNT/.simfs/mark`), its time from "
+                        "the phase's first request; repeat for several phases side by side")
+    p.add_argument("--movie", default=None, metavar="OUT.gif|OUT.mp4",
+                   help="animate the head over the disk (one trace, at most one phase): GIF, or MP4 with ffmpeg")
+    p.add_argument("--frames", type=int, default=80, help="movie frames (default 80, at 8 per second)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     p.set_defaults(func=cmd_plot)
     return p
 
@@ -93,26 +110,80 @@ def print_summary(summaries: list[dict], file=None) -> None:
             print("  ".join("-" * w for w in widths), file=file)
 
 
+def _check_out(path: str, what: str) -> str | None:
+    out_dir = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(out_dir):
+        return f"cannot write {path}: directory {out_dir} does not exist"
+    if os.path.isdir(path):
+        return f"cannot write {path}: is a directory"
+    return None
+
+
 def cmd_plot(a) -> int:
+    import json
     for path in a.traces:
         why = check_trace(path)
         if why:
             return _fail(why)
     if a.label is not None and len(a.label) != len(a.traces):
         return _fail(f"{len(a.label)} --label for {len(a.traces)} traces; give one label per trace or none")
-    out_dir = os.path.dirname(os.path.abspath(a.output))
-    if not os.path.isdir(out_dir):
-        return _fail(f"cannot write {a.output}: directory {out_dir} does not exist")
-    if os.path.isdir(a.output):
-        return _fail(f"cannot write {a.output}: is a directory")
+    if a.output is None and a.movie is None and not a.json:
+        return _fail("say where to draw: -o PNG, --movie OUT.gif, or --json for the summary alone")
+    for path, what in ((a.output, "-o"), (a.movie, "--movie")):
+        why = path and _check_out(path, what)
+        if why:
+            return _fail(why)
+    if a.movie:
+        import shutil
+        ext = os.path.splitext(a.movie)[1].lower()
+        if ext not in (".gif", ".mp4"):
+            return _fail(f"--movie {a.movie}: write a .gif (Pillow) or an .mp4 (ffmpeg)")
+        if ext == ".mp4" and shutil.which("ffmpeg") is None:
+            return _fail("--movie .mp4 needs ffmpeg, which is not installed (apt-get install ffmpeg); "
+                         "or write a .gif")
+        if len(a.traces) != 1 or (a.phase and len(a.phase) > 1):
+            return _fail("--movie animates one trace and at most one --phase")
+        if a.frames < 2:
+            return _fail("--frames must be at least 2")
     labels = a.label or [os.path.basename(p) for p in a.traces]
-    from simfs.cli.seekplot import plot_traces
+    from simfs.blockio.trace import read_trace
+    from simfs.cli.seekplot import movie, phase_series, phases_of, plot_series, boundaries
     try:
-        summaries = plot_traces(list(a.traces), a.output, labels=labels, title=a.title)
+        traces = [read_trace(p) for p in a.traces]
     except ValueError as e:       # a row that does not parse
         return _fail(f"bad trace: {e}")
+    series = []
+    for path, label, cols in zip(a.traces, labels, traces):
+        have = phases_of(cols)
+        for ph in a.phase or [None]:
+            if ph is not None and ph not in have:
+                return _fail(f"{path}: no phase {ph!r}; its phases: {', '.join(have) or 'none (empty trace)'}")
+            name = label if ph is None or len(a.phase) == 1 else (ph if len(a.traces) == 1 else f"{label} {ph}")
+            series.append((name, phase_series(cols, ph)))
+    marks = None
+    if not a.phase and len(series) == 1 and len(set(series[0][1]["phase"])) > 1:
+        marks = boundaries(series[0][1])
+    title = a.title
+    if title is None and a.phase:
+        title = "Disk IO: " + ", ".join(a.phase)
+    summaries = None
+    try:
+        if a.output:
+            summaries = plot_series(series, a.output, title=title, marks=marks, phase_origin=bool(a.phase))
+        if a.movie:
+            if not len(series[0][1]["start"]):
+                return _fail(f"{a.traces[0]}: no requests to animate")
+            movie(series[0][1], a.movie, title=title or f"{labels[0]}: the head over the disk", frames=a.frames)
     except OSError as e:
-        return _fail(f"cannot write {a.output}: {e.strerror}")
-    print_summary(summaries)
-    print(f"wrote {a.output}")
+        return _fail(f"cannot write {e.filename or a.output}: {e.strerror}")
+    if summaries is None:
+        from simfs.cli.seekplot import summarize
+        summaries = [summarize(name, cols) for name, cols in series]
+    if a.json:
+        print(json.dumps(summaries, indent=1))
+    else:
+        print_summary(summaries)
+        for p in (a.output, a.movie):
+            if p:
+                print(f"wrote {p}")
     return 0

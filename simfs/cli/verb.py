@@ -45,14 +45,22 @@ VERBS = {
             ("--count", dict(type=int, default=0, help="blocks to read (0: all)")),
             ("--skip", dict(type=int, default=0, help="blocks to skip first"))]),
     "cat": ("read one file as cat does", "cat MNT/PATH > /dev/null", []),
-    "mmap-fill": ("fill a new file with random 4 KiB pwrites as seed 004's alloctest does "
-                  "(its --pwrite variant: the mapping's own order depends on the host)",
+    "mmap-fill": ("fill a new file page by page in seed 004's alloctest order: 4 KiB pwrites "
+                  "(--writes pwrite, as mmap_writer.py --pwrite), or stores through a shared mapping "
+                  "written back by the modelled system's page cache (--writes mmap, --pagecache)",
                   "python3 tests/tools/mmap_writer.py MNT/PATH SIZE --pwrite",
                   [("--size", dict(type=_size, default=64 << 20, help="file size (default 64M)")),
                    ("--order", dict(choices=("alloctest", "shuffled", "sequential"), default="alloctest",
                                     help="page order: alloctest's (i + 23) * 1000000007 mod pages, "
                                          "a seeded shuffle, or sequential")),
-                   ("--seed", dict(type=int, default=0, help="the shuffle's seed"))]),
+                   ("--seed", dict(type=int, default=0, help="the shuffle's seed")),
+                   ("--writes", dict(choices=("pwrite", "mmap"), default="pwrite",
+                                     help="pwrite (default), or mmap: MAP_SHARED stores + msync, the "
+                                          "pages written back as the modelled kernel would")),
+                   ("--pagecache", dict(default="linux-2.6.29", metavar="MODEL[,key=value...]",
+                                        help="with --writes mmap: the page-cache model and overrides "
+                                             "(ram=6G, dirty_ratio=10, dirty_background_ratio=5, ...; "
+                                             "README: Page-cache write-back)"))]),
 }
 
 

@@ -116,7 +116,7 @@ class DelayedAllocation:
                     while j < len(lblks) and lblks[j] == lblks[j - 1] + 1 and j - i < self.placement.max_run:
                         j += 1
                     first = lblks[i]
-                    req = self.placement.request(inode, first,
+                    req = self.placement.request(inode, first, size=inode.size,
                                                  prev_phys=self.filemap.bmap(inode, first - 1) if first else 0)
                     blocks = self.placement.allocate_run(inode, req, j - i)
                     for phys in blocks:   # all at once: an indirect block mapped below must go elsewhere

@@ -13,6 +13,8 @@ from simfs.blockio.cache import vkey
 from simfs.errors import FSError
 from simfs.fs.operation import operation
 
+PAGE_SIZE = 4096      # the page a page cache writes back (simfs.engine.pagecache)
+
 
 def starts_map(filemap, lblk: int) -> bool:
     """Whether lblk is the first block its map block maps (12, 12 + p, ...): a block-map
@@ -88,8 +90,11 @@ class FileIO:
 
     def _read_runs(self, inode, first: int, last: int, phys: list[int], i: int) -> None:
         """Request phys[i:] (blocks first + i ...) as physically contiguous runs of at most maxio;
-        blocks past `last` are read-ahead (not waited for)."""
+        blocks past `last` are read-ahead (not waited for). With `read_batch` every run goes
+        at once in sector order and nobody waits here: read() waits for each block as it
+        copies it (the buffers' ready times)."""
         maxio = self.cache.maxio
+        runs = []
         while i < len(phys):
             if not phys[i]:
                 i += 1
@@ -97,8 +102,14 @@ class FileIO:
             j = i + 1
             while j < len(phys) and phys[j] == phys[j - 1] + 1 and j - i < maxio:
                 j += 1
-            self.cache.read_run(phys[i], j - i, "data", inode.ino, wait=first + i <= last)
+            runs.append((phys[i], j - i, first + i <= last))
             i = j
+        if self.options.read_batch:
+            for p, n, needed in sorted(runs):
+                self.cache.read_run(p, n, "data", inode.ino, wait=False, needed=needed)
+            return
+        for p, n, needed in runs:
+            self.cache.read_run(p, n, "data", inode.ino, wait=needed)
 
     @operation
     def write(self, ino: int, offset: int, data: bytes) -> int:
@@ -145,6 +156,27 @@ class FileIO:
         self._finish_write(inode, offset, done)
         self._count("bytes_written", done)
         return done
+
+    @operation
+    def writepages(self, ino: int, pages: list[int], data: bytes | None = None) -> list[tuple[float, int]]:
+        """A page cache writes these 4 KiB pages of the file back now (writepage): holes get
+        their blocks here, in the order given, as the write that dirtied them would have; the
+        requests start without waiting. `data` is every page's contents (zeros if None).
+        Returns (finish time, blocks) per request. Used by simfs.engine.pagecache."""
+        inode = self._inode(ino)
+        bs = self.block_size
+        page = data if data is not None else bytes(PAGE_SIZE)
+        keys = []
+        for index in pages:
+            off = index * PAGE_SIZE
+            n = min(PAGE_SIZE, inode.size - off)     # write-back stops at the file's size
+            if n <= 0:
+                continue
+            FileIO.write.__wrapped__(self, ino, off, page[:n])
+            for lblk in range(off // bs, (off + n - 1) // bs + 1):
+                phys = self.filemap.bmap(inode, lblk)
+                keys.append(phys if phys else vkey(ino, lblk))
+        return [(finish, max(1, n * bs // PAGE_SIZE)) for finish, n in self.cache.write_now(sorted(set(keys)))]
 
     def _cluster_write(self, inode, lblk: int, phys: int) -> int:
         """FFS cluster_write: a block appended out of line with its predecessor offers the

@@ -31,6 +31,10 @@ class VolumeOptions:
     read_only: bool = False
     commit: float = 5.0                  # real seconds the image may trail what was written
     force: bool = False                  # mount read-write although not cleanly unmounted
+    read_batch: bool = field(default=False, metadata={"help": (
+        "submit a file read's whole window (the blocks asked for and the read-ahead) at once, in "
+        "sector order, as Linux's mpage_readpages under a plug and its elevator do; off: one "
+        "request after another in file order, waiting for those asked for (FreeBSD's cluster_read)")})
     dataless: bool = field(default=False, metadata={"help": (
         "file data is charged and accounted but not stored: it reads as zeros, the image "
         "keeps only metadata (README: Data-less images)")})

@@ -19,7 +19,7 @@ ALLOWED = {
     "simfs.ondisk": {"simfs.errors"},
     "simfs.blockio": {"simfs.errors", "simfs.ondisk", "policies"},
     "simfs.fs": {"simfs.errors", "simfs.units", "simfs.ondisk", "simfs.blockio", "policies", "disk_models"},
-    "simfs.engine": {"simfs.errors", "simfs.ondisk", "simfs.blockio", "simfs.fs", "disk_models"},
+    "simfs.engine": {"simfs.errors", "simfs.units", "simfs.ondisk", "simfs.blockio", "simfs.fs", "disk_models"},
     "simfs.fuse": {"simfs", "simfs.errors", "simfs.units", "simfs.ondisk", "simfs.fs", "simfs.blockio",
                    "policies", "disk_models"},
     "simfs.cli": {"simfs", "simfs.errors", "simfs.units", "simfs.plugins", "simfs.ondisk", "simfs.blockio",

@@ -399,6 +399,7 @@ def test_presets_name_their_model_and_the_4k_rule_is_kept():
 class _Geo:
     def __init__(self, blocks, per_group):
         self.blocks_count, self.first_data_block, self.blocks_per_group = blocks, 0, per_group
+        self.block_size = 4096
         self.groups = -(-blocks // per_group)
 
     def group_start(self, g):
@@ -466,7 +467,7 @@ def test_delayed_allocation_reads_the_maps_only_and_places_as_before(seed):
     space = _Space(used, 1024)
     before = used.copy()
     state = DelayedState()
-    for lblk, count in ((0, 40), (40, 300), (1000, 7), (340, 200)):
+    for lblk, count in ((0, 40), (40, 100), (230, 7), (140, 60)):      # a file of <= 1 MiB
         req = BlockRequest(ino=12, inode_group=seed % 4, lblk=lblk)
         want = _old_allocate_run(space, req, state, count)
         got = Delayed().allocate_run(space, req, state, count)     # would raise on any write

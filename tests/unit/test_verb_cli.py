@@ -71,6 +71,8 @@ def test_unpack_from_a_tarball_equals_from_the_directory(setup, capsys, tmp_path
     (["unpack", "{img}", "x", "--from", "{tmp}/missing"], "missing does not exist"),
     (["unpack", "{img}", "x", "--from", "{img}"], "neither a directory nor a tar archive"),
     (["cp-a", "{img}", "x", "--to", "y"], "cp-a x: No such file or directory"),
+    (["mmap-fill", "{img}", "f", "--writes", "mmap", "--pagecache", "linux-9"], "unknown page-cache model"),
+    (["mmap-fill", "{img}", "f", "--writes", "mmap", "--pagecache", "linux-2.6.29,ram=lots"], "bad value"),
 ])
 def test_bad_input_is_one_line_and_status_2(setup, capsys, tmp_path, argv, message):
     _, img = setup

@@ -36,14 +36,17 @@ def split(path: str) -> list[bytes]:
     return [os.fsencode(p) for p in path.split("/") if p and p != "."]
 
 
-def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, **params) -> dict:
+def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark: str = "",
+        **params) -> dict:
     """Open IMAGE cold with VolumeOptions `options`, run `verb` on `where` as one mount would
     (the volume closed as an unmount closes it: the write-back the verb left is included), and
     return {"result": what the verb reports, "time": the statistics -o stats= would hold,
     "counters": totals, "sim_cmd": simulated seconds from the tool's start to its end, without
     the set-up and the unmount's write-back (what the experiments time for phases without
     drain)}. `mkdir`: first `mkdir -p MNT/where` on the same mount, as the experiments prepare
-    an unpack. FSError from the verb propagates after the volume is closed."""
+    an unpack. `mark`: the statistics phase (and trace rows) the verb's work is recorded under,
+    as `simfs ctl MNT mark NAME` before a tool. FSError from the verb propagates after the
+    volume is closed."""
     from simfs.engine.kernel import Kernel
     from simfs.fs.volume import Volume
 
@@ -54,6 +57,8 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, **pa
         k.mount()
         if mkdir:
             _mkdir_p(k, split(where))
+        if mark:
+            vol.mark(mark)
         start = vol.clock.now
         result = fn(k, split(where), **params)
         sim_cmd = vol.clock.now - start

@@ -1,5 +1,5 @@
-"""Seed 004's random fill, `tests/tools/mmap_writer.py FILE SIZE --pwrite` (exact), and why the
-mapping variant (without --pwrite) is not reproduced.
+"""Seed 004's random fill: `tests/tools/mmap_writer.py FILE SIZE --pwrite` (exact), and the
+shared-mapping variant with the modelled system's page cache (`writes="mmap"`).
 
 The pwrite variant, as the mounted run's op log shows it: open(FILE, O_RDWR|O_CREAT, 0666)
 (a new file: the create path of Kernel.create, mode 0644 under umask 022; an existing one: a
@@ -8,26 +8,22 @@ then SETATTR size), one pwrite per 4 KiB page in alloctest's order, page (i + 23
 1000000007 % npages (or shuffled by --seed, or sequential; each a GETXATTR and a 4 KiB WRITE:
 no write-back cache, so every pwrite goes through at once), fsync, close (RELEASE).
 
-The mapping variant cannot be matched by an in-process verb. Its stores dirty pages in the
-HOST's page cache; FUSE sends them as WRITEs only when the host writes them back, and that is
-decided by the host kernel, not by the tool: the flusher threads and vm.dirty_* thresholds
-(background write-back starts at dirty_background_ratio of the host's free memory, or after
-dirty_expire_centisecs), memory pressure (reclaim writes pages back one by one, in LRU order),
-and finally msync, which writes back what is still dirty in file-offset order, gathered into
-WRITEs of up to max_pages (256 pages with libfuse 3: 1 MiB). The faults add READs the tool
-never asks for: the first store to a page not cached reads it, with mmap read-around (a
-32-page window centred on the fault, dropped after MMAP_LOTSAMISS misses), in the fill's
-random order. Measured on this machine (24 GiB, vm.dirty_ratio 20, cold mount, alloc=ext2,
-dirorder=hash, sas10k, empty image): a 16 MiB fill stayed dirty until msync and became 16
-WRITEs of 1 MiB in offset order after 151 READs of the holes: 0.186 s simulated, 135 disk
-writes; the pwrite variant (this verb, and mmap_writer.py --pwrite on the mount, identical)
-is 4096 WRITEs of 4 KiB in alloctest order: 0.246 s, 140 disk writes (+32% time). On a host
-with less memory or lower dirty limits the mapping run sends earlier, smaller WRITEs in fault
-order, with other allocation and another time, so no host-independent verb can match it; the seed's
-mapping figures need the mount (or an op log of it, `simfs replay`).
+The mapping variant (`writes="mmap"`): the same open and ftruncate, then every page dirtied in
+the same order in the modelled system's page cache (simfs.engine.pagecache: Linux 2.6.29's
+write-back, `pagecache=` its parameters), which decides when each page reaches the file system
+(Volume.writepages) and so where it is allocated; then msync(MS_SYNC) (every page still dirty,
+from page 0, and the wait for the media) and close. Reported: the time to touch every page and
+msync's, as alloctest prints them, and how many pages each writer wrote back.
+
+Why not the host's mapping: on a mount, the stores dirty pages in the HOST's page cache and
+FUSE sends them only when the host writes them back - its flusher, vm.dirty_* thresholds and
+free memory decide, and msync sends what is left in offset order (a 16 MiB fill on this
+24 GiB machine stayed dirty until msync: 16 WRITEs of 1 MiB). So a mounted run's layout is the
+host's, not the simulated system's; the mapping variant has no mounted counterpart to be
+checked against, and needs none: nothing in it depends on the host.
 
 Parameters: `size` (bytes), `order` ("alloctest", "shuffled", "sequential"), `seed`,
-`mode` (the file mode, 0o666 & ~umask).
+`mode` (the file mode, 0o666 & ~umask), `writes` ("pwrite" or "mmap"), `pagecache` (the model, for mmap).
 """
 
 from __future__ import annotations
@@ -36,6 +32,7 @@ import errno
 import random
 
 from simfs.errors import FSError
+from simfs.engine.pagecache import PageWriteback, WritebackParams
 
 PAGE = 4096
 
@@ -52,7 +49,7 @@ def page_order(npages: int, order: str = "alloctest", seed: int = 0):
 
 
 def run(k, where: list[bytes], size: int = 64 << 20, order: str = "alloctest", seed: int = 0,
-        mode: int = 0o644, **_) -> dict:
+        mode: int = 0o644, writes: str = "pwrite", pagecache: str = "linux-2.6.29", **_) -> dict:
     try:
         f = k.create(k.root, where, mode)
         created = True
@@ -63,6 +60,8 @@ def run(k, where: list[bytes], size: int = 64 << 20, order: str = "alloctest", s
         created = False
     k.ftruncate(f, size)
     npages = (size + PAGE - 1) // PAGE
+    if writes == "mmap":
+        return {"created": created, "pages": npages, **_fill_mapping(k, f, npages, order, seed, pagecache)}
     page = bytes(PAGE)
     written = 0
     for p in page_order(npages, order, seed):
@@ -71,3 +70,18 @@ def run(k, where: list[bytes], size: int = 64 << 20, order: str = "alloctest", s
     k.vol.fsync(f.ino)
     k.close(f)
     return {"created": created, "pages": npages, "bytes": written}
+
+
+def _fill_mapping(k, f, npages: int, order: str, seed: int, spec: str) -> dict:
+    """Stores into every page through the modelled page cache, msync(MS_SYNC), close."""
+    vol = k.vol
+    pc = PageWriteback(vol.clock, vol.writepages, WritebackParams.parse(spec))
+    t0 = vol.clock.now
+    for p in page_order(npages, order, seed):
+        pc.dirty(f.ino, p, npages)
+    t1 = vol.clock.now
+    pc.sync_file(f.ino)
+    vol.fsync(f.ino)
+    t2 = vol.clock.now
+    k.close(f)
+    return {"bytes": npages * PAGE, "touch_s": t1 - t0, "msync_s": t2 - t1, **pc.counts}

@@ -1,0 +1,250 @@
+"""`simfs run JOB.toml [--quick] [--out DIR] [--resume DIR] [--workers N | --scheduler ADDRESS]`.
+
+`register(subparsers)` is the entry point `run` of the group `simfs.commands` (setup.cfg);
+`python -m experiments.jobcli JOB.toml ...` is the same command before the package is
+re-installed. The job file is checked whole before anything runs (bad input: one line
+`JOB.toml:LINE: ...`, exit status 2, nothing mounted); see experiments/jobfile.py for the
+format and experiments/jobrun.py for how tasks run and results are kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EXAMPLES = """examples:
+  simfs run examples/jobs/alloc-ab.toml --quick             # seconds: a tiny generated tree
+  simfs run examples/jobs/alloc-ab.toml --source ~/src/linux --out results/linux-ab
+  simfs run experiments/jobs/seed001.toml --quick --workers 2   # 2 Dask worker processes
+  simfs run examples/jobs/dirorder-ab.toml --scheduler tcp://10.0.0.5:8786
+  simfs run examples/jobs/alloc-ab.toml --resume results/linux-ab   # only what is missing
+  simfs compare results/a/results.json results/b/results.json
+
+exit status: 0 every configuration finished; 1 some failed (the summary says which and why;
+the others' results are kept); 2 bad input; 130 interrupted (finished results kept: --resume).
+"""
+
+
+DESCRIPTION = ("Run a job file (TOML): a workload, a matrix of configurations (mkfs geometry and mount "
+               "options), phases (a shell command in the mount or an in-process verb, cold or not, with or "
+               "without the write-back they leave) and the ratios to report. Each configuration gets a "
+               "fresh image. Writes results.json, results.csv, table.md and PNG plots, and every finished "
+               "configuration to DIR/configs/ as it finishes. The format: README, \"Compare two policies "
+               "on your own workload\", and experiments/jobfile.py.")
+
+
+def add_arguments(p) -> None:
+    p.add_argument("job", metavar="JOB.toml", type=Path, help="the job file (experiments/jobs/, examples/jobs/)")
+    p.add_argument("--quick", action="store_true", help="the job's [quick] version (CI: seconds to minutes)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results directory (default results/<job name>[-quick]-<time>)")
+    p.add_argument("--resume", metavar="DIR", type=Path, default=None,
+                   help="add to the results in DIR: run only the configurations x repetitions "
+                        "DIR/configs/ does not hold yet (same job and options)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--workers", "-j", type=int, default=None, metavar="N",
+                   help="run configurations x repetitions as tasks on N local Dask worker processes "
+                        "(mounted phases need FUSE and root there, as here)")
+    g.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="run the tasks on an existing Dask cluster (tcp://HOST:8786); mounted phases "
+                        "need FUSE and root on every worker, a workload directory the same path there")
+    p.add_argument("--timeout", type=float, default=10, metavar="SECONDS",
+                   help="how long to try reaching the --scheduler (default 10)")
+    p.add_argument("--source", type=Path, default=None, metavar="DIR",
+                   help="copy this directory instead of the job's workload")
+    p.add_argument("--only", metavar="PATTERN", action="append", default=None,
+                   help="only the configurations whose name matches this shell pattern (repeatable)")
+    p.add_argument("--work-dir", type=Path, default=None, metavar="DIR",
+                   help="where images, mounts and traces live while running (default /var/tmp)")
+    p.add_argument("--keep", action="store_true", help="keep the work directory (images, traces, logs)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="run a job file: configurations x phases on fresh images, ratios, plots",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION,
+        epilog=EXAMPLES)
+    add_arguments(p)
+    p.set_defaults(func=cmd_run)
+
+
+def fail(msg: str) -> int:
+    print(f"simfs run: {msg}", file=sys.stderr)
+    return 2
+
+
+def cmd_run(a) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from . import jobfile, jobrun, plots as plotting, report, runner
+    from .spec import SelectionError
+
+    err = Console(stderr=True, highlight=False)
+    if a.workers is not None and a.workers < 1:
+        return fail(f"--workers {a.workers}: give 1 or more")
+    if a.resume and a.out and a.resume != a.out:
+        return fail("--resume DIR is also the results directory; leave --out out")
+    try:
+        job = jobfile.load(a.job, quick=a.quick)
+        spec = job.workload_spec()
+        if a.source is not None:
+            if spec["kind"] != "tree":
+                return fail(f"{a.job} has no tree workload ([workload] kind = \"none\"); --source is for trees")
+            spec = {"kind": "tree", "path": str(a.source.expanduser().resolve())}
+        if "path" in spec and not Path(spec["path"]).is_dir():
+            return fail(f"the workload directory {spec['path']} is not a directory")
+        # compiled once against a nominal workload: the phases' kinds and the --only patterns
+        probe = jobfile.compile_job(job, runner.Workload(spec["kind"], bytes=1 << 30))
+        if a.only:
+            probe.select(a.only)
+    except jobfile.JobError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except SelectionError as e:
+        return fail(str(e))
+    mounted = jobfile.needs_mount(probe)
+    if mounted and a.workers is None and a.scheduler is None:
+        why = jobrun.fuse_problem()
+        if why:
+            return fail(f"this job has mounted phases (run =), which need FUSE and root: {why}")
+    out = a.resume or a.out or Path("results") / f"{job.name}{'-quick' if a.quick else ''}-{time.strftime('%Y%m%d-%H%M%S')}"
+    # what --resume compares: the job compiled against a nominal workload (sizes relative to it)
+    fp = jobrun.fingerprint(probe, spec)
+    if a.resume:
+        try:
+            before = json.loads((a.resume / "job.json").read_text())
+        except (OSError, ValueError):
+            return fail(f"--resume {a.resume}: no job.json there (not a `simfs run` results directory)")
+        if before.get("fingerprint") != json.loads(json.dumps(fp)):
+            return fail(f"--resume {a.resume}: its results are of another job or other options "
+                        f"({before.get('job', '?')}{' --quick' if before.get('fingerprint', {}).get('quick') else ''})")
+    if not a.resume and any((out / "configs").glob("*.json")):
+        return fail(f"{out} already holds a run's results (configs/): --resume {out} adds to them, "
+                    "or give another --out")
+    client = cluster = None
+    if a.workers is not None or a.scheduler:
+        try:
+            client, cluster = jobrun.start_dask(a.workers, a.scheduler, a.timeout)
+            jobrun.check_workers(client, mounted)
+        except jobrun.RunError as e:
+            _close(client, cluster)
+            return fail(str(e))
+    # SIGTERM as Ctrl-C: finished results are kept and mounts released on the way out
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    root = a.work_dir or runner.default_work_root()
+    work = Path(tempfile.mkdtemp(prefix=f"simfs-run-{job.name}-", dir=root))
+    try:
+        err.print(f"[bold]{job.doc['job'].get('title', job.name)}[/]{' (quick)' if a.quick else ''}: "
+                  "preparing the workload")
+        wl = runner.prepare_workload(spec if "path" not in spec else {"kind": "tree"}, work,
+                                     Path(spec["path"]) if "path" in spec else None)
+        if wl.kind == "tree":
+            err.print(f"workload: {wl.describe()}")
+        exp = jobfile.compile_job(job, wl)
+        if a.only:
+            exp.select(a.only)
+        out.mkdir(parents=True, exist_ok=True)
+        if not a.resume:
+            (out / "job.json").write_text(json.dumps({"job": str(a.job), "fingerprint": fp}, indent=1) + "\n")
+            (out / "job.toml").write_text(a.job.read_text())
+        results = jobrun.Results(out)
+        all_tasks = jobrun.tasks(exp)
+        done = results.done()
+        todo = [t for t in all_tasks if t.key not in done]
+        if a.resume:
+            err.print(f"resume: {len(all_tasks) - len(todo)} of {len(all_tasks)} tasks already in {out}/configs")
+        names = ", ".join(c.name for c in exp.configs)
+        nw = len(client.scheduler_info()["workers"]) if client is not None else 0
+        how = "serially" if client is None else f"on {nw} Dask worker{'s' if nw != 1 else ''}"
+        reps = f" x {exp.repetitions} repetitions" if exp.repetitions > 1 else ""
+        err.print(f"{len(exp.configs)} configurations{reps} ({names}): {len(todo)} tasks {how}")
+        started = time.time()
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=err) as prog:
+            bar = prog.add_task(job.name, total=len(all_tasks), completed=len(all_tasks) - len(todo),
+                                status="")
+
+            def on_done(res):
+                t = res["task"]
+                prog.update(bar, advance=1, status=f"{t.config}" + (f" rep {t.rep + 1}" if exp.repetitions > 1
+                                                                     else "") + (" FAILED" if res["error"] else ""))
+
+            def on_phase(t, label):
+                if label:
+                    prog.update(bar, status=label)
+
+            failures, interrupted = jobrun.run_tasks(
+                todo, job_text=a.job.read_text(), job_name=str(a.job), quick=a.quick, wl=wl, spec=spec,
+                work=work, results=results, client=client, on_done=on_done, on_phase=on_phase)
+        _close(client, cluster)
+        client = cluster = None
+        records, layouts = results.load(all_tasks)
+        raw = {"records": records, "layouts": layouts, "started": started, "wall": time.time() - started}
+        doc = report.assemble(exp, wl, raw, quick=a.quick, argv=sys.argv[1:])
+        finished = {t.key for t in all_tasks} & results.done()
+        missing = [t for t in all_tasks if t.key not in finished]
+        why = {t: e for t, e in failures}
+        doc["command"] = f"simfs run {a.job}"
+        doc["job"] = {"file": str(a.job), "tasks": len(all_tasks), "finished": len(finished),
+                      "failed": [{"config": t.config, "rep": t.rep,
+                                  "error": why.get(t, "interrupted" if interrupted else "not run")}
+                                 for t in missing]}
+        report.write_all(doc, out)
+        made = plotting.draw_all(exp, doc, raw, work, out, warn=lambda m: err.print(f"[yellow]{m}[/]")) \
+            if not a.no_plots and records else []
+        report.write_all(doc, out, made)
+        if records:
+            report.print_tables(doc, Console(highlight=False, width=None if sys.stdout.isatty() else 200))
+        print(f"results: {out}/ (results.json, results.csv, table.md"
+              + (", " + ", ".join(made) if made else "") + f", configs/); wall {doc['wall_seconds']:.0f} s")
+        if missing:
+            print(f"{len(finished)} of {len(all_tasks)} tasks finished; "
+                  f"{'interrupted' if interrupted else 'failed'}: {len(missing)}", file=sys.stderr)
+            for f in doc["job"]["failed"]:
+                rep = f" rep {f['rep'] + 1}" if exp.repetitions > 1 else ""
+                print(f"  {f['config']}{rep}: {f['error']}", file=sys.stderr)
+            print(f"run again with --resume {out} for what is missing", file=sys.stderr)
+            return 130 if interrupted else 1
+        return 0
+    except KeyboardInterrupt:
+        print(f"interrupted; finished configurations are in {out}/configs (--resume {out})", file=sys.stderr)
+        return 130
+    except runner.ExperimentError as e:
+        print(f"simfs run: {e}", file=sys.stderr)
+        return 1
+    finally:
+        _close(client, cluster)
+        runner.release_mounts(work)
+        if a.keep:
+            err.print(f"work directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _close(client, cluster) -> None:
+    for x in (client, cluster):
+        if x is not None:
+            try:
+                x.close()
+            except Exception:
+                pass
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="simfs run", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description=DESCRIPTION, epilog=EXAMPLES)
+    add_arguments(p)
+    return cmd_run(p.parse_args(argv)) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,672 @@
+"""Job files: an experiment written in TOML, compiled to the `spec.Experiment` the runner runs.
+
+A job file says what `experiments/seed00N.py` says in Python — a workload, a matrix of
+configurations, phases, ratios — so `simfs run JOB.toml` and `simfs experiment run NAME` share
+one runner. The format (README "Compare two policies on your own workload" has an example;
+experiments/jobs/*.toml are the five seeds, examples/jobs/*.toml more):
+
+    [job]       name (required), title, description, repetitions, seed, notes = [...]
+    [workload]  kind = "tree" (generate_tree's keywords: seed, files, total_size, svn, ...),
+                "dir" (path = "~/src": your tree) or "none" (describe = "...")
+    [params]    values handed to the phases (a size such as "64M" becomes bytes)
+    [mkfs]      size (required), block_size, inode_size, bytes_per_inode, ... (simfs mkfs)
+    [mount]     any `simfs mount -o` option, for every configuration
+    [matrix]    axes: `alloc = ["ext2", "cg"]` (a mount option or mkfs key; lists multiply),
+                or labelled values `block = [{label = "1K", block_size = 1024}, ...]` whose
+                other keys set options (and `columns = {...}` extra table columns);
+                name = "{alloc} {block}" (default: "alloc=ext2 block=1K", the axes with >1 value);
+                [[matrix.exclude]] drops the combinations matching all its keys;
+                [[matrix.add]] adds a named configuration (name = ..., one value per axis, a
+                label for a labelled axis; other options of its own)
+    [[phase]]   name, and one of: run = "shell command" (in the mount; {mnt} {source}
+                {tarball} {work} {image} are replaced, quoted), verb = "find" with path and
+                args = {...} (in-process, simfs.engine.verbs), builtin = "NAME" (a Python hook,
+                BUILTINS below); prepare = "..." (untimed, before), cold (default true: remount,
+                buffer cache and drive cache empty; false: stay on the previous phase's mount),
+                drain (the time includes writing back what the phase left dirty), writes, trace,
+                setup, description
+    [[ratio]]   num, den (configuration names), phase (default: every phase), label, metric,
+                published, source, expect (">" or "<": the direction expected; default "": none),
+                check (flag a wrong direction in capitals; default false), explain, headline
+    [[panel]]   title, phase, configs (seekwatcher plots); [plots] blockmap = [patterns],
+                blockmap_files
+    [quick]     any of the above, merged over the job with --quick (tables merge, lists replace)
+
+Sizes are strings ("512M") or, for mkfs.size and mount.cache, `{workload = 16, min = "512M"}`:
+a multiple of the workload's bytes (experiments/sizing.py: image_for, cache_for). Notes,
+descriptions and titles may use {cache_mib}, {size_mib}, {repetitions}.
+
+Errors are `JobError`s whose message is one line `FILE:LINE: ...` (tomllib does not give the
+positions of keys; the line is found by searching the text for the key).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from . import phases as ph
+from . import sizing
+from .spec import Compare, Config, Experiment, Panel, Phase
+
+
+class JobError(ValueError):
+    """Bad input in a job file; str() is one line naming the file and line."""
+
+
+TOP = {"job", "workload", "params", "mkfs", "mount", "matrix", "phase", "ratio", "panel", "plots", "quick"}
+JOB_KEYS = {"name", "title", "description", "repetitions", "seed", "notes"}
+WORKLOAD_KINDS = {"tree", "dir", "none"}
+TREE_KEYS = {"seed", "files", "total_size", "max_file_size", "max_depth", "fanout", "svn", "symlinks",
+             "hardlinks", "empty_files", "empty_dirs", "deep_paths", "mtime"}
+PHASE_KEYS = {"name", "run", "verb", "builtin", "prepare", "path", "args", "cold", "drain", "writes",
+              "trace", "setup", "description", "metrics"}
+RATIO_KEYS = {"num", "den", "phase", "label", "metric", "published", "source", "expect", "check",
+              "explain", "headline"}
+PANEL_KEYS = {"title", "phase", "configs"}
+PLOTS_KEYS = {"blockmap", "blockmap_files"}
+MATRIX_SPECIAL = {"name", "exclude", "add"}
+VALUE_KEYS = {"label", "columns"}          # besides options, in a labelled axis value
+RUNNER_OWNED = {"stats", "trace", "log", "oplog"}   # the runner sets these per phase
+
+
+def _mkfs_keys() -> set[str]:
+    from simfs.ondisk.mkfs import mkfs
+    sig = inspect.signature(mkfs)
+    return {"size"} | {n for n in sig.parameters
+                       if n not in ("path", "size_bytes", "uuid", "hash_seed", "now", "uid", "gid", "writer")}
+
+
+def _mount_keys() -> set[str]:
+    from simfs.fuse import mountopts
+    return set(mountopts.valid_keys()) - set(mountopts.FRONTEND)
+
+
+def _builtins() -> dict:
+    """Python hooks a job file names with `builtin = "NAME"` (args = {...} go to the function)."""
+    from . import seed003, seed004
+    return {
+        "mkfs": ph.mkfs_phase,                 # the runner's timed mkfs, shown as a phase
+        "newfs": seed003.newfs_phase,          # FreeBSD newfs's request pattern (seed 003)
+        "fsck-scan": ph.metadata_scan,         # the fsck-like metadata scan, in-process
+        "mmap-write": ph.mmap_write,           # seed 004's alloctest (params.size; column writes=pwrite)
+        "dd-read": ph.dd_read,                 # dd bs=1M of the file "big", with MB/s (params.size)
+        "mmap-fill": seed004.fill_phase,       # the same fill in-process through the modelled page
+                                               # cache (columns writes, pagecache), extents counted
+        "dd-verb": seed004.dd_phase,           # dd bs=1M of "big" in-process, with MB/s
+    }
+
+
+BUILTIN_NAMES = ("mkfs", "newfs", "fsck-scan", "mmap-write", "dd-read", "mmap-fill", "dd-verb")
+
+
+# positions ---------------------------------------------------------------------------------------
+class Source:
+    """The job file's text, for finding the line of a key (tomllib gives no positions)."""
+
+    def __init__(self, path: Path, text: str):
+        self.path, self.lines = path, text.splitlines()
+
+    def line_of(self, where: tuple) -> int:
+        """The line of `where` = ("phase", 2, "verb"): the table's header (the n-th `[[phase]]`),
+        then the first line after it defining the key. Falls back to the header, then line 1."""
+        tables = [w for w in where if isinstance(w, str)]
+        key = tables[-1] if tables else None
+        index = next((w for w in where if isinstance(w, int)), None)
+        header_line = None
+        # candidate headers: [a], [a.b], [[a]], [quick.a]...
+        best = None
+        for depth in range(len(where), 0, -1):
+            names = [w for w in where[:depth] if isinstance(w, str)]
+            if not names:
+                continue
+            dotted = ".".join(names)
+            pat = re.compile(r"^\s*\[\[?\s*" + re.escape(dotted) + r"\s*\]\]?\s*(#.*)?$")
+            hits = [i for i, ln in enumerate(self.lines) if pat.match(ln)]
+            if hits:
+                pick = hits[index] if (index is not None and index < len(hits) and "[[" in self.lines[hits[0]]) \
+                    else hits[0]
+                best = (pick, dotted)
+                break
+        if best:
+            header_line = best[0]
+        start = header_line if header_line is not None else 0
+        if key is not None:
+            kpat = re.compile(r"(^|[\s{,])(\"?)" + re.escape(key) + r"\2\s*=")
+            for i in range(start, len(self.lines)):
+                if i > start and header_line is not None and self.lines[i].lstrip().startswith("["):
+                    break
+                if kpat.search(self.lines[i]):
+                    return i + 1
+            if header_line is None:
+                for i, ln in enumerate(self.lines):
+                    if kpat.search(ln):
+                        return i + 1
+        return (header_line + 1) if header_line is not None else 1
+
+    def error(self, where: tuple, msg: str) -> JobError:
+        return JobError(f"{self.path}:{self.line_of(where)}: {msg}")
+
+
+# loading -----------------------------------------------------------------------------------------
+def _merge(base: dict, over: dict) -> dict:
+    """[quick] over the job: tables merge, lists and values replace; a workload with a kind
+    replaces the whole workload (a generated tree instead of your directory, say)."""
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict) and not (k == "workload" and "kind" in v):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _size(v, src: Source, where: tuple) -> int:
+    from simfs.units import parse_size
+    try:
+        return parse_size(v)
+    except (ValueError, TypeError):
+        raise src.error(where, f"{'.'.join(map(str, where))}: not a size: {v!r} (e.g. 512M, 4G)") from None
+
+
+def _looks_size(v) -> bool:
+    return isinstance(v, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*[KMGT](i?B)?\s*", v, re.I) is not None
+
+
+def _unknown(src: Source, where: tuple, got, allowed: set, what: str) -> None:
+    for k in got:
+        if k not in allowed:
+            raise src.error(where + (k,), f"unknown key {k!r} in {what}; valid: {', '.join(sorted(allowed))}")
+
+
+@dataclass
+class Job:
+    """A parsed job file: its document (with --quick merged) and where it came from."""
+    path: Path
+    doc: dict
+    quick: bool
+    src: Source = field(repr=False, default=None)
+    full_names: list = field(default_factory=list)   # with --quick: the full job's configurations
+
+    @property
+    def name(self) -> str:
+        return self.doc["job"]["name"]
+
+    def workload_spec(self) -> dict:
+        """The runner's workload dict: {"kind": "tree", generate_tree keywords}, "none", or
+        {"kind": "tree", "path": DIR} for a directory of this machine."""
+        w = dict(self.doc.get("workload", {"kind": "none"}))
+        kind = w.pop("kind", "none")
+        if kind == "dir":
+            return {"kind": "tree", "path": str(Path(w["path"]).expanduser())}
+        if kind == "none":
+            return {"kind": "none", **({"describe": w["describe"]} if "describe" in w else {})}
+        if "fanout" in w:
+            w["fanout"] = tuple(w["fanout"])
+        return {"kind": "tree", **w}
+
+
+def load(path, quick: bool = False) -> Job:
+    """Read and check a job file (keys, values, options; nothing is run). JobError on bad input."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise JobError(f"{path}: cannot read: {e.strerror}") from None
+    return loads(text, path, quick)
+
+
+def loads(text: str, path, quick: bool = False) -> Job:
+    """`load` of a job file's text (`path` names it in messages; Dask workers get the text)."""
+    path = Path(path)
+    src = Source(path, text)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise JobError(f"{path}:{m.group(1) if m else 1}: not TOML: {str(e).split(' (at')[0]}") from None
+    _unknown(src, (), doc, TOP, "the job file")
+    if "quick" in doc:
+        _unknown(src, ("quick",), doc["quick"], TOP - {"quick"}, "[quick]")
+    full = {k: v for k, v in doc.items() if k != "quick"}
+    full_names = []
+    if quick and "quick" in doc:
+        check(Job(path, full, False, src))
+        full_names = [n for n, _, _ in expand(Job(path, full, False, src))]
+        doc = _merge(full, doc["quick"])
+    job = Job(path, {k: v for k, v in doc.items() if k != "quick"}, quick, src, full_names)
+    check(job)
+    return job
+
+
+def _table(job: Job, key: str) -> dict:
+    v = job.doc.get(key, {})
+    if not isinstance(v, dict):
+        raise job.src.error((key,), f"[{key}] must be a table")
+    return v
+
+
+def check(job: Job) -> None:
+    """Every key known, every value valid: raise JobError at the first problem."""
+    src, doc = job.src, job.doc
+    j = _table(job, "job")
+    _unknown(src, ("job",), j, JOB_KEYS, "[job]")
+    if not isinstance(j.get("name"), str) or not j.get("name"):
+        raise src.error(("job", "name"), "[job] needs name = \"...\" (the results directory's name)")
+    reps = j.get("repetitions", 1)
+    if not isinstance(reps, int) or reps < 1:
+        raise src.error(("job", "repetitions"), f"repetitions must be a whole number >= 1, not {reps!r}")
+    w = _table(job, "workload")
+    kind = w.get("kind", "none")
+    if kind not in WORKLOAD_KINDS:
+        raise src.error(("workload", "kind"), f"unknown workload kind {kind!r}; valid: tree, dir, none")
+    allowed = {"kind"} | {"tree": TREE_KEYS, "dir": {"path"}, "none": {"describe"}}[kind]
+    _unknown(src, ("workload",), w, allowed, f"[workload] of kind {kind!r}")
+    if kind == "dir":
+        if not isinstance(w.get("path"), str):
+            raise src.error(("workload", "kind"), "a workload of kind \"dir\" needs path = \"DIR\"")
+    mkfs_keys, mount_keys = _mkfs_keys(), _mount_keys()
+    _unknown(src, ("mkfs",), _table(job, "mkfs"), mkfs_keys, "[mkfs] (simfs mkfs keywords)")
+    if "size" not in _table(job, "mkfs"):
+        raise src.error(("mkfs",), "[mkfs] needs size = \"512M\" (or {workload = 16, min = \"512M\"})")
+    for k in _table(job, "mount"):
+        _mount_key(src, ("mount", k), k, mount_keys)
+    _table(job, "params")
+    _unknown(src, ("plots",), _table(job, "plots"), PLOTS_KEYS, "[plots]")
+    phases = doc.get("phase", [])
+    if not isinstance(phases, list) or not phases:
+        raise src.error(("phase",), "the job has no [[phase]]: nothing to run")
+    names = set()
+    verbs = _verb_names()
+    builtins = _builtins()
+    for i, p in enumerate(phases):
+        _unknown(src, ("phase", i), p, PHASE_KEYS, "[[phase]]")
+        if not isinstance(p.get("name"), str) or not p["name"]:
+            raise src.error(("phase", i), f"[[phase]] number {i + 1} has no name")
+        if p["name"] in names or p["name"] in ("mkfs", "layout") and p.get("builtin") != "mkfs":
+            raise src.error(("phase", i, "name"), f"phase name {p['name']!r} is taken")
+        names.add(p["name"])
+        how = [k for k in ("run", "verb", "builtin") if k in p]
+        if len(how) != 1:
+            raise src.error(("phase", i, "name"), f"phase {p['name']!r} needs one of run = \"COMMAND\", "
+                            f"verb = \"VERB\" or builtin = \"NAME\"" + (f" (has {', '.join(how)})" if how else
+                                                                      " (it has no command)"))
+        if "run" in p and (not isinstance(p["run"], str) or not p["run"].strip()):
+            raise src.error(("phase", i, "run"), f"phase {p['name']!r}: run = is empty")
+        if "verb" in p:
+            if p["verb"] not in verbs:
+                raise src.error(("phase", i, "verb"), f"unknown verb {p['verb']!r}; valid: {', '.join(verbs)}")
+            if p.get("cold") is False:
+                raise src.error(("phase", i, "cold"), f"phase {p['name']!r}: a verb phase always starts cold "
+                                "(it opens the image as one mount)")
+            if "prepare" in p:
+                raise src.error(("phase", i, "prepare"), f"phase {p['name']!r}: prepare = is for run = phases")
+            if not isinstance(p.get("path"), str):
+                raise src.error(("phase", i, "verb"), f"phase {p['name']!r}: a verb needs path = \"tree\" "
+                                "(where in the image it works)")
+        if "builtin" in p and p["builtin"] not in builtins:
+            raise src.error(("phase", i, "builtin"), f"unknown builtin {p['builtin']!r}; valid: "
+                            f"{', '.join(BUILTIN_NAMES)}")
+        if p.get("cold") is False and (i == 0 or "run" not in phases[i - 1] or "run" not in p):
+            raise src.error(("phase", i, "cold"), f"phase {p['name']!r}: cold = false continues the previous "
+                            "phase's mount, so both must be run = phases")
+        for b in ("cold", "drain", "writes", "trace", "setup"):
+            if b in p and not isinstance(p[b], bool):
+                raise src.error(("phase", i, b), f"{b} must be true or false, not {p[b]!r}")
+    m = _table(job, "matrix")
+    for k, v in m.items():
+        if k in MATRIX_SPECIAL:
+            continue
+        values = v if isinstance(v, list) else [v]
+        if not values:
+            raise src.error(("matrix", k), f"matrix axis {k!r} has no values: the matrix is empty")
+        for val in values:
+            _axis_value(src, ("matrix", k), k, val, mkfs_keys, mount_keys)
+    for which in ("exclude", "add"):
+        for i, e in enumerate(m.get(which, [])):
+            for k in e:
+                if k == "name" and which == "add":
+                    continue
+                if which == "add" and k not in m and (k in mkfs_keys or k in mount_keys):
+                    _axis_value(src, ("matrix", which, i, k), k, e[k], mkfs_keys, mount_keys)
+                    continue            # an option of this configuration only
+                if k not in m or k in MATRIX_SPECIAL:
+                    raise src.error(("matrix", which, i, k), f"[[matrix.{which}]]: {k!r} is not an axis of "
+                                    f"the matrix; axes: {', '.join(axes(job)) or 'none'}")
+                labels = [x["label"] for x in (m[k] if isinstance(m[k], list) else [m[k]]) if isinstance(x, dict)]
+                if which == "add" and e[k] not in labels:
+                    _axis_value(src, ("matrix", which, i, k), k, e[k], mkfs_keys, mount_keys)
+            if which == "add" and not isinstance(e.get("name"), str):
+                raise src.error(("matrix", which, i), "[[matrix.add]] needs name = \"...\"")
+    _configs(job, 1 << 30)          # the mount options of every configuration, as simfs mount checks them
+    cnames = [n for n, _, _ in expand(job)]
+    known = set(cnames) | set(job.full_names)
+    for i, r in enumerate(doc.get("ratio", [])):
+        _unknown(src, ("ratio", i), r, RATIO_KEYS, "[[ratio]]")
+        for k in ("num", "den"):
+            if not isinstance(r.get(k), str):
+                raise src.error(("ratio", i), f"[[ratio]] needs {k} = \"CONFIGURATION NAME\"")
+            if r[k] not in known:
+                raise src.error(("ratio", i, k), f"[[ratio]] {k} = {r[k]!r} is no configuration; "
+                                f"configurations: {', '.join(cnames)}")
+        if "phase" in r and r["phase"] not in names | {"mkfs"}:
+            raise src.error(("ratio", i, "phase"), f"[[ratio]]: unknown phase {r['phase']!r}; phases: "
+                            f"{', '.join(sorted(names | {'mkfs'}))}")
+        if r.get("expect", ">") not in (">", "<", ""):
+            raise src.error(("ratio", i, "expect"), f"expect must be \">\", \"<\" or \"\", not {r['expect']!r}")
+    for i, p in enumerate(doc.get("panel", [])):
+        _unknown(src, ("panel", i), p, PANEL_KEYS, "[[panel]]")
+
+
+def _verb_names() -> list[str]:
+    from simfs.engine.verbs import VERBS
+    return list(VERBS)
+
+
+def _mount_key(src: Source, where: tuple, k: str, mount_keys: set) -> None:
+    if k in RUNNER_OWNED:
+        raise src.error(where, f"mount option {k!r} is set by the runner for each phase; leave it out")
+    if k not in mount_keys:
+        raise src.error(where, f"unknown mount option {k!r}; valid: {', '.join(sorted(mount_keys))}")
+
+
+def _axis_value(src, where, axis, val, mkfs_keys, mount_keys) -> None:
+    if isinstance(val, dict):
+        if "label" not in val:
+            raise src.error(where, f"matrix axis {axis!r}: a table value needs label = ...")
+        for k in val:
+            if k in VALUE_KEYS:
+                continue
+            if k not in mkfs_keys:
+                _mount_key(src, where + (k,), k, mount_keys)
+        if "columns" in val and not isinstance(val["columns"], dict):
+            raise src.error(where + ("columns",), "columns must be a table, e.g. {aligned = \"yes\"}")
+    elif axis not in mkfs_keys and axis not in mount_keys:
+        raise src.error(where, f"unknown key {axis!r} in [matrix]: an axis of plain values must be a mount "
+                        f"option or an mkfs key (or give labelled values: [{{label = ..., OPTION = ...}}])")
+
+
+def axes(job: Job) -> list[str]:
+    return [k for k in job.doc.get("matrix", {}) if k not in MATRIX_SPECIAL]
+
+
+# compiling ---------------------------------------------------------------------------------------
+def _resolve(v, what: str, wl_bytes: int, src: Source, where: tuple):
+    """mkfs.size / mount.cache: {workload = F, min, max} -> bytes; sizes -> bytes."""
+    if isinstance(v, dict):
+        _unknown(src, where, v, {"workload", "min", "max"}, f"{what} (a multiple of the workload)")
+        if "workload" not in v:
+            raise src.error(where, f"{what}: {{workload = FACTOR}} needs the factor")
+        kw = {}
+        if "min" in v:
+            kw["lo"] = _size(v["min"], src, where)
+        if "max" in v:
+            kw["hi"] = _size(v["max"], src, where)
+        fn = sizing.cache_for if what == "cache" else sizing.image_for
+        return fn(wl_bytes, v["workload"], **kw)
+    return v
+
+
+def _mount_value(k: str, v, src, where):
+    from simfs.units import parse_size
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if k in ("maxio",) and isinstance(v, str):
+        return _size(v, src, where)
+    if k == "cache" and _looks_size(v):
+        return parse_size(v)
+    return v
+
+
+def _fmt(text: str, vars_: dict) -> str:
+    try:
+        return text.format(**vars_)
+    except (KeyError, IndexError, ValueError):
+        return text
+
+
+def _label(v):
+    return v["label"] if isinstance(v, dict) else v
+
+
+def expand(job: Job) -> list[tuple[str, dict, tuple]]:
+    """The matrix's configurations: (name, {axis: value}, position) in the file's order: the
+    product of the axes (first axis outermost) minus the exclusions, then the added ones."""
+    src, m = job.src, job.doc.get("matrix", {})
+    ax = axes(job)
+    values = {a: (m[a] if isinstance(m[a], list) else [m[a]]) for a in ax}
+    template = m.get("name")
+    excludes = m.get("exclude", [])
+
+    def excluded(choice: dict) -> bool:
+        return any(all(_label(choice[k]) == _label(e[k]) or choice[k] == e[k] for k in e) for e in excludes)
+
+    def name_of(choice: dict) -> str:
+        if template:
+            return _fmt(template, {a: _label(v) for a, v in choice.items()})
+        shown = [a for a in ax if len(values[a]) > 1] or ax
+        return " ".join(f"{a}={_label(choice[a])}" for a in shown if a in choice) or "default"
+
+    def by_label(a, v):
+        """In [[matrix.add]], a labelled axis may be given by its label alone."""
+        if isinstance(v, dict) or a not in values:
+            return v
+        return next((x for x in values[a] if isinstance(x, dict) and x["label"] == v), v)
+
+    out = []
+    for combo in itertools.product(*(values[a] for a in ax)):
+        choice = dict(zip(ax, combo))
+        if not excluded(choice):
+            out.append((name_of(choice), choice, ("matrix",)))
+    for i, e in enumerate(m.get("add", [])):
+        out.append((e["name"], {k: by_label(k, v) for k, v in e.items() if k != "name"}, ("matrix", "add", i)))
+    if not out:
+        raise src.error(("matrix",), "the matrix expands to no configuration (every combination is excluded)")
+    seen = set()
+    for name, _, where in out:
+        if name in seen:
+            raise src.error(where + ("name",), f"two configurations are named {name!r}: give [matrix] a "
+                            "name = \"...\" template using every axis")
+        seen.add(name)
+    return out
+
+
+def _configs(job: Job, wl_bytes: int) -> tuple[list[Config], dict]:
+    """The matrix expanded: (configurations in the file's order, sizes used for notes)."""
+    src, doc = job.src, job.doc
+    mkfs_keys = _mkfs_keys()
+    base_mkfs = {k: _resolve(v, "size" if k == "size" else k, wl_bytes, src, ("mkfs", k))
+                 for k, v in doc.get("mkfs", {}).items()}
+    base_mount = {k: _mount_value(k, _resolve(v, k, wl_bytes, src, ("mount", k)), src, ("mount", k))
+                  for k, v in doc.get("mount", {}).items()}
+
+    def build(choice: dict, name: str, where: tuple) -> Config:
+        mkfs_kw, mount = dict(base_mkfs), dict(base_mount)
+        params, where_of = {}, {}
+        for a, v in choice.items():
+            params[a] = _label(v)
+            sets = {k: x for k, x in v.items() if k not in VALUE_KEYS} if isinstance(v, dict) else {a: v}
+            for k, x in sets.items():
+                where_of[k] = where + (a,)
+                if k in mkfs_keys:
+                    mkfs_kw[k] = _resolve(x, "size" if k == "size" else k, wl_bytes, src, where)
+                else:
+                    mount[k] = _mount_value(k, _resolve(x, k, wl_bytes, src, where), src, where)
+            if isinstance(v, dict):
+                params.update(v.get("columns", {}))
+        mkfs_kw["size_bytes"] = _size(mkfs_kw.pop("size"), src, ("mkfs", "size"))
+        for k, x in list(mkfs_kw.items()):
+            if _looks_size(x):
+                mkfs_kw[k] = _size(x, src, ("mkfs", k))
+        _check_mount(src, mount, where_of)
+        return Config(name, mount=mount, mkfs=mkfs_kw, params=params)
+
+    configs = [build(choice, name, where) for name, choice, where in expand(job)]
+    sizes = {"size_mib": base_mkfs.get("size", 0), "cache_mib": base_mount.get("cache", 0)}
+    sizes = {k: (_size(v, src, ("mkfs",)) if v else 0) >> 20 for k, v in sizes.items()}
+    return configs, sizes
+
+
+POLICY_OPTIONS = {"alloc": ("policies", "ALLOCATORS"), "inode_placement": ("policies", "INODE_PLACERS"),
+                  "dirorder": ("policies.dirorder", "DIR_ORDERS"), "writeback": ("policies.writeback", "WRITEBACK")}
+
+
+def _check_mount(src: Source, mount: dict, where_of: dict) -> None:
+    """Validate with the parser `simfs mount` uses (unknown values, ranges, disk models) and the
+    policy registries the volume opens them with. `where_of`: option -> its position in the file."""
+    import importlib
+    from simfs.fuse import mountopts
+    text = Config("", mount=mount, mkfs={}).mount_string()
+
+    def where(key):
+        return where_of.get(key, ("mount", key))
+
+    try:
+        vol = mountopts.parse([text]).volume
+    except mountopts.OptionError as e:
+        bad = re.search(r"option '?(\w+)", str(e))
+        raise src.error(where(bad.group(1)) if bad else ("mount",), str(e)) from None
+    for key, (mod, reg) in POLICY_OPTIONS.items():
+        name = getattr(vol, key, "")
+        if key in mount and name:
+            try:
+                getattr(importlib.import_module(mod), reg).resolve(name)
+            except ValueError as e:
+                raise src.error(where(key), f"bad value for mount option {key}: {e}") from None
+
+
+def _render(template: str, ctx) -> str:
+    """A run = / prepare = command with {mnt}, {source}, ... replaced by quoted paths."""
+    vals = {"mnt": ctx.mnt, "source": ctx.source, "tarball": ctx.tarball, "work": ctx.work,
+            "image": ctx.image}
+    out = template
+    for k, v in vals.items():
+        out = out.replace("{" + k + "}", ph.q(v) if v is not None else "")
+    for k, v in (ctx.params or {}).items():
+        out = out.replace("{params." + k + "}", ph.q(v))
+    return out
+
+
+def _verb_record(verb: str, path: str, args: dict, drain: bool):
+    """An in-process phase: simfs.engine.verbs.run on the unmounted image (one cold mount). sim_cmd
+    is the tool's time; sim_drain what the close added (the write-back it left, as `-o stats=`
+    includes it, and the mount's set-up); the headline adds it when drain = true."""
+    from . import runner
+
+    def command(ctx) -> dict:
+        from simfs.engine import verbs
+        from simfs.errors import FSError
+        from simfs.fuse import mountopts
+        opts = mountopts.parse([ctx.config.mount_string()]).volume
+        params = dict(args)
+        if verb == "unpack":
+            from simfs.engine.treedesc import from_directory, from_tarball
+            frm = params.pop("from", None)
+            if frm:
+                p = Path(frm).expanduser()
+                params["source"] = from_directory(str(p), with_data=True) if p.is_dir() \
+                    else from_tarball(str(p), with_data=True)
+            else:
+                params["source"] = from_tarball(str(ctx.tarball), with_data=True)
+            params.setdefault("mkdir", True)
+        try:
+            out = verbs.run(str(ctx.image), opts, verb, path, **params)
+        except FSError as e:
+            import os
+            raise runner.ExperimentError(f"{verb} {path}: {os.strerror(e.errno)}") from None
+        rest = out["time"]["now"] - out["sim_cmd"]
+        counters = {k: out["counters"].get(k, 0) for k in runner.COUNTERS}
+        return {"sim_cmd": out["sim_cmd"], "sim_drain": rest, "sim_umount": 0.0,
+                "sim": out["sim_cmd"] + (rest if drain else 0.0), "counters": counters,
+                "extra": {k: v for k, v in out["result"].items() if isinstance(v, (int, float))}
+                if isinstance(out["result"], dict) else {}}
+    return command
+
+
+def _phase(p: dict) -> Phase:
+    flags = {k: p[k] for k in ("drain", "writes", "trace", "setup", "cold") if k in p}
+    if "builtin" in p:
+        fn = _builtins()[p["builtin"]]
+        kw = dict(p.get("args", {}))
+        if "name" in inspect.signature(fn).parameters:
+            kw.setdefault("name", p["name"])
+        for k in ("drain", "trace", "setup"):
+            if k in p and k in inspect.signature(fn).parameters:
+                kw[k] = p[k]
+        phase = fn(**kw)
+        phase.name = p["name"]
+        for k, v in flags.items():
+            setattr(phase, k, v)
+        if "description" in p:
+            phase.description = p["description"]
+        return phase
+    if "verb" in p:
+        args = dict(p.get("args", {}))
+        shown = " ".join(f"--{k} {v}" for k, v in args.items())
+        return Phase(p["name"], p.get("description", f"simfs verb {p['verb']} {p['path']} {shown}".strip()
+                                      + " (in-process)"),
+                     kind="volume", command=_verb_record(p["verb"], p["path"], args, p.get("drain", False)),
+                     metrics=tuple(p.get("metrics", ())), **{k: v for k, v in flags.items() if k != "cold"})
+    run, prep = p["run"], p.get("prepare")
+    shown = run
+    for k, v in (("{mnt}", "MNT"), ("{source}", "SRC"), ("{tarball}", "SRC.tar"), ("{work}", "WORK"),
+                 ("{image}", "IMAGE")):
+        shown = shown.replace(k, v)
+    return Phase(p["name"], p.get("description", shown), kind="mount",
+                 command=lambda c, t=run: _render(t, c),
+                 prepare=(lambda c, t=prep: _render(t, c)) if prep else None,
+                 metrics=tuple(p.get("metrics", ())), **flags)
+
+
+def compile_job(job: Job, wl) -> Experiment:
+    """The Experiment of `job` for the prepared workload `wl` (runner.Workload: its bytes size
+    the images and caches given as multiples of the workload)."""
+    from simfs.units import parse_size
+    doc = job.doc
+    j = doc["job"]
+    configs, sizes = _configs(job, wl.bytes)
+    reps = j.get("repetitions", 1)
+    vars_ = {**sizes, "repetitions": reps}
+    names = {c.name for c in configs}
+    phases = [_phase(p) for p in doc["phase"]]
+    params = {k: parse_size(v) if _looks_size(v) else v for k, v in doc.get("params", {}).items()}
+    compares = []
+    measured = [p.name for p in phases if p.kind != "mkfs" and not p.setup]
+    for r in doc.get("ratio", []):
+        # a ratio between configurations --quick leaves out is dropped, as --only drops it
+        if r["num"] in names and r["den"] in names:
+            kw = {k: r[k] for k in ("published", "source", "metric", "expect", "check", "explain", "headline")
+                  if k in r}
+            kw.setdefault("published", None)
+            kw.setdefault("expect", "")             # a job claims no direction unless it says so
+            kw.setdefault("check", False)
+            for phase in ([r["phase"]] if "phase" in r else measured):
+                label = r.get("label", f"{phase}: {r['num']} / {r['den']}")
+                if "phase" not in r and "label" in r:
+                    label = f"{phase}: {r['label']}"
+                compares.append(Compare(label, phase, r["num"], r["den"], **kw))
+    panels = [Panel(p.get("title", p["phase"]), p["phase"], list(p.get("configs", [c.name for c in configs])))
+              for p in doc.get("panel", [])]
+    plots = doc.get("plots", {})
+    blockmap = [c.name for c in configs if any(fnmatchcase(c.name, pat) for pat in plots.get("blockmap", []))]
+    exp = Experiment(
+        name=j["name"], seed=str(j.get("seed", "")), title=_fmt(j.get("title", j["name"]), vars_),
+        description=_fmt(j.get("description", ""), vars_), configs=configs, phases=phases,
+        compares=compares, workload=job.workload_spec(), repetitions=reps, panels=panels,
+        blockmap=blockmap, blockmap_files=plots.get("blockmap_files", "all"),
+        notes=[_fmt(n, vars_) for n in j.get("notes", [])], params=params, quick=job.quick)
+    return exp
+
+
+def needs_mount(exp: Experiment) -> bool:
+    return any(p.kind == "mount" for p in exp.phases)
+
+
+def shell_words(cmd) -> list[str]:
+    return [str(c) for c in cmd] if not isinstance(cmd, str) else shlex.split(cmd)

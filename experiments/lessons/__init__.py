@@ -1,0 +1,99 @@
+"""`simfs lesson list | NAME [--quick] [--out DIR]`: short runnable lessons for a class, one per
+seed effect, each under two minutes on a small machine (in-process verbs, small trees).
+
+A lesson writes into DIR (default lessons/NAME/) a README.md that tells the story with the
+numbers just measured, its pictures (PNG, and a GIF of the head moving), the questions for
+students, and figures.json with every number the text quotes plus `key`: the figure whose
+direction the lesson is about (`num / den`, `expect` ">" or "<"). The text of each lesson, with
+the pictures of a full run, is docs/lessons/NAME.md. Registered as `simfs lesson` through the
+entry-point group `simfs.commands` (setup.cfg); `python -m experiments.lessons` is the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import readdir_order, seven_free, unaligned
+
+LESSONS = {m.NAME: m for m in (seven_free, readdir_order, unaligned)}
+
+EXAMPLES = """examples:
+  simfs lesson list
+  simfs lesson seven-free                  # writes lessons/seven-free/README.md and pictures
+  simfs lesson readdir-order --out /tmp/l2
+  simfs lesson unaligned-4k --quick        # smaller, for a first look
+"""
+
+
+def run(name: str, out: Path, quick: bool = False, work_dir: Path | None = None) -> dict:
+    """Run lesson `name` into `out`; returns its figures (figures.json)."""
+    mod = LESSONS[name]
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"simfs-lesson-{name}-", dir=work_dir or "/var/tmp"))
+    t0 = time.perf_counter()
+    try:
+        page = mod.run(out, quick, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    page.figures["wall_seconds"] = round(time.perf_counter() - t0, 1)
+    page.figures["quick"] = quick
+    page.write()
+    return page.figures
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "lesson", help="short runnable lessons (seed 000, 001, 003) with pictures and questions",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run a lesson: a small in-process experiment (under two minutes) that shows one "
+                    "effect of the seeds, and writes README.md (the story with the numbers just "
+                    "measured, pictures, questions for students) and figures.json into --out. "
+                    "The lessons' text is in docs/lessons/.",
+        epilog=EXAMPLES)
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", metavar="NAME", help=f"list, or one of: {', '.join(LESSONS)}")
+    p.add_argument("--quick", action="store_true", help="a smaller tree and a shorter movie (seconds)")
+    p.add_argument("--out", type=Path, default=None, help="where to write (default lessons/NAME)")
+    p.add_argument("--work-dir", type=Path, default=None, help="where the images go while running (/var/tmp)")
+    p.set_defaults(func=cmd_lesson)
+
+
+def cmd_lesson(a) -> int:
+    if a.name == "list":
+        for n, m in LESSONS.items():
+            print(f"{n:15s} seed {m.SEED}  {m.TITLE}")
+        return 0
+    if a.name not in LESSONS:
+        print(f"simfs lesson: unknown lesson {a.name!r}; choose one of: {', '.join(LESSONS)} (or list)",
+              file=sys.stderr)
+        return 2
+    if a.work_dir is not None and not a.work_dir.is_dir():
+        print(f"simfs lesson: --work-dir {a.work_dir}: no such directory", file=sys.stderr)
+        return 2
+    out = a.out or Path("lessons") / a.name
+    if out.exists() and not out.is_dir():
+        print(f"simfs lesson: --out {out}: not a directory", file=sys.stderr)
+        return 2
+    fig = run(a.name, out, a.quick, a.work_dir)
+    k = fig["key"]
+    print(f"{LESSONS[a.name].TITLE}: {k['label']} = {k['ratio']:.2f}x "
+          f"({k['num']:.3f} / {k['den']:.3f}); wall {fig['wall_seconds']:.0f} s")
+    print(f"wrote {out}/README.md, figures.json and {len(list(out.glob('*.png')) + list(out.glob('*.gif')))} "
+          "pictures")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="simfs lesson", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description=__doc__.split("\n\n")[0], epilog=EXAMPLES)
+    add_arguments(p)
+    return cmd_lesson(p.parse_args(argv))

@@ -1,0 +1,145 @@
+"""`simfs compare A B`: two results, a table of ratios (B / A) per phase and counter.
+
+A and B are both results documents (`simfs run` / `simfs experiment run`: results.json) or
+both statistics documents (`simfs stats --json`, `-o stats=PATH`, `simfs verb --json`).
+Results rows are matched by configuration and phase (by phase alone when each file holds one
+configuration); statistics by phase name (`all` and each mark). The figures are the simulated
+seconds and every counter: what differs is shown, the way people put two fio outputs side by side.
+Reading a results document needs only JSON: nothing here imports the experiments package.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from simfs.cli.common import Fmt, fail
+
+TIME_METRICS = ("sim", "sim_cmd", "sim_drain")
+
+
+def register(sub) -> None:
+    s = sub.add_parser(
+        "compare", help="ratios between two results or statistics files, per phase and counter",
+        formatter_class=Fmt,
+        description="Compare two results files (results.json of `simfs run` or `simfs experiment run`) "
+                    "or two statistics files (`simfs stats --json`, -o stats=PATH, `simfs verb --json`): "
+                    "for each phase (and configuration), the simulated seconds and every counter of A "
+                    "and B and the ratio B / A, as a Markdown table (or JSON).",
+        epilog="examples:\n"
+               "  simfs compare results/ab-old/results.json results/ab-new/results.json\n"
+               "  simfs compare ext2.stats.json cg.stats.json --json | jq '.[] | select(.metric == \"seeks\")'\n"
+               "  simfs compare a.json b.json --all          # also the rows where A and B are equal\n\n"
+               "Exit status 2 for a missing or unreadable file, files of two kinds, or nothing in common.")
+    s.add_argument("a", metavar="A", help="results.json or statistics JSON (the denominator)")
+    s.add_argument("b", metavar="B", help="the same kind of file (the numerator)")
+    s.add_argument("--json", action="store_true", help="print the rows as JSON")
+    s.add_argument("--all", action="store_true", help="also rows where A equals B (default: only differences; "
+                                                       "simulated seconds are always shown)")
+    s.set_defaults(func=cmd_compare)
+
+
+class CompareError(ValueError):
+    pass
+
+
+def _load(path: str) -> tuple[str, dict]:
+    try:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read())
+    except FileNotFoundError:
+        raise CompareError(f"{path}: no such file") from None
+    except OSError as e:
+        raise CompareError(f"{path}: cannot read: {e.strerror}") from None
+    except ValueError:
+        raise CompareError(f"{path}: not JSON (give results.json or `simfs stats --json` output)") from None
+    if isinstance(doc, dict) and "summary" in doc and "configs" in doc:
+        return "results", doc
+    if isinstance(doc, dict):
+        t = doc.get("time", doc)
+        if isinstance(t, dict) and isinstance(t.get("phases"), list):
+            return "stats", t
+    raise CompareError(f"{path}: neither a results file (results.json) nor simfs statistics")
+
+
+def _flat_results(doc: dict) -> dict:
+    """{(config, phase): {metric: value}} of a results document (means over repetitions)."""
+    out = {}
+    for r in doc["summary"]:
+        m = {"sim": r["sim"]["mean"], "sim_cmd": r.get("sim_cmd"), "sim_drain": r.get("sim_drain")}
+        m.update({k: v for k, v in r.get("counters", {}).items()})
+        m.update({k: v["mean"] for k, v in r.get("extra", {}).items() if isinstance(v, dict) and "mean" in v})
+        out[(r["config"], r["phase"])] = {k: v for k, v in m.items() if isinstance(v, (int, float))}
+    return out
+
+
+def _flat_stats(t: dict) -> dict:
+    out = {}
+    for p in t["phases"]:
+        m = {"elapsed": p.get("elapsed"), "waited": p.get("waited")}
+        m.update(p.get("counters", {}))
+        m["operations"] = sum(o.get("count", 0) for o in p.get("operations", {}).values())
+        out[("", p["name"])] = {k: v for k, v in m.items() if isinstance(v, (int, float))}
+    return out
+
+
+def rows(a_path: str, b_path: str, show_all: bool = False) -> list[dict]:
+    (ka, a), (kb, b) = _load(a_path), _load(b_path)
+    if ka != kb:
+        raise CompareError(f"{a_path} is a {ka} file and {b_path} a {kb} file: compare two of a kind")
+    fa, fb = (_flat_results(a), _flat_results(b)) if ka == "results" else (_flat_stats(a), _flat_stats(b))
+    pairs = [(k, k) for k in fa if k in fb]
+    if not pairs and ka == "results":
+        ca, cb = {c for c, _ in fa}, {c for c, _ in fb}
+        if len(ca) == 1 and len(cb) == 1:        # one configuration each: match phases
+            pairs = [(k, (next(iter(cb)), k[1])) for k in fa if (next(iter(cb)), k[1]) in fb]
+    if not pairs:
+        raise CompareError(f"{a_path} and {b_path} have no phase in common")
+    timekeys = TIME_METRICS if ka == "results" else ("elapsed", "waited")
+    out = []
+    for ka_, kb_ in pairs:
+        ma, mb = fa[ka_], fb[kb_]
+        keys = [k for k in timekeys if k in ma or k in mb] + \
+            sorted((set(ma) | set(mb)) - set(timekeys))
+        for k in keys:
+            va, vb = ma.get(k), mb.get(k)
+            if not show_all and k not in timekeys[:1] and va == vb:
+                continue
+            ratio = (vb / va) if (va and vb is not None) else None
+            config = ka_[0] if ka_[0] == kb_[0] else f"{ka_[0]} vs {kb_[0]}"
+            out.append({"config": config, "phase": ka_[1], "metric": k, "a": va, "b": vb, "ratio": ratio})
+    return out
+
+
+def _num(x) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, int) or float(x).is_integer() and abs(x) >= 1000:
+        return f"{int(x):,}"
+    return f"{x:.4g}" if abs(x) < 1000 else f"{x:,.1f}"
+
+
+def markdown(rs: list[dict], a: str, b: str) -> str:
+    withcfg = any(r["config"] for r in rs)
+    head = (["configuration"] if withcfg else []) + ["phase", "metric", "A", "B", "B / A"]
+    lines = [f"A = {a}", f"B = {b}", "",
+             "| " + " | ".join(head) + " |",
+             "|" + "|".join(["---"] * (len(head) - 3) + ["---:"] * 3) + "|"]
+    for r in rs:
+        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.3f}"
+        cells = ([r["config"]] if withcfg else []) + [r["phase"], r["metric"], _num(r["a"]), _num(r["b"]), ratio]
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def cmd_compare(a) -> int:
+    try:
+        rs = rows(a.a, a.b, a.all)
+    except CompareError as e:
+        return fail(str(e), "compare")
+    if a.json:
+        json.dump(rs, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(markdown(rs, a.a, a.b))
+    return 0

@@ -1,0 +1,213 @@
+"""Job files (experiments/jobfile.py): the seeds' job files compile to the same Experiment as
+their Python definitions, the matrix expands as documented, and bad input is one line naming
+the file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments import builtin, jobfile, runner
+from experiments.phases import PhaseContext
+from experiments.spec import Config
+
+REPO = Path(__file__).resolve().parents[2]
+JOBS = REPO / "experiments" / "jobs"
+SEEDS = {"seed000": "ext2fs-2010", "seed001": "readdir-order", "seed002": "writeback",
+         "seed003": "alignment", "seed004": "mmap-fragmentation"}
+
+
+def _ctx(cfg: Config, params: dict) -> PhaseContext:
+    base = Path("/var/tmp/simfs-x/00-cfg-r0")
+    return PhaseContext(mnt=base / "mnt", image=base / "disk.img", work=base, config=cfg,
+                        source=Path("/var/tmp/simfs-x/src"), tarball=Path("/var/tmp/simfs-x/src.tar"),
+                        params=params)
+
+
+def _words(cmd):
+    return jobfile.shell_words(cmd)
+
+
+def _same_phase(a, b, cfg, params):
+    for f in ("name", "description", "kind", "drain", "writes", "trace", "setup", "metrics", "cold"):
+        assert getattr(a, f) == getattr(b, f), (a.name, f)
+    for f in ("command", "prepare", "after"):
+        fa, fb = getattr(a, f), getattr(b, f)
+        assert (fa is None) == (fb is None), (a.name, f)
+        if fa is None:
+            continue
+        if a.kind == "mount" and f != "after":
+            ca, cb = fa(_ctx(cfg, params)), fb(_ctx(cfg, params))
+            assert _words(ca) == _words(cb), (a.name, f)
+            assert isinstance(ca, str) == isinstance(cb, str) or "|" not in str(ca) + str(cb)
+        else:
+            assert fa.__code__ is fb.__code__, (a.name, f)
+
+
+@pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
+@pytest.mark.parametrize("seed", sorted(SEEDS))
+def test_seed_job_equals_python(seed, quick):
+    """Every field of the compiled Experiment equals the Python definition's (commands compared
+    as the words they run, Python hooks as the same code)."""
+    mod = builtin.get(SEEDS[seed])
+    job = jobfile.load(JOBS / f"{seed}.toml", quick=quick)
+    assert job.workload_spec() == mod.workload(quick)
+    kind = mod.workload(quick)["kind"]
+    wl = runner.Workload(kind, bytes=37 << 20 if kind == "tree" else 0)
+    want, got = mod.build(quick, wl), jobfile.compile_job(job, wl)
+    for f in ("name", "seed", "title", "description", "repetitions", "blockmap", "blockmap_files", "notes",
+              "params", "quick", "workload"):
+        assert getattr(got, f) == getattr(want, f), f
+    assert [(c.name, c.mount, c.mkfs, c.params) for c in got.configs] == \
+        [(c.name, c.mount, c.mkfs, c.params) for c in want.configs]
+    assert [sorted(c.mount_string().split(",")) for c in got.configs] == \
+        [sorted(c.mount_string().split(",")) for c in want.configs]          # (the order of -o items is free)
+    assert got.compares == want.compares
+    assert [(p.title, p.phase, p.configs) for p in got.panels] == [(p.title, p.phase, p.configs) for p in want.panels]
+    assert [p.name for p in got.phases] == [p.name for p in want.phases]
+    for a, b in zip(got.phases, want.phases):
+        _same_phase(a, b, want.configs[0], want.params)
+
+
+# the format --------------------------------------------------------------------------------------
+BASE = """\
+[job]
+name = "t"
+
+[workload]
+kind = "none"
+
+[mkfs]
+size = "256M"
+
+[mount]
+disk = "sata7200"
+
+[matrix]
+alloc = ["ext2", "cg"]
+block = [{label = "1K", block_size = 1024}, {label = "4K", block_size = 4096, inode_size = 128}]
+writeback = "async"
+{extra_matrix}
+[[phase]]
+name = "find"
+verb = "find"
+path = "tree"
+{extra}"""
+
+
+def _job(tmp_path, extra="", extra_matrix="", text=None, quick=False):
+    p = tmp_path / "job.toml"
+    p.write_text(text if text is not None else BASE.replace("{extra}", extra).replace("{extra_matrix}", extra_matrix))
+    return jobfile.load(p, quick=quick)
+
+
+def _compile(job, nbytes=64 << 20):
+    return jobfile.compile_job(job, runner.Workload("tree", bytes=nbytes))
+
+
+def test_matrix_product_labels_exclude_add(tmp_path):
+    job = _job(tmp_path, extra_matrix='[[matrix.exclude]]\nalloc = "cg"\nblock = "1K"\n\n'
+                                      '[[matrix.add]]\nname = "big cache"\nalloc = "cg"\nblock = "1K"\n'
+                                      'cache = "64M"\n')
+    exp = _compile(job)
+    assert [c.name for c in exp.configs] == ["alloc=ext2 block=1K", "alloc=ext2 block=4K", "alloc=cg block=4K",
+                                             "big cache"]
+    c = exp.config("alloc=cg block=4K")
+    assert c.mkfs == {"size_bytes": 256 << 20, "block_size": 4096, "inode_size": 128}
+    assert c.mount == {"disk": "sata7200", "alloc": "cg", "writeback": "async"}
+    assert c.params == {"alloc": "cg", "block": "4K", "writeback": "async"}
+    assert exp.config("big cache").mount["cache"] == 64 << 20
+    assert exp.config("big cache").mkfs["block_size"] == 1024
+
+
+def test_sizes_follow_the_workload_and_quick_merges(tmp_path):
+    text = BASE.replace("{extra}", "").replace("{extra_matrix}", "").replace(
+        'size = "256M"', 'size = {workload = 16, min = "512M"}') + \
+        '\n[quick]\nmatrix = {alloc = ["ext2"]}\n'
+    job = _job(tmp_path, text=text)
+    exp = _compile(job, nbytes=100 << 20)
+    assert exp.configs[0].mkfs["size_bytes"] == 1600 << 20
+    assert _compile(job, nbytes=1 << 20).configs[0].mkfs["size_bytes"] == 512 << 20
+    quick = _compile(_job(tmp_path, text=text, quick=True))
+    assert [c.params["alloc"] for c in quick.configs] == ["ext2", "ext2"]
+
+
+def test_ratio_without_phase_is_one_per_phase(tmp_path):
+    job = _job(tmp_path, extra='\n[[phase]]\nname = "rm"\nverb = "rm-rf"\npath = "tree"\n\n'
+                               '[[ratio]]\nnum = "alloc=cg block=4K"\nden = "alloc=ext2 block=4K"\n')
+    exp = _compile(job)
+    assert [(c.label, c.phase, c.expect, c.check) for c in exp.compares] == [
+        ("find: alloc=cg block=4K / alloc=ext2 block=4K", "find", "", False),
+        ("rm: alloc=cg block=4K / alloc=ext2 block=4K", "rm", "", False)]
+
+
+def test_run_phase_renders_quoted_paths_cold_and_drain(tmp_path):
+    job = _job(tmp_path, extra='\n[[phase]]\nname = "ls"\nrun = "ls {mnt}"\n'
+                               '\n[[phase]]\nname = "cp"\nprepare = "mkdir {mnt}/x"\n'
+                               'run = "cp -a {source} {mnt}/x"\ncold = false\ndrain = true\n')
+    exp = _compile(job)
+    p = exp.phase("cp")
+    ctx = _ctx(exp.configs[0], {})
+    ctx.source = Path("/var/tmp/my tree")
+    assert p.kind == "mount" and p.cold is False and p.drain is True
+    assert p.command(ctx) == "cp -a '/var/tmp/my tree' /var/tmp/simfs-x/00-cfg-r0/mnt/x"
+    assert p.prepare(ctx) == "mkdir /var/tmp/simfs-x/00-cfg-r0/mnt/x"
+    assert jobfile.needs_mount(exp) and not jobfile.needs_mount(_compile(_job(tmp_path)))
+
+
+BAD = [
+    # (what to change, expected line, words in the message)
+    (("[job]\n", "[job]\ncolour = 1\n"), 2, "unknown key 'colour' in [job]"),
+    (('path = "tree"\n', 'path = "tree"\nflavour = "x"\n'), 22, "unknown key 'flavour' in [[phase]]"),
+    (('alloc = ["ext2", "cg"]', 'alloc = ["ext2", "nope"]'), 14, "alloc"),
+    (('disk = "sata7200"', 'disk = "floppy"'), 11, "disk"),
+    (('disk = "sata7200"', 'colour = "blue"'), 11, "unknown mount option 'colour'"),
+    (('verb = "find"\n', ''), 19, "has no command"),
+    (('verb = "find"\n', 'verb = "fnd"\n'), 20, "unknown verb 'fnd'"),
+    (('alloc = ["ext2", "cg"]', 'alloc = []'), 14, "no values: the matrix is empty"),
+    (('writeback = "async"', 'writeback = "async"\n[[matrix.exclude]]\nwriteback = "async"'), 13,
+     "expands to no configuration"),
+    (('[mkfs]\nsize = "256M"', '[mkfs]\nsize = "256M"\nblocksize = 4096'), 9, "unknown key 'blocksize' in [mkfs]"),
+    (('kind = "none"', 'kind = "directory"'), 5, "unknown workload kind"),
+    (('[matrix]\n', '[matrix]\ncolour = ["red"]\n'), 14, "unknown key 'colour' in [matrix]"),
+    (('writeback = "async"', 'writeback = "asap"'), 16, "writeback"),
+]
+
+
+@pytest.mark.parametrize("change,line,words", BAD, ids=[b[2][:30] for b in BAD])
+def test_bad_input_is_one_line_with_the_position(tmp_path, change, line, words):
+    text = BASE.replace("{extra}", "").replace("{extra_matrix}", "")
+    assert change[0] in text
+    text = text.replace(change[0], change[1], 1)
+    with pytest.raises(jobfile.JobError) as e:
+        _job(tmp_path, text=text)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{tmp_path / 'job.toml'}:{line}: "), msg
+    assert words in msg
+
+
+def test_every_example_and_seed_job_loads():
+    for p in sorted((REPO / "examples" / "jobs").glob("*.toml")) + sorted(JOBS.glob("*.toml")):
+        for quick in (False, True):
+            exp = _compile(jobfile.load(p, quick=quick))
+            assert exp.configs and exp.phases, p
+
+
+def test_the_readme_job_file_loads(tmp_path):
+    """README "Compare two policies on your own workload": its job file is a valid one."""
+    text = (REPO / "README.md").read_text()
+    start = text.index("```toml\n", text.index("## Compare two policies on your own workload")) + len("```toml\n")
+    job = tmp_path / "ab.toml"
+    job.write_text(text[start:text.index("```", start)])
+    exp = _compile(jobfile.load(job))
+    assert [c.name for c in exp.configs] == ["alloc=ext2", "alloc=cg"]
+    assert [(p.name, p.cold, p.drain) for p in exp.phases] == [("untar", True, True), ("tar", True, False),
+                                                              ("find", True, False)]
+    assert len(exp.compares) == 3
+
+
+def test_warm_phase_needs_a_mounted_phase_before_it(tmp_path):
+    with pytest.raises(jobfile.JobError, match=r"job.toml:\d+: phase 'du': cold = false continues"):
+        _job(tmp_path, extra='\n[[phase]]\nname = "du"\nrun = "du -s {mnt}"\ncold = false\n')
