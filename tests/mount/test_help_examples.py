@@ -3,10 +3,10 @@
 The examples are read from the help itself: every parser reachable from `simfs` (simfs's own
 commands and those other packages register, picked up as they are added), the lines of its
 "examples:" block (a trailing backslash continues a line; `# ...` lines are comments). Each
-block runs in a fresh scratch directory holding what examples name: `disk.img` (256 MiB, an image
+block runs in a fresh scratch directory holding what examples name: `disk.img` (256 MiB,
 with src/Makefile, tree/, big.iso and f), `src.tar`, statistics files (a.json, b.json,
-first/second.stats.json, disk.img.stats.json, with an `all` and a `readback` phase), traces
-(a.csv, b.csv); `/mnt/sim` becomes the scratch mount point, mounted with defaults for the
+first/second.stats.json, disk.img.stats.json, ext2/cg.stats.json, with an `all` and a
+`readback` phase), traces (a.csv, b.csv); `/mnt/sim` becomes the scratch mount point, mounted with defaults for the
 lines that use it but do not mount it. A few examples cannot run unattended here; they are
 parsed (argv accepted by the parser) and the reason is listed in PARSE_ONLY. Mounts: run
 under `flock /tmp/simfs-mount.lock`.
@@ -33,9 +33,10 @@ pytestmark = pytest.mark.mount
 # regex on the example line -> why it is parsed rather than run
 PARSE_ONLY = {
     r"^simfs experiment run\b": "an experiment runs for minutes (tests/mount/test_experiments.py runs them)",
-    r"^simfs (run|compare)\b": "a job runs for seconds to minutes, or needs finished runs (the job tests)",
+    r"^simfs run\b": "a job runs for seconds to minutes (tests/volume/test_jobs_run.py runs them)",
+    r"\bresults/": "needs finished runs in results/ (the job and report tests make them)",
     r"^simfs report\b": "needs an experiment's results (the report's own test renders one)",
-    r"^simfs lesson\b": "a lesson runs for up to two minutes (the lessons' own test)",
+    r"^simfs lesson (?!list)": "a lesson runs for up to two minutes (the lessons' own test)",
     r"--foreground": "stays in the foreground until Ctrl-C",
     r"\binstall-helper\b|^mount -t fuse\.simfs": "changes /sbin (tests/mount/test_mount_helper.py)",
 }
@@ -128,7 +129,8 @@ def world(tmp_path_factory):
            f"&& simfs ctl {mnt} drop-caches && simfs ctl {mnt} mark readback && cat {mnt}/src/*.c > /dev/null")
     finally:
         sh(f"simfs umount -q {mnt}")
-    for name in ("b.json", "first.stats.json", "second.stats.json", "disk.img.stats.json"):
+    for name in ("b.json", "first.stats.json", "second.stats.json", "disk.img.stats.json",
+                 "ext2.stats.json", "cg.stats.json"):
         shutil.copy(w / "a.json", w / name)
     shutil.copy(w / "a.csv", w / "b.csv")
     return w, env
