@@ -26,8 +26,8 @@ import sys
 import time
 
 from simfs.fuse.checks import (
-    UsageError, _check_distinct, _check_outside, _path_options, check_image, check_mountpoint,
-    check_output, check_path, default_log_path, is_mounted,
+    UsageError, _check_distinct, _check_outside, _path_options, _unescape_mountinfo, check_image,
+    check_mountpoint, check_output, check_path, default_log_path, is_mounted,
 )
 
 log = logging.getLogger("simfs.fuse.daemon")
@@ -60,6 +60,33 @@ def setup_logging(log_path: str | None, level: str, stream=None) -> None:
 def _fusermount(mnt: str, lazy: bool = False) -> subprocess.CompletedProcess:
     cmd = ["fusermount3", "-u"] + (["-z"] if lazy else []) + ["--", mnt]
     return subprocess.run(cmd, capture_output=True, text=True)
+
+
+UTAB = "/run/mount/utab"
+
+
+def in_utab(mnt: str, utab: str = UTAB) -> bool:
+    """Whether libmount keeps user-space options for `mnt` (a mount(8) or fstab mount with
+    `user`, `_netdev`, `x-*`...): then only umount(8) removes the entry, fusermount3 leaves it."""
+    real = os.path.realpath(mnt)
+    try:
+        with open(utab) as f:
+            for line in f:
+                for field in line.split():
+                    if field.startswith("TARGET=") and _unescape_mountinfo(field[7:]) == real:
+                        return True
+    except OSError:
+        pass
+    return False
+
+
+def _unmount(mnt: str, lazy: bool = False) -> subprocess.CompletedProcess:
+    """`simfs umount`'s unmount: umount(8) for a mount libmount keeps options of (root only),
+    so its utab entry goes too; fusermount3 otherwise."""
+    if os.geteuid() == 0 and in_utab(mnt):
+        return subprocess.run(["umount"] + (["-l"] if lazy else []) + ["--", mnt],
+                              capture_output=True, text=True)
+    return _fusermount(mnt, lazy)
 
 
 async def _watch_signals(mnt: str, nursery) -> None:
@@ -396,7 +423,7 @@ def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None, report
               file=sys.stderr)
     log_path = (info or {}).get("log")
     log_start = _log_size(log_path)
-    r = _fusermount(mnt, lazy)
+    r = _unmount(mnt, lazy)
     if r.returncode != 0:
         detail = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"fusermount3 exit {r.returncode}"
         busy = "busy" in detail.lower()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from simfs.fs.types import VolumeOptions
+from simfs.fuse.daemon import in_utab
 from tests.conftest import e2fsck, fuse_mounts, make_image, run, run_simfs
 
 pytestmark = pytest.mark.mount
@@ -147,6 +148,10 @@ def test_fstab_line(helper, tmp_path):
     run(["mount", "-T", fstab, mnt], env=env)
     try:
         assert (mnt / "x").read_text() == "hello\n"
+        assert in_utab(mnt)                          # libmount keeps _netdev,user,x-simfs-test=1
+        r = run_simfs("umount", mnt)
+        assert r.stdout == ""                        # nostats: no summary to give
+        assert not in_utab(mnt)                      # simfs umount went through umount(8)
     finally:
         cleanup(mnt, image)
     rc, out = e2fsck(image)
