@@ -164,6 +164,8 @@ def cmd_stats(a) -> int:
             print_stats(doc)
         else:
             sys.stdout.write("\n\n".join(time_tables(doc)) + "\n")
+        if time_of(doc).get("unmount") and not a.json:       # a final statistics file
+            print("\n" + unmount_summary(doc))
         return 0
     path = os.path.join(a.mountpoint, ".simfs", "stats")
     try:
