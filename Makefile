@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-SYSTEM_PKGS := fuse3 libfuse3-dev pkg-config e2fsprogs gcc chromium
+SYSTEM_PKGS := fuse3 libfuse3-dev pkg-config e2fsprogs gcc chromium jq
 STAMP  := $(VENV)/.installed
 
 # fsx and pjdfstest (POSIX suites run by tests/mount/test_fsx.py, tests/mount/test_pjdfstest.py) are Rust
