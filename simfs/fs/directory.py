@@ -7,12 +7,16 @@ operation still reads the directory blocks a linear ext2 directory would read.
 """
 
 import errno
+import struct
 import zlib
 from collections import OrderedDict
 
 from simfs.errors import FSError
 from simfs.ondisk import dirent
 from simfs.ondisk.constants import FT_DIR, INDEX_FL
+
+
+_HDR = struct.Struct("<IHBB")       # a record's header (simfs.ondisk.dirent)
 
 
 class DirIndex:
@@ -24,10 +28,22 @@ class DirIndex:
 
 
 def _block_free(block: bytes, filetype: bool) -> int:
-    best = 0
-    for off, ino, rec_len, name, _ in dirent.iter_block(block, filetype):
-        room = rec_len if ino == 0 else rec_len - dirent.rec_len_for(len(name))
-        best = max(best, room)
+    """The largest record a new entry could take in the block (dirent.iter_block's walk and
+    checks, without making the names)."""
+    best, off, size = 0, 0, len(block)
+    unpack = _HDR.unpack_from
+    while off < size:
+        if off + 8 > size:
+            raise ValueError(f"directory record header at {off} runs off the block")
+        ino, rec_len, name_len, ftype = unpack(block, off)
+        if not filetype:
+            name_len |= ftype << 8
+        if rec_len < 8 or rec_len % 4 or off + rec_len > size or 8 + name_len > rec_len:
+            raise ValueError(f"corrupt directory record at offset {off} (rec_len {rec_len})")
+        room = rec_len if ino == 0 else rec_len - ((8 + name_len + 3) & ~3)
+        if room > best:
+            best = room
+        off += rec_len
     return best
 
 

@@ -8,10 +8,17 @@ commit (real durability, which never changes simulated time).
 
 This wrapper runs for every request (tens of them per file a tool touches), so it is written
 for speed: the clock's CPU charge is added in place (what SimClock.cpu does) and the commit
-check is made only when the outermost operation ends.
+check is made only when the outermost operation ends, and only every COMMIT_CHECK_EVERY of
+them.
 """
 
 import functools
+
+#: top-level operations between two checks whether a commit is due: the check reads the real
+#: clock, and what is noted meanwhile is bounded (a commit needs only be "at most `commit`
+#: seconds" late; ImageFile's byte limit is a soft one); a commit an operation asked for
+#: (commit_soon: fsync, a recorded error) is made when it ends, as before
+COMMIT_CHECK_EVERY = 64
 
 
 def operation(fn):
@@ -35,6 +42,9 @@ def operation(fn):
                 self.stats.op(name, now - start, now)
             finally:
                 self._depth -= 1
-            if not self._depth:
-                self.commit_if_due()                    # between operations: a consistent image
+            if not self._depth:                         # between operations: a consistent image
+                self._commit_countdown -= 1
+                if self._commit_countdown <= 0 or self._commit_asked:
+                    self._commit_countdown = COMMIT_CHECK_EVERY
+                    self.commit_if_due()
     return wrapper

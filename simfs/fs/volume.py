@@ -115,6 +115,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.cpu_op = options.cpu_op_us * 1e-6
         self._depth = 0                      # operations in progress (commits wait for 0)
         self._commit_asked = False
+        self._commit_countdown = 0           # operations until the next commit check (operation.py)
         self.image = ImageFile(self.path, fd, geo.block_size, writable=not options.read_only,
                                commit_interval=options.commit, dataless=options.dataless)
         self.cache = BufferCache(self.image, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
