@@ -22,8 +22,9 @@ Contract (`WritebackPolicy`)
             ``setattr``, ``setxattr``, ``removexattr``, ``fsync``, ``read``, ``lookup``,
             ``getattr``, ``readlink``, ``readdir``, ``statfs``, ``getxattr``,
             ``listxattr``). Block kinds: ``data``, ``inode``, ``dir``,
-            ``indirect``, ``xattr``, ``symlink``, ``bitmap``, ``gdt``, ``super``. Called at the
-            start of every operation; the answer must depend on `op` only.
+            ``indirect``, ``xattr``, ``symlink``, ``bitmap``, ``gdt``, ``super``. The answer must
+            depend on `op` only: the cache asks once per operation name and keeps it (and
+            `dependencies(op)` likewise).
   passes    A tuple of tuples of block kinds: when the syncer or a sync writes dirty blocks
             back, it first writes the blocks of the kinds in passes[0] (in block order,
             clustered), then those in passes[1], ..., then everything left. () = one pass in
