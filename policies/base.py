@@ -150,6 +150,8 @@ class SpaceView(Protocol):
     inode_used  numpy bool per inode (index ino - 1)
     free_blocks free blocks on the volume
     free_inodes free inodes on the volume
+    used_dirs   directories on the volume
+    (the three totals are the sums of the groups' counts, kept as they change)
     """
 
     geometry: Any
@@ -158,6 +160,7 @@ class SpaceView(Protocol):
     inode_used: np.ndarray
     free_blocks: int
     free_inodes: int
+    used_dirs: int
 
     def group_free_blocks(self, g: int) -> int: ...
     def group_free_inodes(self, g: int) -> int: ...

@@ -37,22 +37,23 @@ def ffs_dirpref(space: SpaceView, parent_ino: int, contigdirs: list[int], rng: r
     geo = space.geometry
     ng = geo.groups
     ipg = geo.inodes_per_group
-    nifree = [space.group_free_inodes(g) for g in range(ng)]
-    nbfree = [space.group_free_blocks(g) for g in range(ng)]
-    ndirs = [space.group_used_dirs(g) for g in range(ng)]
-    avgifree = sum(nifree) // ng
-    avgbfree = sum(nbfree) // ng
-    avgndir = sum(ndirs) // ng
+    nifree, nbfree, ndirs = space.group_free_inodes, space.group_free_blocks, space.group_used_dirs
+    # fs_cstotal: the volume's totals (the sums of the groups' counts), no pass over the groups
+    avgifree = space.free_inodes // ng
+    avgbfree = space.free_blocks // ng
+    avgndir = space.used_dirs // ng
 
     def order(pref: int):
-        return list(range(pref, ng)) + list(range(0, pref))
+        return range(pref, pref + ng)          # cg = i % ng: pref .. ng - 1, then 0 .. pref - 1
 
     if parent_ino == ROOT_INO:          # VV_ROOT: force first-level directories apart
         prefcg = rng.randrange(2**32) % ng
         mincg, minndir = prefcg, ipg
-        for cg in order(prefcg):
-            if ndirs[cg] < minndir and nifree[cg] >= avgifree and nbfree[cg] >= avgbfree:
-                mincg, minndir = cg, ndirs[cg]
+        for i in order(prefcg):
+            cg = i % ng
+            nd = ndirs(cg)
+            if nd < minndir and nifree(cg) >= avgifree and nbfree(cg) >= avgbfree:
+                mincg, minndir = cg, nd
         return mincg
     maxndir = min(avgndir + ipg // 16, ipg)
     minifree = max(avgifree - avgifree // 4, 1)
@@ -66,12 +67,14 @@ def ffs_dirpref(space: SpaceView, parent_ino: int, contigdirs: list[int], rng: r
         maxcontigdirs = min(maxcontigdirs, ipg // avgfpdir)
     maxcontigdirs = maxcontigdirs or 1
     prefcg = geo.group_of_inode(parent_ino)
-    for cg in order(prefcg):
-        if ndirs[cg] < maxndir and nifree[cg] >= minifree and nbfree[cg] >= minbfree \
+    for i in order(prefcg):
+        cg = i % ng
+        if ndirs(cg) < maxndir and nifree(cg) >= minifree and nbfree(cg) >= minbfree \
                 and contigdirs[cg] < maxcontigdirs:
             return cg
-    for cg in order(prefcg):            # backstop when there is a deficit in space
-        if nifree[cg] >= avgifree:
+    for i in order(prefcg):             # backstop when there is a deficit in space
+        cg = i % ng
+        if nifree(cg) >= avgifree:
             return cg
     return prefcg                       # both loops failed: the C code falls out with cg == prefcg
 

@@ -66,23 +66,24 @@ class Orlov(InodePlacer):
         ng = geo.groups
         ipg = geo.inodes_per_group
         bpg = geo.blocks_per_group
-        free_i = [space.group_free_inodes(g) for g in range(ng)]
-        free_b = [space.group_free_blocks(g) for g in range(ng)]
-        dirs = [space.group_used_dirs(g) for g in range(ng)]
-        freei = sum(free_i)
-        free_blocks = sum(free_b)
+        free_i, free_b, dirs = space.group_free_inodes, space.group_free_blocks, space.group_used_dirs
+        # the volume's totals, as the kernel reads its percpu counters (equal to the sums of
+        # the groups' counts): no pass over every group before the search
+        freei = space.free_inodes
+        free_blocks = space.free_blocks
         avefreei = freei // ng
         avefreeb = free_blocks // ng
-        ndirs = sum(dirs)
+        ndirs = space.used_dirs
         parent_group = geo.group_of_inode(parent_ino)
         if parent_ino == ROOT_INO:
             parent_group = self.rng.randrange(2**32) % ng
             best_group, best_ndir = -1, ipg
             for i in range(ng):
                 g = (parent_group + i) % ng
-                if not free_i[g] or dirs[g] >= best_ndir or free_i[g] < avefreei or free_b[g] < avefreeb:
+                fi, nd = free_i(g), dirs(g)
+                if not fi or nd >= best_ndir or fi < avefreei or free_b(g) < avefreeb:
                     continue
-                best_group, best_ndir = g, dirs[g]
+                best_group, best_ndir = g, nd
             if best_group >= 0:
                 return best_group
         else:
@@ -95,17 +96,20 @@ class Orlov(InodePlacer):
             if max_debt * INODE_COST > ipg:
                 max_debt = ipg // INODE_COST
             max_debt = min(max_debt, 255) or 1
+            debts = self.debts
             for i in range(ng):
                 g = (parent_group + i) % ng
-                if not free_i[g] or self.debts[g] >= max_debt or dirs[g] >= max_dirs:
+                fi = free_i(g)
+                if not fi or debts[g] >= max_debt or dirs(g) >= max_dirs:
                     continue
-                if free_i[g] < min_inodes or free_b[g] < min_blocks:
+                if fi < min_inodes or free_b(g) < min_blocks:
                     continue
                 return g
         for ave in ((avefreei, 0) if avefreei else (0,)):    # fallback
             for i in range(ng):
                 g = (parent_group + i) % ng
-                if free_i[g] and free_i[g] >= ave:
+                fi = free_i(g)
+                if fi and fi >= ave:
                     return g
         return -1
 

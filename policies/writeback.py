@@ -19,11 +19,13 @@ Contract (`WritebackPolicy`)
             of the operation and the operation waits for it. `op` is the name of the
             volume operation (the ``@operation`` methods of simfs.fs: ``create``, ``mkdir``,
             ``mknod``, ``symlink``, ``link``, ``unlink``, ``rmdir``, ``rename``, ``write``,
-            ``setattr``, ``setxattr``, ``removexattr``, ``fsync``, ``read``, ``lookup``,
+            ``setattr``, ``setxattr``, ``removexattr``, ``fsync``, ``writepages`` (a page
+            cache writing pages back: allocates as ``write`` does), ``read``, ``lookup``,
             ``getattr``, ``readlink``, ``readdir``, ``statfs``, ``getxattr``,
             ``listxattr``). Block kinds: ``data``, ``inode``, ``dir``,
-            ``indirect``, ``xattr``, ``symlink``, ``bitmap``, ``gdt``, ``super``. Called at the
-            start of every operation; the answer must depend on `op` only.
+            ``indirect``, ``xattr``, ``symlink``, ``bitmap``, ``gdt``, ``super``. The answer must
+            depend on `op` only: the cache asks once per operation name and keeps it (and
+            `dependencies(op)` likewise).
   passes    A tuple of tuples of block kinds: when the syncer or a sync writes dirty blocks
             back, it first writes the blocks of the kinds in passes[0] (in block order,
             clustered), then those in passes[1], ..., then everything left. () = one pass in
@@ -108,7 +110,8 @@ class Sync(WritebackPolicy):
     #: block on namespace changes, of a new indirect block on write)
     SYNC_KINDS = {"create": NAMESPACE_METADATA, "mkdir": NAMESPACE_METADATA, "mknod": NAMESPACE_METADATA,
                   "symlink": NAMESPACE_METADATA, "link": NAMESPACE_METADATA, "unlink": NAMESPACE_METADATA,
-                  "rmdir": NAMESPACE_METADATA, "rename": NAMESPACE_METADATA, "write": ("indirect",)}
+                  "rmdir": NAMESPACE_METADATA, "rename": NAMESPACE_METADATA, "write": ("indirect",),
+                  "writepages": ("indirect",)}
 
     def sync_kinds(self, op: str) -> tuple:
         return self.SYNC_KINDS.get(op, ())
@@ -139,7 +142,7 @@ class Softdep(WritebackPolicy):
                "entry; new block before its pointer); early writes go out rolled back and again")
     DEPENDENCIES = {"create": _NAMEADD, "mkdir": _NAMEADD, "mknod": _NAMEADD, "symlink": _NAMEADD,
                     "link": (("dir", "inode"),), "rename": (("dir", "inode"),),
-                    "unlink": _REMOVE, "rmdir": _REMOVE, "write": _ALLOC,
+                    "unlink": _REMOVE, "rmdir": _REMOVE, "write": _ALLOC, "writepages": _ALLOC,
                     "setattr": (("bitmap", "inode"), ("gdt", "inode"), ("bitmap", "indirect"))}
     #: FreeBSD's syncer (vfs_subr.c sched_sync): wakes once a second; a vnode's dirty buffers
     #: go after filedelay 30 s (data), dirdelay 29 s (directories), metadelay 28 s (the rest)

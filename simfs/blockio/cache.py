@@ -89,6 +89,15 @@ class BufferCache:
         self.placer: Placer | None = None   # places delayed pages (simfs.fs.delalloc), if any
         self._resolving = False
         self.deps = DepTracker()             # soft-updates dependencies (empty for most modes)
+        # the mode's answers per operation name (they depend on the name only: the contract)
+        self._modes: dict[str, tuple] = {}
+        self._syncer = writeback.syncer
+        # operations begun and not ended, innermost last: first `_unrecorded` ones whose
+        # dependency rules were empty (nothing to record, DepTracker not asked), then
+        # `_recording` ones each with a DepTracker frame (once one is open, every nested
+        # operation opens its own, so the frames keep shadowing as DepTracker expects)
+        self._unrecorded = 0
+        self._recording = 0
         # max_softdeps scales with memory: the cache's size in 4 KiB pages
         self.max_deps = (int(self.capacity * block_size / 4096 * writeback.throttle["per_page"])
                          if writeback.throttle else None)
@@ -139,7 +148,8 @@ class BufferCache:
 
     def getblk(self, blkno: int, kind: str, ino: int = 0) -> bytearray:
         """A zeroed buffer for a block that is about to be overwritten whole (no read)."""
-        self.deps.fresh(blkno)
+        if self._recording:
+            self.deps.fresh(blkno)
         buf = self.buffers.get(blkno)
         if buf is not None:
             self.buffers.move_to_end(blkno)
@@ -152,7 +162,8 @@ class BufferCache:
 
     def page(self, key: int, kind: str, ino: int) -> bytearray:
         """The buffer of a not-yet-allocated block (delayed allocation), zeroed if new; no I/O."""
-        self.deps.fresh(key)
+        if self._recording:
+            self.deps.fresh(key)
         buf = self.buffers.get(key)
         if buf is not None:
             self.buffers.move_to_end(key)
@@ -213,7 +224,8 @@ class BufferCache:
             buf.dirtied_at = self.clock.now
             self.ndirty += 1
         self.image.note(blkno, buf.data, buf.kind)
-        self.deps.dirtied(blkno, buf.kind)
+        if self._recording:
+            self.deps.dirtied(blkno, buf.kind)
         if buf.kind in self.sync_kinds:
             self.op_sync.add(blkno)
 
@@ -236,20 +248,31 @@ class BufferCache:
     def begin_op(self, op: str) -> None:
         """Operation `op` starts: the write-back mode says which kinds of block it must write
         before it returns."""
-        self.sync_kinds = self.writeback.sync_kinds(op)
-        self.deps.begin(self.writeback.dependencies(op))
+        modes = self._modes.get(op)
+        if modes is None:
+            modes = self._modes[op] = (self.writeback.sync_kinds(op), tuple(self.writeback.dependencies(op)))
+        self.sync_kinds = modes[0]
+        if modes[1] or self._recording:
+            self.deps.begin(modes[1])
+            self._recording += 1
+        else:
+            self._unrecorded += 1
 
     def end_op(self) -> None:
-        if self.deps.end(self.is_dirty, self.clock.now) and self.max_deps is not None \
-                and self.deps.live > self.max_deps:
-            self._request_cleanup()
+        if self._recording:
+            self._recording -= 1
+            if self.deps.end(self.is_dirty, self.clock.now) and self.max_deps is not None \
+                    and self.deps.live > self.max_deps:
+                self._request_cleanup()
+        elif self._unrecorded:
+            self._unrecorded -= 1
         if self.op_sync:
             self._write_back(sorted(b for b in self.op_sync if b in self.buffers and self.buffers[b].dirty),
                              wait=True)
             self.op_sync.clear()
         self.sync_kinds = ()
         now = self.clock.now
-        syncer = self.writeback.syncer
+        syncer = self._syncer
         if syncer:
             self._syncer_ticks(syncer, now)
         elif now - self.last_syncer >= self.sync_interval:

@@ -7,12 +7,16 @@ operation still reads the directory blocks a linear ext2 directory would read.
 """
 
 import errno
+import struct
 import zlib
 from collections import OrderedDict
 
 from simfs.errors import FSError
 from simfs.ondisk import dirent
 from simfs.ondisk.constants import FT_DIR, INDEX_FL
+
+
+_HDR = struct.Struct("<IHBB")       # a record's header (simfs.ondisk.dirent)
 
 
 class DirIndex:
@@ -23,12 +27,46 @@ class DirIndex:
         self.free: list[int] = []                           # per block: largest insertable record
 
 
+def _records(block: bytes, filetype: bool):
+    """(offset, inode, rec_len, name_len) of every record: dirent.iter_block's walk and checks,
+    without making the names (these scans run for every entry added)."""
+    off, size = 0, len(block)
+    unpack = _HDR.unpack_from
+    while off < size:
+        if off + 8 > size:
+            raise ValueError(f"directory record header at {off} runs off the block")
+        ino, rec_len, name_len, ftype = unpack(block, off)
+        if not filetype:
+            name_len |= ftype << 8
+        if rec_len < 8 or rec_len % 4 or off + rec_len > size or 8 + name_len > rec_len:
+            raise ValueError(f"corrupt directory record at offset {off} (rec_len {rec_len})")
+        yield off, ino, rec_len, name_len
+        off += rec_len
+
+
 def _block_free(block: bytes, filetype: bool) -> int:
+    """The largest record a new entry could take in the block."""
     best = 0
-    for off, ino, rec_len, name, _ in dirent.iter_block(block, filetype):
-        room = rec_len if ino == 0 else rec_len - dirent.rec_len_for(len(name))
-        best = max(best, room)
+    for _, ino, rec_len, name_len in _records(block, filetype):
+        room = rec_len if ino == 0 else rec_len - ((8 + name_len + 3) & ~3)
+        if room > best:
+            best = room
     return best
+
+
+def _slot(block: bytes, need: int, filetype: bool):
+    """The first record a new entry of `need` bytes fits in, as ext2_add_link looks for it:
+    (offset, rec_len, 0) for an empty record, (offset, rec_len, used) for a live one with
+    rec_len - used bytes to spare; None if none."""
+    for off, ino, rec_len, name_len in _records(block, filetype):
+        if ino == 0:
+            if rec_len >= need:
+                return off, rec_len, 0
+            continue
+        used = (8 + name_len + 3) & ~3
+        if rec_len - used >= need:
+            return off, rec_len, used
+    return None
 
 
 class Directories:
@@ -121,19 +159,17 @@ class Directories:
             if room < need:
                 continue
             buf = self.read_block(d, lidx)
-            for off, eino, rec_len, ename, _ in dirent.iter_block(buf, self.filetype):
-                if eino == 0 and rec_len >= need:
-                    dirent.put(buf, off, ino, rec_len, name, ft)
-                    pos = off
-                    break
-                used = dirent.rec_len_for(len(ename))
-                if eino and rec_len - used >= need:
-                    dirent.set_rec_len(buf, off, used)
-                    dirent.put(buf, off + used, ino, rec_len - used, name, ft)
-                    pos = off + used
-                    break
-            else:
+            slot = _slot(buf, need, self.filetype)
+            if slot is None:
                 continue
+            off, rec_len, used = slot
+            if not used:                            # an empty record takes it whole
+                dirent.put(buf, off, ino, rec_len, name, ft)
+                pos = off
+            else:                                   # the slack after a live entry
+                dirent.set_rec_len(buf, off, used)
+                dirent.put(buf, off + used, ino, rec_len - used, name, ft)
+                pos = off + used
             self._dirty(d, lidx, buf)
             idx.free[lidx] = _block_free(buf, self.filetype)
             self._indexed(idx, name, (ino, ftype, lidx * self.bs + pos))

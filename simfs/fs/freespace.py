@@ -34,6 +34,7 @@ class FreeSpace:
             self.inode_used[g * ipg:(g + 1) * ipg] = bits[:ipg].astype(bool)
         self.free_blocks = sum(d.free_blocks for d in self.descs)
         self.free_inodes = sum(d.free_inodes for d in self.descs)
+        self.used_dirs = sum(d.used_dirs for d in self.descs)
 
     # queries for policies ----------------------------------------------------------------
     def group_free_blocks(self, g: int) -> int:
@@ -113,6 +114,7 @@ class FreeSpace:
         self.free_inodes += delta
         if is_dir:
             self.descs[g].used_dirs -= delta
+            self.used_dirs -= delta
         self._dirty_desc(g)
 
     def _set_bit(self, blkno: int, bit: int, value: bool) -> None:

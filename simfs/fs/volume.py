@@ -26,6 +26,7 @@ import fcntl
 import json
 import logging
 import os
+import stat
 import time
 
 import disk_models
@@ -61,6 +62,9 @@ from simfs.ondisk.groupdesc import unpack_table
 from simfs.ondisk.superblock import Geometry, Superblock
 
 log = logging.getLogger("simfs.fs.volume")
+# the file types whose block[] holds no block map (Inode.has_block_map is false): st_rdev
+# comes from it
+_DEVICE_TYPES = frozenset((stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK))
 _CLOCK_REALTIME_COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)   # 5 in Linux's <time.h>
 
 
@@ -111,6 +115,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.cpu_op = options.cpu_op_us * 1e-6
         self._depth = 0                      # operations in progress (commits wait for 0)
         self._commit_asked = False
+        self._commit_countdown = 0           # operations until the next commit check (operation.py)
         self.image = ImageFile(self.path, fd, geo.block_size, writable=not options.read_only,
                                commit_interval=options.commit, dataless=options.dataless)
         self.cache = BufferCache(self.image, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
@@ -384,11 +389,11 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             raise FSError(errno.EROFS)
 
     def _attr(self, inode) -> Attr:
-        return Attr(st_ino=inode.ino, st_mode=inode.mode, st_nlink=inode.links, st_uid=inode.uid,
-                    st_gid=inode.gid, st_rdev=0 if inode.has_block_map else inode.get_rdev(),
-                    st_size=inode.size, st_blocks=inode.blocks, st_blksize=self.block_size,
-                    st_atime_ns=inode.atime_ns, st_mtime_ns=inode.mtime_ns, st_ctime_ns=inode.ctime_ns,
-                    generation=inode.generation)
+        mode = inode.mode
+        return Attr(inode.ino, mode, inode.links, inode.uid, inode.gid,
+                    inode.get_rdev() if mode & 0o170000 in _DEVICE_TYPES else 0,
+                    inode.size, inode.blocks, self.block_size,
+                    inode.atime_ns, inode.mtime_ns, inode.ctime_ns, inode.generation)
 
     def _touch(self, inode, m: bool = True, c: bool = True) -> None:
         now = self._now()

@@ -9,6 +9,11 @@ from simfs.ondisk.constants import N_BLOCKS
 _BASE = struct.Struct("<HHIIIIIHHII4x15IIII4xHHHH4x")
 # mode uid size_lo atime ctime mtime dtime gid links blocks_lo flags (osd1) block[15]
 # generation file_acl size_high (faddr) blocks_hi file_acl_hi uid_hi gid_hi (checksum_lo, reserved)
+# _BASE in the pieces pack writes (offsets 0, 40, 116), so that the skipped words keep their bytes
+_HEAD = struct.Struct("<HHIIIIIHHII")
+_MIDDLE = struct.Struct("<15IIII")
+_TAIL = struct.Struct("<HHHH")
+assert _HEAD.size == 36 and _MIDDLE.size == 72 and _BASE.size == 128
 _EXTRA = struct.Struct("<HHIIIII")  # extra_isize checksum_hi ctime_extra mtime_extra atime_extra crtime crtime_extra
 EXTRA_ISIZE = 32  # covers up to i_projid, as mke2fs writes for 256-byte inodes
 
@@ -16,6 +21,8 @@ EXTRA_ISIZE = 32  # covers up to i_projid, as mke2fs writes for 256-byte inodes
 def _split_ns(ns: int) -> tuple[int, int]:
     """Seconds (low 32 bits, as stored) and the extra word (nsec << 2 | epoch bits), as Linux does."""
     sec, nsec = divmod(ns, 1_000_000_000)
+    if 0 <= sec < 2**31:                         # 1970..2038: no epoch bits
+        return sec, nsec << 2
     s32 = ((sec + 2**31) % 2**32) - 2**31
     return sec & 0xFFFFFFFF, (nsec << 2) | (((sec - s32) >> 32) & 3)
 
@@ -75,14 +82,13 @@ class Inode:
         c, c_x = _split_ns(self.ctime_ns)
         m, m_x = _split_ns(self.mtime_ns)
         raw = self.raw
-        # the osd1 word and faddr are skipped by the format ("4x") and keep their old bytes
-        head = bytes(raw[36:40]), bytes(raw[112:116]), bytes(raw[124:128])
-        _BASE.pack_into(raw, 0, self.mode, self.uid & 0xFFFF, self.size & 0xFFFFFFFF, a, c, m, self.dtime,
-                        self.gid & 0xFFFF, self.links, self.blocks & 0xFFFFFFFF, self.flags, *self.block,
-                        self.generation, self.file_acl & 0xFFFFFFFF, self.size >> 32,
-                        (self.blocks >> 32) & 0xFFFF, (self.file_acl >> 32) & 0xFFFF,
-                        self.uid >> 16, self.gid >> 16)
-        raw[36:40], raw[112:116], raw[124:128] = head
+        # three pieces around the words the format skips (osd1, faddr, and the checksum and
+        # reserved word), which keep their old bytes: _BASE with its "4x" pads, unpacked
+        size, blocks, acl = self.size, self.blocks, self.file_acl
+        _HEAD.pack_into(raw, 0, self.mode, self.uid & 0xFFFF, size & 0xFFFFFFFF, a, c, m, self.dtime,
+                        self.gid & 0xFFFF, self.links, blocks & 0xFFFFFFFF, self.flags)
+        _MIDDLE.pack_into(raw, 40, *self.block, self.generation, acl & 0xFFFFFFFF, size >> 32)
+        _TAIL.pack_into(raw, 116, (blocks >> 32) & 0xFFFF, (acl >> 32) & 0xFFFF, self.uid >> 16, self.gid >> 16)
         if len(raw) > 128:
             cr, cr_x = _split_ns(self.crtime_ns)
             _EXTRA.pack_into(raw, 128, EXTRA_ISIZE, 0, c_x, m_x, a_x, cr, cr_x)

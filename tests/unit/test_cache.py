@@ -540,3 +540,33 @@ def test_softdep_bufdaemon_with_only_dependent_buffers_writes_half_and_sleeps():
     assert clock.now == pytest.approx(t + 2.0 + 0.100)              # its write, then the sleep
     c._flush_oldest(2, wait=False)                 # the background threshold: no sleep
     assert clock.now == pytest.approx(t + 2.0 + 0.100)
+
+
+@pytest.mark.parametrize("outer,inner", [("getattr", "create"), ("create", "getattr"),
+                                         ("create", "unlink"), ("getattr", "read")])
+def test_nested_operations_record_dependencies_as_a_deptracker_driven_by_hand(outer, inner):
+    """The cache opens a DepTracker frame only when there is something to record (the fast
+    path); what it records must be what a tracker given every operation's frame records."""
+    from simfs.blockio.softdeps import DepTracker
+    c, clock, _, _ = make(writeback="softdep")
+    mode = make_writeback("softdep")
+    hand = DepTracker()
+    steps = [("begin", outer), ("dirty", 8, "bitmap"), ("dirty", 7, "inode"),
+             ("begin", inner), ("dirty", 6, "dir"), ("dirty", 5, "inode"), ("dirty", 4, "bitmap"),
+             ("end",), ("dirty", 3, "dir"), ("end",)]
+    for step in steps:
+        if step[0] == "begin":
+            c.begin_op(step[1])
+            hand.begin(mode.dependencies(step[1]))
+        elif step[0] == "dirty":
+            c.mark_dirty(step[1], c.bread(step[1], step[2]), step[2])
+            hand.dirtied(step[1], step[2])
+        else:
+            c.end_op()
+            hand.end(c.is_dirty, clock.now)
+
+    def shape(t):
+        return {b: sorted((u.tag, sorted(n.tag for n in u.needs)) for u in ups)
+                for b, ups in t.pending.items()}
+    assert shape(c.deps) == shape(hand) and c.deps.live == hand.live
+    assert bool(hand.pending) == ("create" in (outer, inner) or "unlink" in (outer, inner))

@@ -50,6 +50,7 @@ def test_loaded_maps_match_the_descriptors(image):
             assert d.free_inodes == ipg - s.inode_used[g * ipg:(g + 1) * ipg].sum() == s.group_free_inodes(g)
         assert s.free_blocks == sum(d.free_blocks for d in s.descs) == vol.sb.free_blocks_count
         assert s.free_inodes == sum(d.free_inodes for d in s.descs) == vol.sb.free_inodes_count
+        assert s.used_dirs == sum(d.used_dirs for d in s.descs)
         assert s.inode_used[: FIRST_INO].all() and not s.inode_used[FIRST_INO:].any()   # 1..11 taken
         assert s.group_used_dirs(0) == 2
 
@@ -95,6 +96,10 @@ def test_every_change_reaches_bitmap_descriptor_and_table(image, blocks, release
             s.release_inode(ino, dirs.pop(ino))
         # totals and counters
         assert s.free_blocks == free0 - len(held) and s.free_inodes == ifree0 - len(dirs)
+        assert s.used_dirs == sum(dirs0) + sum(dirs.values())                 # what Orlov reads
+        assert (s.free_blocks, s.free_inodes, s.used_dirs) == (
+            sum(d.free_blocks for d in s.descs), sum(d.free_inodes for d in s.descs),
+            sum(d.used_dirs for d in s.descs))
         c = vol.counters
         assert c.get("blocks_allocated", 0) - stats0.get("blocks_allocated", 0) == len(taken)
         assert c.get("blocks_freed", 0) - stats0.get("blocks_freed", 0) == len(released)
