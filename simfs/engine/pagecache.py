@@ -47,9 +47,11 @@ Determinism: no real time, no host state; the same calls give the same result.
 from __future__ import annotations
 
 import heapq
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 import numpy as np
+
+from simfs.units import parse_size
 
 PAGE = 4096
 
@@ -94,7 +96,6 @@ class WritebackParams:
     @classmethod
     def parse(cls, spec: str) -> "WritebackParams":
         """`linux-2.6.29[,key=value...]` (sizes take K/M/G): the preset with overrides."""
-        from simfs.units import parse_size
         parts = [p for p in spec.split(",") if p]
         if not parts or parts[0] not in PRESETS:
             raise ValueError(f"unknown page-cache model {parts[0] if parts else spec!r} "
@@ -113,11 +114,6 @@ class WritebackParams:
                 raise ValueError(f"page-cache model: {key} must be positive")
             kw[key] = v
         return PRESETS[parts[0]](**kw)
-
-    def describe(self) -> dict:
-        bg, dirty, task = self.thresholds()
-        return {**asdict(self), "ratelimit_pages": self.ratelimit_pages, "write_chunk": self.write_chunk,
-                "background_pages": bg, "dirty_pages": dirty, "task_limit_pages": task}
 
 
 PRESETS = {"linux-2.6.29": WritebackParams}
