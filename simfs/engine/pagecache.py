@@ -301,9 +301,3 @@ class PageWriteback:
         if f is not None and f.ndirty:
             self._write_inode(f, f.ndirty, cyclic=False, blocking=True, who="pages_by_sync")
         self.inflight.clear()
-
-    def forget(self, ino: int) -> None:
-        """The file is gone (truncated to nothing or removed): its dirty pages with it."""
-        f = self.inodes.pop(ino, None)
-        if f is not None:
-            self.ndirty -= f.ndirty
