@@ -20,17 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from experiments.report import without_wall
+
 REPO = Path(__file__).resolve().parents[1]
 JOB = REPO / "examples" / "jobs" / "dirorder-ab.toml"
-WALL = {"wall", "wall_seconds", "started", "argv", "root"}
-
-
-def figures(doc):
-    if isinstance(doc, dict):
-        return {k: figures(v) for k, v in doc.items() if k not in WALL}
-    if isinstance(doc, list):
-        return [figures(x) for x in doc]
-    return doc
 
 
 def run(job: Path, out: Path, extra: list[str]) -> float:
@@ -65,7 +58,7 @@ def main(argv=None) -> int:
         parallel = run(job, root / "workers", ["--workers", str(a.workers)])
         da = json.loads((root / "serial" / "results.json").read_text())
         db = json.loads((root / "workers" / "results.json").read_text())
-        if figures(da) != figures(db):
+        if without_wall(da) != without_wall(db):
             print("FAIL: the simulated figures differ between the serial and the parallel run", file=sys.stderr)
             return 1
         tasks = da["job"]["tasks"]

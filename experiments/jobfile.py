@@ -556,14 +556,9 @@ def _render(template: str, ctx) -> str:
 def _verb_record(verb: str, path: str, args: dict, drain: bool):
     """An in-process phase: simfs.engine.verbs.run on the unmounted image (one cold mount). sim_cmd
     is the tool's time; sim_drain what the close added (the write-back it left, as `-o stats=`
-    includes it, and the mount's set-up); the headline adds it when drain = true."""
-    from . import runner
-
+    includes it, and the mount's set-up); the headline adds it when drain = true
+    (phases.run_verb)."""
     def command(ctx) -> dict:
-        from simfs.engine import verbs
-        from simfs.errors import FSError
-        from simfs.fuse import mountopts
-        opts = mountopts.parse([ctx.config.mount_string()]).volume
         params = dict(args)
         if verb == "unpack":
             from simfs.engine.treedesc import from_directory, from_tarball
@@ -575,17 +570,7 @@ def _verb_record(verb: str, path: str, args: dict, drain: bool):
             else:
                 params["source"] = from_tarball(str(ctx.tarball), with_data=True)
             params.setdefault("mkdir", True)
-        try:
-            out = verbs.run(str(ctx.image), opts, verb, path, **params)
-        except FSError as e:
-            import os
-            raise runner.ExperimentError(f"{verb} {path}: {os.strerror(e.errno)}") from None
-        rest = out["time"]["now"] - out["sim_cmd"]
-        counters = {k: out["counters"].get(k, 0) for k in runner.COUNTERS}
-        return {"sim_cmd": out["sim_cmd"], "sim_drain": rest, "sim_umount": 0.0,
-                "sim": out["sim_cmd"] + (rest if drain else 0.0), "counters": counters,
-                "extra": {k: v for k, v in out["result"].items() if isinstance(v, (int, float))}
-                if isinstance(out["result"], dict) else {}}
+        return ph.run_verb(ctx, verb, path, drain=drain, **params)
     return command
 
 

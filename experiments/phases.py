@@ -115,6 +115,32 @@ def dd_read(trace: bool = True) -> Phase:
 
 
 # in-process ---------------------------------------------------------------------------------------
+def run_verb(ctx: PhaseContext, verb: str, path: str, *, drain: bool, mark: str = "",
+             options: dict | None = None, **params) -> dict:
+    """An in-process phase's record: simfs.engine.verbs.run on the unmounted image (one cold
+    mount with the configuration's options, plus `options`). sim_cmd is the tool's time,
+    sim_drain what the close added (the write-back it left, as `-o stats=` includes it),
+    sim_umount the final clock; the headline adds the drain when `drain`. The verb's numeric
+    results go to `extra`. A file-system error (a full disk) is one ExperimentError line."""
+    import os
+
+    from simfs.engine import verbs
+    from simfs.errors import FSError
+    from simfs.fuse import mountopts
+
+    from .runner import COUNTERS, ExperimentError
+    opts = mountopts.parse([ctx.config.mount_string(options)]).volume
+    try:
+        out = verbs.run(str(ctx.image), opts, verb, path, mark=mark, **params)
+    except FSError as e:
+        raise ExperimentError(f"{verb} {path}: {os.strerror(e.errno)}") from None
+    now, cmd = out["time"]["now"], out["sim_cmd"]
+    res = out["result"] if isinstance(out["result"], dict) else {}
+    return {"sim_cmd": cmd, "sim_drain": now - cmd, "sim_umount": now, "sim": now if drain else cmd,
+            "counters": {k: out["counters"].get(k, 0) for k in COUNTERS},
+            "extra": {k: v for k, v in res.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}}
+
+
 def mkfs_phase() -> Phase:
     """The runner always makes each image with `timed_mkfs`; listing this phase shows its time."""
     return Phase("mkfs", "mkfs on the modelled disk (every block mkfs writes, charged; newfs)",

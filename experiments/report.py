@@ -102,6 +102,20 @@ def assemble(exp: Experiment, wl, raw: dict, *, quick: bool, argv: list | None =
     }
 
 
+#: the fields of a results document that are wall clock, dates or where it ran
+WALL_FIELDS = {"wall", "wall_seconds", "started", "argv", "root"}
+
+
+def without_wall(doc):
+    """A results document field for field, minus WALL_FIELDS at any depth: what must be equal
+    between two runs of the same job however they were run (serially, on Dask workers)."""
+    if isinstance(doc, dict):
+        return {k: without_wall(v) for k, v in doc.items() if k not in WALL_FIELDS}
+    if isinstance(doc, list):
+        return [without_wall(x) for x in doc]
+    return doc
+
+
 def figures(doc: dict) -> dict:
     """The simulated figures of a results document, for reproducibility checks: everything
     but wall-clock seconds, dates and host."""

@@ -162,34 +162,15 @@ def build(quick: bool, wl, size: int | None = None) -> Experiment:
 
 
 # phases: the verbs on the unmounted image -----------------------------------------------------------
-def _options(c, **extra):
-    from simfs.fuse import mountopts
-    return mountopts.parse([c.config.mount_string(extra)]).volume
-
-
-def _record(out: dict, drain: bool) -> dict:
-    from .runner import COUNTERS
-    counters = out["time"]["total"]["counters"]
-    total = out["time"]["now"]
-    return {"sim": total if drain else out["sim_cmd"], "sim_cmd": out["sim_cmd"],
-            "sim_drain": total - out["sim_cmd"], "sim_umount": total,
-            "counters": {k: counters.get(k, 0) for k in COUNTERS}, "extra": {}}
-
-
 def fill_phase():
     """alloctest: stores through a shared mapping (the modelled page cache) + msync, or pwrite +
     fsync; then the file's extents counted on the image."""
 
     def command(c) -> dict:
-        from simfs.engine import verbs
         p = c.config.params
         kw = {"pagecache": p["pagecache"]} if p["writes"] == "mmap" else {}
-        out = verbs.run(str(c.image), _options(c), "mmap-fill", BIG, mark="write",
-                        size=c.params["size"], writes=p["writes"], **kw)
-        rec = _record(out, drain=True)
-        res = out["result"]
-        rec["extra"] = {k: res[k] for k in ("touch_s", "msync_s") if k in res}
-        return rec
+        return phases.run_verb(c, "mmap-fill", BIG, drain=True, mark="write", size=c.params["size"],
+                               writes=p["writes"], **kw)
 
     def after(c, rec: dict) -> dict:
         from simfs.fs.inspect import frag_counts
@@ -208,12 +189,9 @@ def fill_phase():
 
 def dd_phase():
     def command(c) -> dict:
-        from simfs.engine import verbs
-        out = verbs.run(str(c.image), _options(c, trace=c.work / "dd.trace.csv"), "dd", BIG, mark="dd",
-                        bs=1 << 20)
-        rec = _record(out, drain=False)
-        rec["trace"] = str(c.work / "dd.trace.csv")
-        return rec
+        trace = c.work / "dd.trace.csv"
+        return {**phases.run_verb(c, "dd", BIG, drain=False, mark="dd", options={"trace": trace}, bs=1 << 20),
+                "trace": str(trace)}
 
     return Phase(
         "dd", "dd if=MNT/big of=/dev/null bs=1M, cold (sequential read of the whole file)",

@@ -318,9 +318,11 @@ class BufferCache:
         return self._write_back(sorted(k for k in keys if self.is_dirty(k)), wait=False)
 
     def drop_clean(self) -> None:
-        """Drop every clean buffer (drop_caches)."""
+        """Drop every clean buffer, and the drive's read buffer below (drop_caches: the caller
+        wrote the dirty ones back first, so cold means cold down to the platters)."""
         for b in [b for b, buf in self.buffers.items() if not buf.dirty]:
             del self.buffers[b]
+        self.clock.drop_drive_buffer()
 
     def _flush_dirty(self, wait: bool, older_than: float | None = None) -> None:
         dirty = [buf for buf in self.buffers.values()

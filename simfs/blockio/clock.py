@@ -35,6 +35,13 @@ class SimClock:
             self.wait_until(r.finish)
         return r.finish
 
+    def drop_drive_buffer(self) -> None:
+        """Empty what the drive's buffer holds for reads (drop_caches: cold everywhere); disk
+        models without the call (plug-ins outside DiskModel) have nothing to drop."""
+        drop = getattr(self.disk, "drop_buffer", None)
+        if drop is not None:
+            drop(self.now)
+
     def drain(self) -> None:
         """Wait for every request issued so far and for the drive's write cache (sync, fsync, unmount)."""
         self.wait_until(self.disk.busy_until)

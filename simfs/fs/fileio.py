@@ -125,6 +125,13 @@ class FileIO:
             if offset >= self.max_size:
                 raise FSError(errno.EFBIG)
             data = data[: self.max_size - offset]
+        return self._write_data(inode, offset, data)
+
+    def _write_data(self, inode, offset: int, data: bytes) -> int:
+        """Write `data` at `offset` of a regular file (checked by the caller): immediate
+        allocation or delayed pages, the size and times updated. A full disk after some
+        bytes returns how many went in; before any, it raises ENOSPC."""
+        ino = inode.ino
         bs = self.block_size
         done = 0
         try:
@@ -163,6 +170,7 @@ class FileIO:
         their blocks here, in the order given, as the write that dirtied them would have; the
         requests start without waiting. `data` is every page's contents (zeros if None).
         Returns (finish time, blocks) per request. Used by simfs.engine.pagecache."""
+        self._writable()
         inode = self._inode(ino)
         bs = self.block_size
         page = data if data is not None else bytes(PAGE_SIZE)
@@ -172,7 +180,8 @@ class FileIO:
             n = min(PAGE_SIZE, inode.size - off)     # write-back stops at the file's size
             if n <= 0:
                 continue
-            FileIO.write.__wrapped__(self, ino, off, page[:n])
+            if self._write_data(inode, off, page[:n]) < n:
+                raise FSError(errno.ENOSPC)          # no page is left half written back
             for lblk in range(off // bs, (off + n - 1) // bs + 1):
                 phys = self.filemap.bmap(inode, lblk)
                 keys.append(phys if phys else vkey(ino, lblk))

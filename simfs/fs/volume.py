@@ -320,10 +320,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         """Write back, then forget every cached block, inode and directory index, and what the
         drive's buffer holds: cold cache."""
         self.sync()
-        drop = getattr(self.disk, "drop_buffer", None)   # the drive's buffer too: cold everywhere
-        if drop is not None:
-            drop(self.clock.now)
-        self.cache.drop_clean()
+        self.cache.drop_clean()                # and, through the clock, the drive's buffer
         self.inodes.drop_unpinned()
         self.dirs.indexes.clear()
         self.dirs.indexed_entries = 0

@@ -58,10 +58,14 @@ class RecClock:
         self.busy = 0.0
         self.ios: list[tuple] = []       # (op, blkno, nblocks, kind, ino, wait)
         self.drains = 0
+        self.drops = 0                   # drop_caches reaching the drive's buffer
         self.cache = None                # set by make(): lets io() check what it is asked to write
 
     def cpu(self, s):
         self.now += s
+
+    def drop_drive_buffer(self):
+        self.drops += 1
 
     def wait_until(self, t):
         self.now = max(self.now, t)
@@ -268,6 +272,7 @@ def test_drop_clean_keeps_dirty_buffers():
     dirty(c, 20)
     c.drop_clean()
     assert sorted(c.buffers) == [3, 20] and c.ndirty == 2
+    assert clock.drops == 1                  # and the drive's buffer below, through the clock
 
 
 # forget and rekey --------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from experiments.report import without_wall
+
 import pytest
 
 from tests.conftest import run_simfs
@@ -28,15 +30,6 @@ def simfs_run(*args, timeout=300, **kw) -> subprocess.CompletedProcess:
                           text=True, timeout=timeout, cwd=REPO, env=env, **kw)
 
 
-WALL = {"wall", "wall_seconds", "started", "argv", "root"}      # wall clock, dates, the temporary tree
-
-
-def figures(doc):
-    if isinstance(doc, dict):
-        return {k: figures(v) for k, v in doc.items() if k not in WALL}
-    if isinstance(doc, list):
-        return [figures(x) for x in doc]
-    return doc
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +48,7 @@ def test_serial_equals_two_dask_workers(serial, tmp_path):
     a = json.loads((serial / "results.json").read_text())
     b = json.loads((out / "results.json").read_text())
     assert len(a["records"]) == 2 * 5 and a["job"]["finished"] == 2
-    fa, fb = figures(a), figures(b)
+    fa, fb = without_wall(a), without_wall(b)
     for key in fa:                       # field by field, to name the one that differs
         assert fa[key] == fb[key], key
     assert fa == fb
@@ -143,8 +136,8 @@ def test_interrupt_then_resume_gives_the_uninterrupted_results(serial, tmp_path)
     r = simfs_run(DIRORDER, "--quick", "--resume", out, "--no-plots")
     assert r.returncode == 0, r.stderr
     assert "resume: 1 of 2 tasks already" in r.stderr
-    assert figures(json.loads((out / "results.json").read_text())) == \
-        figures(json.loads((serial / "results.json").read_text()))
+    assert without_wall(json.loads((out / "results.json").read_text())) == \
+        without_wall(json.loads((serial / "results.json").read_text()))
 
 
 def test_bad_job_is_one_line_exit_2_and_nothing_runs(tmp_path):
