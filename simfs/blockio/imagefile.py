@@ -43,6 +43,7 @@ COMMIT_MAX_BYTES = 64 << 20
 
 # Above this many data blocks waiting to be punched (data-less images) a commit is owed.
 PUNCH_MAX_BLOCKS = 1 << 18
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 _PUNCH_HOLE = 0x02 | 0x01                  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
 _libc = None
 
@@ -61,6 +62,23 @@ def punch(fd: int, offset: int, length: int) -> None:
         raise OSError(err, os.strerror(err))
     for pos in range(offset, offset + length, 1 << 20):
         os.pwrite(fd, bytes(min(1 << 20, offset + length - pos)), pos)
+
+
+def _pwritev_all(fd: int, pieces: list, offset: int) -> None:
+    """Write the pieces one after another from `offset`, in as few system calls as the
+    kernel's iovec limit allows, finishing short writes."""
+    i = 0
+    while i < len(pieces):
+        batch = pieces[i:i + _IOV_MAX]
+        want = sum(len(p) for p in batch)
+        done = os.pwritev(fd, batch, offset)
+        if done < want:                                # short: the rest, one piece at a time
+            rest = b"".join(bytes(p) for p in batch)[done:]
+            while rest:
+                n = os.pwrite(fd, rest, offset + done)
+                done, rest = done + n, rest[n:]
+        offset += want
+        i += _IOV_MAX
 
 
 def journal_path(image: str) -> str:
@@ -210,26 +228,30 @@ class ImageFile:
             return 0
         bs = self.bs
         blocks = sorted(self.noted)
-        records: list[tuple[int, bytes]] = []
+        records: list[tuple[int, list]] = []           # (byte offset, the buffers written there)
         i = 0
         while i < len(blocks):                         # contiguous blocks become one record
             j = i + 1
             while j < len(blocks) and blocks[j] == blocks[j - 1] + 1 and j - i < 256:
                 j += 1
-            records.append((blocks[i] * bs, b"".join(bytes(self.noted[b]) for b in blocks[i:j])))
+            records.append((blocks[i] * bs, [self.noted[b] for b in blocks[i:j]]))
             i = j
-        records.extend(sorted(self.extra.items()))     # after the blocks: the superblock wins
-        body = bytearray(HEADER + struct.pack("<I", len(records)))
-        for off, data in records:
-            body += _REC.pack(off, len(data))
-            body += data
-        journal = bytes(body) + struct.pack("<I", zlib.crc32(body)) + TRAILER
+        records.extend((off, [data]) for off, data in sorted(self.extra.items()))  # the superblock wins
+        # the journal, without copying the blocks: its pieces in order, their CRC as they go
+        pieces: list = [HEADER + struct.pack("<I", len(records))]
+        for off, bufs in records:
+            pieces.append(_REC.pack(off, sum(len(b) for b in bufs)))
+            pieces.extend(bufs)
+        crc = 0
+        for piece in pieces:
+            crc = zlib.crc32(piece, crc)
+        pieces.append(struct.pack("<I", crc) + TRAILER)
         jfd = self._journal()
         os.ftruncate(jfd, 0)
-        os.pwrite(jfd, journal, 0)
+        _pwritev_all(jfd, pieces, 0)
         os.fsync(jfd)
-        for off, data in records:
-            os.pwrite(self.fd, data, off)
+        for off, bufs in records:
+            _pwritev_all(self.fd, bufs, off)
         os.fsync(self.fd)
         os.ftruncate(jfd, 0)
         self.noted.clear()

@@ -19,13 +19,13 @@ def test_dataless_commit_journals_metadata_only(tmp_path, monkeypatch):
     path, fd = _image(tmp_path)
     im = ImageFile(path, fd, BS, writable=True, dataless=True)
     journals = []
-    real = os.pwrite
+    real = os.pwritev
 
-    def spy(f, data, off):
+    def spy(f, pieces, off):
         if f == im._journal_fd:
-            journals.append(bytes(data))
-        return real(f, data, off)
-    monkeypatch.setattr(imagefile.os, "pwrite", spy)
+            journals.append(b"".join(bytes(p) for p in pieces))
+        return real(f, pieces, off)
+    monkeypatch.setattr(imagefile.os, "pwritev", spy)
     im.note(5, bytearray(b"\x11" * BS), "data")
     im.note(6, bytearray(b"\x22" * BS), "dir")
     im.note(7, bytearray(b"\x33" * BS), "dir")

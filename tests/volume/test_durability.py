@@ -70,21 +70,37 @@ def test_commit_writes_in_place_and_empties_the_journal(tmp_path):
     assert not os.path.exists(journal_path(path))
 
 
+def test_a_short_vectored_write_is_finished(tmp_path, monkeypatch):
+    """pwritev may write less than asked (a signal, a full host disk half-way): the commit
+    writes the rest, so journal and image still hold every block."""
+    path, fd, im = _image_with_commit(tmp_path, {b: bytes([65 + b]) * 1024 for b in range(3, 9)})
+    real = os.pwritev
+    monkeypatch.setattr(os, "pwritev", lambda f, pieces, off: real(f, [bytes(pieces[0])[:100]], off))
+    assert im.commit() == 6
+    with open(path, "rb") as f:
+        raw = f.read()
+    assert raw[3072:9216] == b"".join(bytes([65 + b]) * 1024 for b in range(3, 9))
+    os.close(fd)
+
+
 def _crash_before_the_image(commit, fd: int) -> None:
-    """Run a commit that "crashes" after its journal, at its first write to the image fd."""
-    real_pwrite = os.pwrite
+    """Run a commit that "crashes" after its journal, at its first write to the image fd
+    (pwrite or pwritev)."""
+    real = os.pwrite, os.pwritev
 
-    def no_in_place(f, data, off):
-        if f == fd:
-            raise KeyboardInterrupt
-        return real_pwrite(f, data, off)
+    def guarded(write):
+        def no_in_place(f, data, off):
+            if f == fd:
+                raise KeyboardInterrupt
+            return write(f, data, off)
+        return no_in_place
 
-    os.pwrite = no_in_place
+    os.pwrite, os.pwritev = map(guarded, real)
     try:
         with pytest.raises(KeyboardInterrupt):
             commit()
     finally:
-        os.pwrite = real_pwrite
+        os.pwrite, os.pwritev = real
 
 
 def _journal_of(tmp_path, blocks) -> tuple[str, bytes]:
