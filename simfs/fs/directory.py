@@ -56,17 +56,19 @@ def _block_free(block: bytes, filetype: bool) -> int:
 
 def _slot(block: bytes, need: int, filetype: bool):
     """The first record a new entry of `need` bytes fits in, as ext2_add_link looks for it:
-    (offset, rec_len, 0) for an empty record, (offset, rec_len, used) for a live one with
-    rec_len - used bytes to spare; None if none."""
+    (offset, rec_len, used, rest) — used 0 for an empty record taken whole, else the live
+    record's own length, with rec_len - used bytes to spare; `rest` the largest room in the
+    block's other records (so the block's free space after the insertion needs no second
+    scan). None if none fits."""
+    found, rest = None, 0
     for off, ino, rec_len, name_len in _records(block, filetype):
-        if ino == 0:
-            if rec_len >= need:
-                return off, rec_len, 0
+        used = (8 + name_len + 3) & ~3 if ino else 0
+        if found is None and rec_len - used >= need:
+            found = (off, rec_len, used)
             continue
-        used = (8 + name_len + 3) & ~3
-        if rec_len - used >= need:
-            return off, rec_len, used
-    return None
+        if rec_len - used > rest:
+            rest = rec_len - used
+    return None if found is None else (*found, rest)
 
 
 class Directories:
@@ -162,7 +164,7 @@ class Directories:
             slot = _slot(buf, need, self.filetype)
             if slot is None:
                 continue
-            off, rec_len, used = slot
+            off, rec_len, used, rest = slot
             if not used:                            # an empty record takes it whole
                 dirent.put(buf, off, ino, rec_len, name, ft)
                 pos = off
@@ -171,7 +173,7 @@ class Directories:
                 dirent.put(buf, off + used, ino, rec_len - used, name, ft)
                 pos = off + used
             self._dirty(d, lidx, buf)
-            idx.free[lidx] = _block_free(buf, self.filetype)
+            idx.free[lidx] = max(rest, rec_len - used - need)
             self._indexed(idx, name, (ino, ftype, lidx * self.bs + pos))
             return
         lidx = self.nblocks(d)

@@ -61,7 +61,7 @@ class InodeTable:
         """Write the in-core inode into its inode-table block and mark that block dirty."""
         blk, off = self._where(inode.ino)
         buf = self.cache.bread(blk, "inode", inode.ino)
-        buf[off:off + self.geo.inode_size] = inode.pack()
+        buf[off:off + self.geo.inode_size] = inode.packed()
         self.cache.mark_dirty(blk, buf, "inode", inode.ino)
 
     def block_of(self, ino: int) -> int:

@@ -78,9 +78,27 @@ class Inode:
         return self
 
     def pack(self) -> bytes:
-        a, a_x = _split_ns(self.atime_ns)
-        c, c_x = _split_ns(self.ctime_ns)
-        m, m_x = _split_ns(self.mtime_ns)
+        return bytes(self.packed())
+
+    def packed(self) -> bytearray:
+        """The in-core fields written into `raw` (returned, not copied: the inode table
+        copies it into its block at once)."""
+        # _split_ns inline for the times of 1970..2038 (every put packs three or four)
+        a, a_x = divmod(self.atime_ns, 1_000_000_000)
+        if 0 <= a < 2**31:
+            a_x <<= 2
+        else:
+            a, a_x = _split_ns(self.atime_ns)
+        c, c_x = divmod(self.ctime_ns, 1_000_000_000)
+        if 0 <= c < 2**31:
+            c_x <<= 2
+        else:
+            c, c_x = _split_ns(self.ctime_ns)
+        m, m_x = divmod(self.mtime_ns, 1_000_000_000)
+        if 0 <= m < 2**31:
+            m_x <<= 2
+        else:
+            m, m_x = _split_ns(self.mtime_ns)
         raw = self.raw
         # three pieces around the words the format skips (osd1, faddr, and the checksum and
         # reserved word), which keep their old bytes: _BASE with its "4x" pads, unpacked
@@ -92,7 +110,7 @@ class Inode:
         if len(raw) > 128:
             cr, cr_x = _split_ns(self.crtime_ns)
             _EXTRA.pack_into(raw, 128, EXTRA_ISIZE, 0, c_x, m_x, a_x, cr, cr_x)
-        return bytes(raw)
+        return raw
 
     # convenience -------------------------------------------------------------------------
     @property
