@@ -12,13 +12,53 @@ Per directory: fstatat(parent, name) (the caller's visit), openat(O_DIRECTORY), 
 again (fts checks the directory did not move), the file-system-type cache's single fstatfs on
 the first directory with no subdirectories (st_nlink == 2: the leaf optimisation), the dup,
 getdents64 until nothing, close of the first descriptor (the dup keeps the directory open).
-`entry(fts, dir_file, name, kind)` is called for each entry in readdir order; it calls
+`entry(fts, dir_file, name, kind)` is called for each entry in fts's order (`batches`: readdir
+order, or inode order in a directory of more than 10,000 entries); it calls
 `fts.descend(dir_file, name)` for directories it enters.
 """
 
 from __future__ import annotations
 
-RING = 4            # gnulib fts: I_RING_SIZE
+import operator
+
+RING = 4                    # gnulib fts: I_RING_SIZE
+SORT_THRESHOLD = 10_000     # _FTS_INODE_SORT_DIR_ENTRIES_THRESHOLD
+MAX_READDIR = 100_000       # FTS_MAX_READDIR_ENTRIES: entries one fts_build reads (no fts_compar)
+_INO = operator.itemgetter(1)
+
+
+def batches(k, f, may_sort):
+    """The entries of the open directory `f` as gnulib's fts_build hands them over (coreutils
+    9.1, findutils 4.9): readdir (getdents64 as glibc calls it) at most MAX_READDIR at a time,
+    the rest of a getdents buffer left for the next batch; when a batch's 10,001st entry is read
+    fts asks whether sorting by inode number may help (`may_sort()`: the file-system type,
+    whose first lookup is an fstatfs, and only CIFS, NFS and tmpfs say no), and if so sorts
+    the batch by d_ino (fts_compare_ino) — on any large directory of an ext2 image or a FUSE
+    mount. Yields (entries, last): `last` once the end of the directory has been read."""
+    pending: list = []
+    while True:
+        batch: list = []
+        sort = False
+        last = False
+        while len(batch) < MAX_READDIR:
+            if not pending:
+                pending = k.getdents(f)
+                if not pending:
+                    if f.eof:
+                        last = True
+                        break
+                    continue                        # a buffer of only "." and ".."
+            take = MAX_READDIR - len(batch)
+            before = len(batch)
+            batch.extend(pending[:take])
+            pending = pending[take:]
+            if before <= SORT_THRESHOLD < len(batch):
+                sort = may_sort()
+        if sort:
+            batch.sort(key=_INO)
+        yield batch, last
+        if last:
+            return
 
 
 class Fts:
@@ -42,6 +82,15 @@ class Fts:
             if f is not None:
                 k.close(f)
 
+    def may_sort(self) -> bool:
+        """dirent_inode_sort_may_be_useful: the file-system type (one fstatfs per file system,
+        cached, shared with the leaf optimisation); a FUSE mount is not CIFS, NFS or tmpfs."""
+        if not self.statfs_done:
+            self.statfs_done = True
+            self.counts["statfs"] = True
+            self.k.statfs()
+        return True
+
     def descend(self, d, name: bytes) -> None:
         """Enter the subdirectory `name` of the directory open as `d` (fstatat done)."""
         sub = self.k.open(d.ino, [name], directory=True)
@@ -62,9 +111,9 @@ class Fts:
             if old is not None:
                 k.close(old)
         self.cwd = f
-        entries = k.listdir(f)
-        for name, ino, kind in entries:
-            self.entry(self, f, name, kind)
+        for entries, _ in batches(k, f, self.may_sort):
+            for name, ino, kind in entries:
+                self.entry(self, f, name, kind)
         if not depth:
             return
         up = self.ring.pop() if self.ring else None

@@ -6,7 +6,8 @@ an entry other than . and .. shows up or the end, close). An empty directory oth
 is removed at once (unlinkat AT_REMOVEDIR in its parent). Otherwise fts reads it: openat,
 fstat, getdents64 until it returns nothing, close (the first directory without subdirectories
 that has entries also gets an fstatfs: gnulib's leaf optimisation asks the file system type
-once). Entries are visited in readdir order: a file is unlinked (unlinkat), a directory is
+once). Entries are visited in fts's order (readdir order; inode order in a directory of more
+than 10,000 entries: simfs.engine.verbs.fts.batches): a file is unlinked (unlinkat), a directory is
 stat'ed (fstatat, its d_type is DIR) and removed recursively, after fts climbs back out of it
 (the fd ring of find.py: past four levels, openat("..") and fstat). DIR itself goes last,
 unlinkat(AT_FDCWD, DIR, AT_REMOVEDIR) with the whole path walked.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import stat
 
-RING = 4          # gnulib fts: I_RING_SIZE
+from .fts import RING, batches
 
 
 def _is_empty(k, f) -> bool:
@@ -51,11 +52,33 @@ def _visit(k, f, parent: int, ring: list[int], counts, top: bool = False) -> Non
     if not counts["statfs"] and a.st_nlink <= 2:
         counts["statfs"] = True                     # leaf_optimization: fstatfs, once
         k.statfs()
-    entries = k.listdir(f)
-    k.close(f)
-    ring.append(parent)                             # cwd_advance_fd
-    if len(ring) > RING:
-        del ring[0]
+    def may_sort() -> bool:                         # fts.Fts.may_sort, with rm's counts
+        if not counts["statfs"]:
+            counts["statfs"] = True
+            k.statfs()
+        return True
+
+    first = True
+    for entries, last in batches(k, f, may_sort):
+        if last:
+            k.close(f)                              # the end of the directory was read
+        if first:
+            first = False
+            ring.append(parent)                     # cwd_advance_fd
+            if len(ring) > RING:
+                del ring[0]
+        _remove(k, f, entries, ring, counts)
+    if top:
+        return                                      # fts goes back to the initial cwd
+    if ring:
+        ring.pop()                                  # back to the parent's descriptor
+    else:
+        up = k.open_dotdot(f.ino, parent)
+        k.fstat(up)
+        k.close(up)
+
+
+def _remove(k, f, entries, ring: list[int], counts) -> None:
     for name, ino, kind in entries:
         if kind == stat.S_IFDIR:
             k.stat(f.ino, [name])
@@ -71,11 +94,3 @@ def _visit(k, f, parent: int, ring: list[int], counts, top: bool = False) -> Non
         else:
             k.unlink(f.ino, [name])
             counts["files" if kind == stat.S_IFREG else "other"] += 1
-    if top:
-        return                                      # fts goes back to the initial cwd
-    if ring:
-        ring.pop()                                  # back to the parent's descriptor
-    else:
-        up = k.open_dotdot(f.ino, parent)
-        k.fstat(up)
-        k.close(up)
