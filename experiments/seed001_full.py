@@ -16,7 +16,7 @@ the original, in hash, linear and inode order (simfs.engine.verbs), with the rea
 experiment's options (ext2 allocator and Orlov placement, async, SAS 10K, 4 KiB blocks, 256-byte
 inodes, an image 8 times the tree up to the whole drive). Phases are timed as the mounted runner
 times them: from the start to the tool's end, without the unmount's write-back. Writes
-results.json and table.md to --out (each phase's simulated and real time and peak memory) and
+results.json and table.md to --out (each phase's simulated, real and CPU time and peak memory) and
 the hash/inode ratios beside the seed's ext4/btrfs ones.
 """
 
@@ -62,7 +62,7 @@ def make_image(path: Path, tree_bytes: int) -> None:
 
 def run_phase(image: Path, order: str, phase: str, source=None) -> dict:
     from simfs.engine import verbs
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if phase == "unpack":
         out = verbs.run(str(image), options(order), "unpack", "tree", source=source, mkdir=True)
     elif phase in ("find-d", "find-f"):
@@ -72,7 +72,7 @@ def run_phase(image: Path, order: str, phase: str, source=None) -> dict:
     else:
         out = verbs.run(str(image), options(order), "rm-rf", "tree")
     return {"phase": phase, "order": order, "sim": out["sim_cmd"], "sim_umount": out["time"]["now"],
-            "real": time.perf_counter() - t0, "result": out["result"],
+            "real": time.perf_counter() - t0, "cpu": time.process_time() - c0, "result": out["result"],
             "counters": out["time"]["total"]["counters"],
             "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
