@@ -44,16 +44,6 @@ def _records(block: bytes, filetype: bool):
         off += rec_len
 
 
-def _block_free(block: bytes, filetype: bool) -> int:
-    """The largest record a new entry could take in the block."""
-    best = 0
-    for _, ino, rec_len, name_len in _records(block, filetype):
-        room = rec_len if ino == 0 else rec_len - ((8 + name_len + 3) & ~3)
-        if room > best:
-            best = room
-    return best
-
-
 def _slot(block: bytes, need: int, filetype: bool):
     """The first record a new entry of `need` bytes fits in, as ext2_add_link looks for it:
     (offset, rec_len, used, rest) — used 0 for an empty record taken whole, else the live
@@ -201,20 +191,27 @@ class Directories:
         self._touch_upto(d, lidx)
         buf = self.read_block(d, lidx)
         prev = None
-        for off, eino, rec_len, ename, _ in dirent.iter_block(buf, self.filetype):
-            if off == target:
-                if prev is None:
-                    dirent.set_inode(buf, off, 0)
-                else:
-                    dirent.set_rec_len(buf, prev[0], prev[1] + rec_len)
-                break
-            prev = (off, rec_len)
-        else:
-            raise FSError(errno.EIO, f"directory {d.ino}: index and block disagree")
+        try:
+            for off, eino, rec_len, name_len in _records(buf, self.filetype):
+                if off == target:
+                    if prev is None:
+                        dirent.set_inode(buf, off, 0)
+                        room = rec_len                          # an empty record now
+                    else:
+                        dirent.set_rec_len(buf, prev[0], prev[1] + rec_len)
+                        room = prev[1] + rec_len - prev[2]      # the previous one's slack grew
+                    break
+                prev = (off, rec_len, (8 + name_len + 3) & ~3)
+            else:
+                raise FSError(errno.EIO, f"directory {d.ino}: index and block disagree")
+        except ValueError as e:
+            raise FSError(errno.EIO, f"directory {d.ino} block {lidx}: {e}") from None
         self._dirty(d, lidx, buf)
         del idx.names[name]
         self.indexed_entries -= 1
-        idx.free[lidx] = _block_free(buf, self.filetype)
+        # a removal only makes one record's room larger (the removed entry's own slack is
+        # part of it): the block's largest room is the old one or that
+        idx.free[lidx] = max(idx.free[lidx], room)
         return hit[0]
 
     def replace(self, d, name: bytes, ino: int, ftype: int) -> int:

@@ -49,13 +49,20 @@ def stored(vol, ino) -> Inode:
     return Inode.unpack(ino, vol.cache.peek(vol.inodes.block_of(ino))[off:off + geo.inode_size])
 
 
-def best_room(vol, d) -> int:
-    """The largest record a block of d could take without growing."""
-    best = 0
+def rooms(vol, d) -> list[int]:
+    """Per block of d, the largest record a new entry could take in it."""
+    out = []
     for lidx in range(d.size // BS):
+        best = 0
         for _, ino, rec_len, name, _ in dirent.iter_block(vol.cache.peek(vol.filemap.bmap(d, lidx))):
             best = max(best, rec_len if ino == 0 else rec_len - dirent.rec_len_for(len(name)))
-    return best
+        out.append(best)
+    return out
+
+
+def best_room(vol, d) -> int:
+    """The largest record a block of d could take without growing."""
+    return max(rooms(vol, d), default=0)
 
 
 def on_disk(vol, d) -> dict[bytes, tuple[int, int]]:
@@ -289,6 +296,9 @@ class DirMachine(RuleBasedStateMachine):
         assert on_disk(self.vol, self.d) == self.model
         assert {n: (i, f) for _, n, i, f in self.vol.dirs.entries(self.d)} == self.model
         assert self.vol.dirs.is_empty(self.d) == (len(self.model) == 2)
+        idx = self.vol.dirs.indexes.get(self.d.ino)      # the index's per-block room, kept up
+        if idx is not None:                               # to date by add and remove, is exact
+            assert idx.free == rooms(self.vol, self.d)
 
 
 DirMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=40, deadline=None,
