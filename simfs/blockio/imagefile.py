@@ -43,7 +43,7 @@ COMMIT_MAX_BYTES = 64 << 20
 
 # Above this many data blocks waiting to be punched (data-less images) a commit is owed.
 PUNCH_MAX_BLOCKS = 1 << 18
-_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
+_IOV_MAX = os.sysconf("SC_IOV_MAX")           # iovecs one pwritev takes (1024 on Linux)
 _PUNCH_HOLE = 0x02 | 0x01                  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
 _libc = None
 

@@ -27,6 +27,16 @@ MAX_READDIR = 100_000       # FTS_MAX_READDIR_ENTRIES: entries one fts_build rea
 _INO = operator.itemgetter(1)
 
 
+def fs_type(k, counts: dict) -> bool:
+    """fts's filesystem_type: an fstatfs the first time it is asked, cached after that
+    (counts["statfs"]); asked by the leaf optimisation and dirent_inode_sort_may_be_useful.
+    True: sorting by inode may help (a FUSE mount is not CIFS, NFS or tmpfs)."""
+    if not counts.get("statfs"):
+        counts["statfs"] = True
+        k.statfs()
+    return True
+
+
 def batches(k, f, may_sort):
     """The entries of the open directory `f` as gnulib's fts_build hands them over (coreutils
     9.1, findutils 4.9): readdir (getdents64 as glibc calls it) at most MAX_READDIR at a time,
@@ -68,7 +78,6 @@ class Fts:
         self.counts = counts
         self.ring: list = []                        # File, or None for AT_FDCWD
         self.cwd = None                             # AT_FDCWD
-        self.statfs_done = False
 
     def run(self, where: list[bytes]) -> None:
         k = self.k
@@ -82,15 +91,6 @@ class Fts:
             if f is not None:
                 k.close(f)
 
-    def may_sort(self) -> bool:
-        """dirent_inode_sort_may_be_useful: the file-system type (one fstatfs per file system,
-        cached, shared with the leaf optimisation); a FUSE mount is not CIFS, NFS or tmpfs."""
-        if not self.statfs_done:
-            self.statfs_done = True
-            self.counts["statfs"] = True
-            self.k.statfs()
-        return True
-
     def descend(self, d, name: bytes) -> None:
         """Enter the subdirectory `name` of the directory open as `d` (fstatat done)."""
         sub = self.k.open(d.ino, [name], directory=True)
@@ -101,17 +101,15 @@ class Fts:
         self.counts["dirs"] = self.counts.get("dirs", 0) + 1
         a = k.fstat(f)
         k.stat(parent, path)
-        if not self.statfs_done and a.st_nlink == 2:
-            self.statfs_done = True
-            self.counts["statfs"] = True
-            k.statfs()
+        if a.st_nlink == 2:
+            fs_type(k, self.counts)                 # leaf_optimization
         self.ring.append(self.cwd)                  # cwd_advance_fd(dup, chdir_down_one)
         if len(self.ring) > RING:
             old = self.ring.pop(0)
             if old is not None:
                 k.close(old)
         self.cwd = f
-        for entries, _ in batches(k, f, self.may_sort):
+        for entries, _ in batches(k, f, lambda: fs_type(k, self.counts)):
             for name, ino, kind in entries:
                 self.entry(self, f, name, kind)
         if not depth:

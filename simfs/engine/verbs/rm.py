@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import stat
 
-from .fts import RING, batches
+from .fts import RING, batches, fs_type
 
 
 def _is_empty(k, f) -> bool:
@@ -49,17 +49,10 @@ def _visit(k, f, parent: int, ring: list[int], counts, top: bool = False) -> Non
     """Directory `f` (not empty), just opened by fts under `parent`: read, remove its
     entries, climb back out."""
     a = k.fstat(f)
-    if not counts["statfs"] and a.st_nlink <= 2:
-        counts["statfs"] = True                     # leaf_optimization: fstatfs, once
-        k.statfs()
-    def may_sort() -> bool:                         # fts.Fts.may_sort, with rm's counts
-        if not counts["statfs"]:
-            counts["statfs"] = True
-            k.statfs()
-        return True
-
+    if a.st_nlink <= 2:
+        fs_type(k, counts)                          # leaf_optimization
     first = True
-    for entries, last in batches(k, f, may_sort):
+    for entries, last in batches(k, f, lambda: fs_type(k, counts)):
         if last:
             k.close(f)                              # the end of the directory was read
         if first:
