@@ -179,7 +179,7 @@ class Kernel:
         self._use(ino)
         if is_dir:
             return File(ino, True, self.vol.opendir_state())
-        self.vol.hold(ino)                              # OPEN: the handle is a hold
+        self.vol.open_file(ino)                         # OPEN
         return File(ino, False, writer=write)
 
     def open_dotdot(self, d: int, parent: int) -> File:
@@ -201,7 +201,7 @@ class Kernel:
         a = self.vol.create(p, path[-1], stat.S_IFREG | (mode & 0o7777), uid, gid)
         self._ref(a.st_ino)
         self._use(a.st_ino)
-        self.vol.hold(a.st_ino)
+        self.vol.open_file(a.st_ino)
         self.vol.getattr(a.st_ino)
         return File(a.st_ino, False, writer=True)
 
@@ -276,8 +276,15 @@ class Kernel:
         victim = self._lookup(p, path[-1]).st_ino
         self.vol.getattr(p)                             # may_delete: MAY_WRITE|MAY_EXEC
         fn(p, path[-1])
-        if victim not in self.busy and self.vol.peek_attr(victim).st_nlink == 0:
+        if victim not in self.busy and self._nameless(victim):
             self._forget(victim)                        # the dentry dies, the inode is evicted
+
+    def _nameless(self, ino: int) -> bool:
+        """No name is left (the volume may have freed the inode already)."""
+        try:
+            return self.vol.peek_attr(ino).st_nlink == 0
+        except FSError:
+            return True
 
     def symlink(self, d: int, path: list[bytes], target: bytes, uid: int = 0, gid: int = 0):
         p = self._parent(d, path)

@@ -2,7 +2,7 @@
 
 Format (JSON lines, gzip-compressed when the path ends in .gz; the reader sniffs gzip itself):
 
-  line 1   the header: {"format": "simfs-oplog", "version": 1, "simfs": VERSION,
+  line 1   the header: {"format": "simfs-oplog", "version": 2, "simfs": VERSION,
            "image": {"uuid", "block_size", "blocks_count", "inodes_count"},
            "options": the mount's VolumeOptions}
   line 2+  one operation each: [OP, RESULT, ARGS...]
@@ -17,7 +17,8 @@ are recorded as they are (bytes as str: UTF-8, other bytes as surrogate escapes)
 its length only (replay writes filler: the model's timing does not depend on the bytes).
 
 Recorded: every Volume call of the FUSE layer that the model charges or whose state it changes -
-namespace, file I/O, xattrs, statfs, holds and drops (kernel references and open files; an open file's release is ["release", null, H, WRITER]), readdir
+namespace, file I/O, xattrs, statfs, holds and drops (kernel references), opens and releases of files (["open", null, H],
+["release", null, H, WRITER]), readdir
 handles (opened as ["opendir", ID], closed as ["releasedir", ID]), sync, drop_caches, mark,
 reset_stats - and the unmount ("close"). Not recorded: peek_attr
 and the inspection calls (extents), which charge nothing and change nothing, and real durability
@@ -39,7 +40,7 @@ import os
 from simfs.errors import FSError
 
 FORMAT = "simfs-oplog"
-VERSION = 1
+VERSION = 2                     # 2: opens recorded as "open" (1 logged them as holds)
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_LINES = 4096
 _encode = json.JSONEncoder(separators=(",", ":")).encode      # one encoder: json.dumps makes one a call
@@ -237,6 +238,10 @@ class RecordingVolume:
     def drop(self, ino, n=1):
         self._log.write(["drop", None, self._h(ino), n])
         return self._vol.drop(ino, n)
+
+    def open_file(self, ino):
+        self._log.write(["open", None, self._h(ino)])
+        return self._vol.open_file(ino)
 
     def release_file(self, ino, writer):
         self._log.write(["release", None, self._h(ino), bool(writer)])

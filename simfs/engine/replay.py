@@ -158,6 +158,7 @@ class Replayer:
     def op_statfs(self): return self.vol.statfs()
     def op_hold(self, h, n): return self.vol.hold(self.ino(h), n)
     def op_drop(self, h, n): return self.vol.drop(self.ino(h), n)
+    def op_open(self, h): return self.vol.open_file(self.ino(h))
     def op_release(self, h, writer): return self.vol.release_file(self.ino(h), writer)
     def op_read(self, h, off, size): return self.vol.read(self.ino(h), off, size)
     def op_write(self, h, off, n): return self.vol.write(self.ino(h), off, self._data(n))

@@ -231,13 +231,17 @@ class Namespace:
         self._unref(victim, dropped_dir=True)
 
     def _unref(self, inode, dropped_dir: bool = False) -> None:
-        """One name less: free the inode when no name and no hold is left."""
+        """One name less: with no name left, free the inode now if nothing holds it, when the
+        operation ends if only the kernel's references do (Volume: holds)."""
         if not dropped_dir:
             inode.links -= 1
             self._touch(inode, m=False)
         self.inodes.put(inode)
-        if inode.links == 0 and not self.holds.get(inode.ino):
-            self._free_inode(inode)
+        if inode.links == 0:
+            if not self.holds.get(inode.ino):
+                self._free_inode(inode)
+            elif not self.handles.get(inode.ino):
+                self._evict.append(inode.ino)
 
     def _free_inode(self, inode) -> None:
         if inode.is_dir:

@@ -43,6 +43,8 @@ def operation(fn):
             finally:
                 self._depth -= 1
             if not self._depth:                         # between operations: a consistent image
+                if self._evict:
+                    self._evict_unlinked()
                 self._commit_countdown -= 1
                 if self._commit_countdown <= 0 or self._commit_asked:
                     self._commit_countdown = COMMIT_CHECK_EVERY

@@ -5,8 +5,15 @@ tests, replays and benchmarks drive a Volume in-process. Names are bytes; errors
 FSError(errno). The volume does no permission checks (the kernel does, with
 default_permissions); ownership, modes, times and link counts are its job.
 
-`Volume.open(path, options)` opens an image. Open files and kernel lookups are both
-"holds" (`hold(ino)` / `drop(ino, n)`): an unlinked inode lives until its last hold drops.
+`Volume.open(path, options)` opens an image. Kernel lookups are "holds" (`hold(ino)` /
+`drop(ino, n)`); an open file is a hold and a handle (`open_file(ino)` / `release_file`). An
+inode whose last name goes is freed when the operation ends unless a handle is open (then at
+its last release): the host kernel evicts an unlinked inode nobody uses at the unlink, as the
+modelled ext2 frees it there, but tells simfs so (FORGET) only asynchronously, so freeing at
+the FORGET would make a mounted run's timing depend on when the host's message came. The
+references the kernel still held are kept as "stale" and its FORGETs are counted off them
+first; the node id may meanwhile name a new inode (the kernel tells the two apart by the
+generation number, and never sends READDIR or LOOKUP for a removed directory).
 
 The image's clean state follows the kernel's ext2: "not clean" while mounted read-write, and
 at unmount the state found at mount (an unchecked file system stays unchecked). An image that
@@ -136,7 +143,10 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
                                           self.cache, self.stats)
         if self.placement.delayed:
             self.cache.placer = self.delalloc
-        self.holds: dict[int, int] = {}
+        self.holds: dict[int, int] = {}         # inode -> kernel references and open files
+        self.handles: dict[int, int] = {}       # inode -> open files
+        self.stale: dict[int, int] = {}         # freed inode -> references the kernel still held
+        self._evict: list[int] = []             # unlinked inodes to free when the operation ends
         self.generation = sb.wtime
         if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
             self.max_size = min(self.filemap.max_blocks * geo.block_size, 2**41 - geo.block_size)
@@ -251,6 +261,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         before = (self.clock.now, self.stats.totals(), self.stats.disk_busy())
         if self.image.writable:
             self.sync()                      # places delayed blocks
+            self.stale.clear()
             for ino in list(self.holds):
                 self.holds[ino] = 1
                 self.drop(ino)
@@ -405,15 +416,40 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             self.inodes.pin(ino)
         self.holds[ino] = self.holds.get(ino, 0) + n
 
+    def open_file(self, ino: int) -> None:
+        """A file is opened (FUSE OPEN or CREATE): a hold, and a handle that keeps the inode
+        if its last name goes."""
+        self.hold(ino)
+        self.handles[ino] = self.handles.get(ino, 0) + 1
+
     def release_file(self, ino: int, writer: bool) -> None:
         """An open file is released (FUSE RELEASE). Linux's ext2_release_file drops the file's
         block reservation whenever a file open for writing is closed, however many lookups
-        still hold the inode; then the handle's hold goes."""
+        still hold the inode; then the handle's hold goes, and an unlinked file's last close
+        frees it (the kernel evicts it then)."""
+        left = self.handles.get(ino, 0) - 1
+        if left > 0:
+            self.handles[ino] = left
+        else:
+            self.handles.pop(ino, None)
         if writer and ino in self.holds and not self.options.read_only and self.space.inode_used[ino - 1]:
             self.placement.release(self.inodes.get(ino))
         self.drop(ino)
+        if left <= 0 and ino in self.holds and not self.options.read_only:
+            self._evict.append(ino)         # the last close of an unlinked file evicts it
+            self._evict_unlinked()
 
     def drop(self, ino: int, n: int = 1) -> None:
+        stale = self.stale.get(ino)
+        if stale:                           # references to the freed inode go first
+            taken = min(stale, n)
+            if stale > taken:
+                self.stale[ino] = stale - taken
+            else:
+                del self.stale[ino]
+            n -= taken
+            if not n:
+                return
         if ino not in self.holds:           # nothing held (a forget of an unknown node)
             return
         left = self.holds.get(ino, 0) - n
@@ -429,4 +465,17 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.placement.release(inode)     # last close: ext2_discard_reservation and the like
         if inode.links == 0:
             self._free_inode(inode)
+
+    def _evict_unlinked(self) -> None:
+        """After an operation: free the inodes it unlinked that no open file holds (the kernel
+        has evicted them); the kernel's references to them become stale."""
+        pending, self._evict = self._evict, []
+        for ino in pending:
+            held = self.holds.get(ino)
+            if not held or self.handles.get(ino) or not self.space.inode_used[ino - 1] \
+                    or self.inodes.get(ino).links:
+                continue
+            self.holds[ino] = 1
+            self.drop(ino)
+            self.stale[ino] = self.stale.get(ino, 0) + held
 

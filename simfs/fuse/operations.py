@@ -11,8 +11,9 @@ called directly from the trio handlers: requests are served one at a time, in or
 
 Lookup counts: every reply that creates a kernel reference (lookup, create, mknod, mkdir,
 symlink, link and each readdirplus entry other than . and ..) takes a `vol.hold`; `forget`
-gives them back with `vol.drop`; open handles are holds too. So an unlinked
-file stays readable while it is open and is freed when the last reference goes.
+gives them back with `vol.drop`; an open file is `vol.open_file` / `vol.release_file`. An
+unlinked file stays readable while it is open; one nobody has open is freed at the unlink, as
+the kernel evicts it there (Volume's docstring: why not at the FORGET).
 
 Every handler is wrapped (`_handler`): FSError becomes FUSEError(errno); any other exception
 is logged with its traceback and answered EIO, and the mount stays up (pyfuse3 would
@@ -423,14 +424,14 @@ class Operations(pyfuse3.Operations):
         if control.is_control(ino):
             return pyfuse3.FileInfo(fh=self.ctl.open(ino, flags), direct_io=True, keep_cache=False)
         vino = _vino(ino)
-        self.vol.hold(vino)             # an open handle is a hold, like a lookup
+        self.vol.open_file(vino)
         if flags & os.O_TRUNC:
             # FUSE_ATOMIC_O_TRUNC: the kernel leaves truncation on open to us (and, like
             # Linux, O_RDONLY|O_TRUNC truncates too; the kernel checked write permission).
             try:
                 self.vol.setattr(vino, size=0)
             except BaseException:
-                self.vol.drop(vino)
+                self.vol.release_file(vino, False)
                 raise
         writer = WRITER if flags & os.O_ACCMODE != os.O_RDONLY else 0
         return pyfuse3.FileInfo(fh=vino | writer, direct_io=False, keep_cache=False)
@@ -442,7 +443,7 @@ class Operations(pyfuse3.Operations):
         mode, uid, gid = self._owner(parent, stat.S_IFREG | stat.S_IMODE(mode), ctx)
         a = self.vol.create(_vino(parent), name, mode, uid, gid)
         entry = self._held(a)           # the lookup reference
-        self.vol.hold(a.st_ino)         # and the open handle
+        self.vol.open_file(a.st_ino)    # and the open handle
         return pyfuse3.FileInfo(fh=a.st_ino | WRITER, direct_io=False, keep_cache=False), entry
 
     @_handler

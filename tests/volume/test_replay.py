@@ -81,6 +81,24 @@ def workload(vol, tree):
             break
     vol.release_state(st)
     vol.getxattr(odd, b"user.bin")
+    # an unlinked file read while open, freed at its release; one only the kernel held, freed
+    # at the unlink, its FORGET coming after a new file may have taken the number
+    f = vol.create(top, b"open-unlinked", 0o644, 0, 0).st_ino
+    vol.hold(f)
+    vol.open_file(f)
+    vol.write(f, 0, b"x" * 10000)
+    vol.unlink(top, b"open-unlinked")
+    assert vol.read(f, 0, 4) == b"xxxx"
+    vol.release_file(f, True)
+    g = vol.create(top, b"held", 0o644, 0, 0).st_ino
+    vol.hold(g, 2)
+    vol.write(g, 0, b"y" * 5000)
+    vol.unlink(top, b"held")
+    h = vol.create(top, b"new", 0o644, 0, 0).st_ino
+    vol.hold(h)
+    vol.write(h, 0, b"z" * 5000)
+    vol.drop(g, 2)
+    vol.drop(f)
     vol.statfs()
 
 
@@ -179,6 +197,7 @@ def test_the_log_holds_handles_names_and_lengths(recorded):
     first = list(dict.fromkeys(seen))
     assert first == list(range(len(first))), "handles are numbered by first appearance"
     assert any(r[0] == "readdir" and r[1] and r[1][0][0] == "lost+found" for r in ops)
+    assert sum(r[0] == "open" for r in ops) == 1 and any(r[0] == "release" for r in ops)
     # every readdir state is closed again, so a replay need not keep them all
     opened = [r[1] for r in ops if r[0] == "opendir"]
     assert opened and sorted(r[1] for r in ops if r[0] == "releasedir") == sorted(opened)

@@ -256,25 +256,56 @@ def test_large_file_beyond_4_gib(tmp_path):
     assert_fsck_clean(img)
 
 
-def test_unlinked_file_lives_until_last_hold(tmp_path):
+def test_unlinked_file_lives_until_last_release(tmp_path):
     img = tmp_path / "img"
     mkfs(img, 8 << 20, block_size=4096)
     with Volume.open(img) as vol:
         ino = vol.create(vol.root_ino, b"tmp", 0o644, 0, 0).st_ino
-        vol.hold(ino)
+        vol.hold(ino)                                   # the kernel's reference
+        vol.open_file(ino)
         vol.write(ino, 0, b"still here")
         vol.unlink(vol.root_ino, b"tmp")
         assert vol.read(ino, 0, 100) == b"still here"
         free_before = vol.statfs().f_bfree
-        vol.drop(ino)
-        assert vol.statfs().f_bfree == free_before + 1
+        vol.release_file(ino, True)
+        assert vol.statfs().f_bfree == free_before + 1  # freed at the last release
         with pytest.raises(FSError):
             vol.getattr(ino)
+        vol.drop(ino)                                   # the kernel's FORGET, later: nothing
         orphan = vol.create(vol.root_ino, b"orphan", 0o644, 0, 0).st_ino
-        vol.hold(orphan)
+        vol.open_file(orphan)
         vol.write(orphan, 0, b"x" * 10000)
         vol.unlink(vol.root_ino, b"orphan")
-    assert_fsck_clean(img)    # close freed the orphan that was still held
+    assert_fsck_clean(img)    # close freed the orphan that was still open
+
+
+def test_unlinked_inode_nobody_has_open_is_freed_at_the_unlink(tmp_path):
+    """The kernel evicts it at the unlink; its FORGET comes when it comes, and is counted off
+    the references the freed inode had, not off a new inode given the same number."""
+    img = tmp_path / "img"
+    mkfs(img, 8 << 20, block_size=4096)
+    with Volume.open(img) as vol:
+        d = vol.mkdir(vol.root_ino, b"d", 0o755, 0, 0).st_ino
+        vol.hold(d, 2)                                  # two kernel references (lookup, readdir)
+        ino = vol.create(vol.root_ino, b"f", 0o644, 0, 0).st_ino
+        vol.hold(ino, 3)
+        vol.write(ino, 0, b"x" * 8192)
+        free = vol.statfs().f_bfree
+        vol.unlink(vol.root_ino, b"f")
+        vol.rmdir(vol.root_ino, b"d")
+        assert vol.statfs().f_bfree == free + 2 + 1    # its data and the directory's block
+        for gone in (ino, d):
+            with pytest.raises(FSError):
+                vol.getattr(gone)
+        again = vol.create(vol.root_ino, b"g", 0o644, 0, 0).st_ino
+        assert again in (ino, d)                        # ext2 hands the number out again
+        vol.hold(again)
+        vol.write(again, 0, b"new")
+        vol.drop(again, 3 if again == ino else 2)      # the old node's late FORGET
+        assert again in vol.holds and vol.read(again, 0, 10) == b"new"
+        vol.drop(again)
+        assert again not in vol.holds
+    assert_fsck_clean(img)
 
 
 def test_readdir_cookies_survive_changes(tmp_path):
