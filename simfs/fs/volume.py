@@ -146,6 +146,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.holds: dict[int, int] = {}         # inode -> kernel references and open files
         self.handles: dict[int, int] = {}       # inode -> open files
         self.stale: dict[int, int] = {}         # freed inode -> references the kernel still held
+        self.evicted: dict[int, Attr] = {}      # freed inode -> its attributes, while referenced
         self._evict: list[int] = []             # unlinked inodes to free when the operation ends
         self.generation = sb.wtime
         if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
@@ -262,6 +263,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         if self.image.writable:
             self.sync()                      # places delayed blocks
             self.stale.clear()
+            self.evicted.clear()
             for ino in list(self.holds):
                 self.holds[ino] = 1
                 self.drop(ino)
@@ -447,6 +449,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
                 self.stale[ino] = stale - taken
             else:
                 del self.stale[ino]
+                self.evicted.pop(ino, None)
             n -= taken
             if not n:
                 return
@@ -468,14 +471,21 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
 
     def _evict_unlinked(self) -> None:
         """After an operation: free the inodes it unlinked that no open file holds (the kernel
-        has evicted them); the kernel's references to them become stale."""
+        has evicted them); the kernel's references to them become stale. What still reaches
+        such an inode without opening it (fstat of an O_PATH descriptor, stat of a removed
+        working directory) gets its last attributes, as from ext2's orphan, until the number
+        is used again or the references go."""
         pending, self._evict = self._evict, []
         for ino in pending:
             held = self.holds.get(ino)
-            if not held or self.handles.get(ino) or not self.space.inode_used[ino - 1] \
-                    or self.inodes.get(ino).links:
+            if not held or self.handles.get(ino) or not self.space.inode_used[ino - 1]:
                 continue
+            inode = self.inodes.get(ino)
+            if inode.links:
+                continue
+            attr = self._attr(inode)
             self.holds[ino] = 1
             self.drop(ino)
             self.stale[ino] = self.stale.get(ino, 0) + held
+            self.evicted[ino] = attr
 

@@ -153,6 +153,28 @@ def test_unlinked_but_open_file_lives_until_closed(simfs_mount):
     assert q.read_bytes() == b"new" and not p.exists()
 
 
+def test_what_outlives_an_unlink_without_opening_still_sees_its_inode(simfs_mount):
+    """simfs frees an unlinked inode nobody has open when the unlink ends (not at the kernel's
+    asynchronous FORGET); a removed working directory and an O_PATH descriptor still stat it,
+    with no link left, as on ext2."""
+    m = simfs_mount
+    d, f = m.mnt / "gone", m.mnt / "file"
+    d.mkdir()
+    f.write_bytes(b"x" * 5000)
+    freed = _freed(m)
+    out = run(["bash", "-c", f"cd {d} && rmdir {d} && stat -c %h ."])
+    assert out.stdout.split() == ["0"], out
+    fd = os.open(f, os.O_PATH)
+    try:
+        os.unlink(f)
+        assert _freed(m) == freed + 2                   # both freed already
+        assert os.fstat(fd).st_nlink == 0
+    finally:
+        os.close(fd)
+    (m.mnt / "new").write_bytes(b"y")                   # may take a freed number again
+    assert (m.mnt / "new").read_bytes() == b"y"
+
+
 def test_readdir_large_directory_stable(simfs_mount):
     m = simfs_mount
     d = m.mnt / "big"

@@ -269,9 +269,10 @@ def test_unlinked_file_lives_until_last_release(tmp_path):
         free_before = vol.statfs().f_bfree
         vol.release_file(ino, True)
         assert vol.statfs().f_bfree == free_before + 1  # freed at the last release
+        assert vol.getattr(ino).st_nlink == 0           # the kernel's reference still sees it
+        vol.drop(ino)                                   # until its FORGET
         with pytest.raises(FSError):
             vol.getattr(ino)
-        vol.drop(ino)                                   # the kernel's FORGET, later: nothing
         orphan = vol.create(vol.root_ino, b"orphan", 0o644, 0, 0).st_ino
         vol.open_file(orphan)
         vol.write(orphan, 0, b"x" * 10000)
@@ -294,17 +295,24 @@ def test_unlinked_inode_nobody_has_open_is_freed_at_the_unlink(tmp_path):
         vol.unlink(vol.root_ino, b"f")
         vol.rmdir(vol.root_ino, b"d")
         assert vol.statfs().f_bfree == free + 2 + 1    # its data and the directory's block
-        for gone in (ino, d):
+        for gone in (ino, d):                           # a GETATTR through what still refers
+            a = vol.getattr(gone)                       # to it (an O_PATH descriptor, a
+            assert a.st_nlink == 0 and a.st_ino == gone # removed working directory)
             with pytest.raises(FSError):
-                vol.getattr(gone)
+                vol.lookup(gone, b"x") if gone == d else vol.read(gone, 0, 1)
         again = vol.create(vol.root_ino, b"g", 0o644, 0, 0).st_ino
         assert again in (ino, d)                        # ext2 hands the number out again
+        assert vol.getattr(again).st_nlink == 1         # the new inode, with a new generation
         vol.hold(again)
         vol.write(again, 0, b"new")
         vol.drop(again, 3 if again == ino else 2)      # the old node's late FORGET
         assert again in vol.holds and vol.read(again, 0, 10) == b"new"
         vol.drop(again)
         assert again not in vol.holds
+        other = d if again == ino else ino
+        vol.drop(other, 2 if other == d else 3)         # its FORGET: nothing refers to it now
+        with pytest.raises(FSError):
+            vol.getattr(other)
     assert_fsck_clean(img)
 
 
