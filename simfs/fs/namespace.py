@@ -77,6 +77,23 @@ class Namespace:
         self.inodes.put(inode)
         return self._attr(inode)
 
+    def _choose_inode(self, parent: int, is_dir: bool) -> int:
+        """The placer's choice, but not a freed number the kernel still refers to (Volume:
+        stale): a node id is handed out again only after its FORGET, so nothing the kernel
+        sent for the old inode can reach a new one - unless nothing else is free."""
+        used = self.space.inode_used
+        hidden = [i - 1 for i in self.stale if not used[i - 1]] if self.stale else None
+        if not hidden:
+            return self.placer.choose(self.space, parent, is_dir)
+        used[hidden] = True
+        try:
+            return self.placer.choose(self.space, parent, is_dir)
+        except NoSpace:
+            pass
+        finally:
+            used[hidden] = False
+        return self.placer.choose(self.space, parent, is_dir)
+
     def _new_inode(self, parent, name: bytes, mode: int, uid: int, gid: int):
         """Allocate and link a new inode named `name` in directory `parent`."""
         self._writable()
@@ -88,7 +105,7 @@ class Namespace:
         if is_dir and d.links >= LINK_MAX:
             raise FSError(errno.EMLINK)
         try:
-            ino = self.placer.choose(self.space, parent, is_dir)
+            ino = self._choose_inode(parent, is_dir)
         except NoSpace:
             raise FSError(errno.ENOSPC) from None
         self.space.take_inode(ino, is_dir)

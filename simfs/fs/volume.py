@@ -12,8 +12,9 @@ its last release): the host kernel evicts an unlinked inode nobody uses at the u
 modelled ext2 frees it there, but tells simfs so (FORGET) only asynchronously, so freeing at
 the FORGET would make a mounted run's timing depend on when the host's message came. The
 references the kernel still held are kept as "stale" and its FORGETs are counted off them
-first; the node id may meanwhile name a new inode (the kernel tells the two apart by the
-generation number, and never sends READDIR or LOOKUP for a removed directory).
+first; until they are gone the number is not handed out again (unless nothing else is free:
+then the kernel tells the two apart by the generation number), and a GETATTR through them (a
+removed working directory, an O_PATH descriptor) sees the last attributes.
 
 The image's clean state follows the kernel's ext2: "not clean" while mounted read-write, and
 at unmount the state found at mount (an unchecked file system stays unchecked). An image that

@@ -171,7 +171,7 @@ def test_what_outlives_an_unlink_without_opening_still_sees_its_inode(simfs_moun
         assert os.fstat(fd).st_nlink == 0
     finally:
         os.close(fd)
-    (m.mnt / "new").write_bytes(b"y")                   # may take a freed number again
+    (m.mnt / "new").write_bytes(b"y")
     assert (m.mnt / "new").read_bytes() == b"y"
 
 
