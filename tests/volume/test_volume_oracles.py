@@ -324,17 +324,16 @@ def test_a_referenced_number_is_reused_when_nothing_else_is_free(tmp_path):
     img = tmp_path / "img"
     mkfs(img, 8 << 20, block_size=4096)
     with Volume.open(img) as vol:
-        names = []
+        n = 0
         while True:                                     # fill every inode
             try:
-                names.append((vol.create(vol.root_ino, b"n%d" % len(names), 0o644, 0, 0).st_ino,
-                              b"n%d" % len(names)))
+                ino = vol.create(vol.root_ino, b"n%d" % n, 0o644, 0, 0).st_ino
             except FSError as e:
                 assert e.errno == errno.ENOSPC
                 break
-        ino, name = names[-1]
+            n += 1
         vol.hold(ino)
-        vol.unlink(vol.root_ino, name)
+        vol.unlink(vol.root_ino, b"n%d" % (n - 1))     # the last one made, still referenced
         assert vol.create(vol.root_ino, b"last", 0o644, 0, 0).st_ino == ino
         vol.hold(ino)
         vol.drop(ino)                                   # the old node's FORGET
