@@ -158,7 +158,7 @@ def test_create_write_read_release_forget(ops_vol):
                               forget=1)
 
 
-def test_an_unlinked_open_file_lives_until_the_last_reference(ops_vol):
+def test_an_unlinked_open_file_lives_until_its_last_release(ops_vol):
     ops, vol = ops_vol
     fi, entry = call(ops, "create", FUSE_ROOT, b"doomed", 0o600, os.O_RDWR, ROOT_CTX)
     ino = entry.st_ino
@@ -168,10 +168,13 @@ def test_an_unlinked_open_file_lives_until_the_last_reference(ops_vol):
     assert fuse_errno(ops, "lookup", FUSE_ROOT, b"doomed", ROOT_CTX) == errno.ENOENT
     assert call(ops, "read", fi.fh, 0, 100) == b"still here"
     assert call(ops, "getattr", ino, ROOT_CTX).st_nlink == 0
-    call(ops, "release", fi.fh)
-    assert vol.space.inode_used[ino - 1]                              # the kernel still knows it
-    call(ops, "forget", [(ino, 1)])
+    call(ops, "release", fi.fh)                 # the kernel evicts it: freed, whatever it sends later
     assert not vol.space.inode_used[ino - 1] and vol.space.free_blocks == free + 1
+    assert call(ops, "getattr", ino, ROOT_CTX).st_nlink == 0          # its lookup is not forgotten yet
+    assert vol.stale == {ino: 1}
+    call(ops, "forget", [(ino, 1)])
+    assert vol.stale == {} and vol.holds == {}
+    assert fuse_errno(ops, "getattr", ino, ROOT_CTX) == errno.ENOENT
 
 
 def test_namespace_handlers_take_references(ops_vol):
@@ -481,8 +484,9 @@ def test_sync_and_drop_caches_through_the_control_files(mk):
 # a random walk of requests against the kernel's lookup counts ------------------------------------
 def test_lookup_counts_follow_the_kernel(ops_vol, monkeypatch):
     """Random requests; the kernel's view (how many references it holds per node, which
-    handles are open) is kept here, and vol.holds must equal it throughout; forgetting
-    everything leaves no hold."""
+    handles are open) is kept here, and the volume's holds and, for inodes freed at their
+    unlink or last release, its stale references must add up to it throughout; forgetting
+    everything leaves none."""
     import random
     rng = random.Random(12)
     ops, vol = ops_vol
@@ -526,8 +530,9 @@ def test_lookup_counts_follow_the_kernel(ops_vol, monkeypatch):
         except pyfuse3.FUSEError as e:
             assert e.errno in (errno.ENOENT, errno.EEXIST), (step, what, e.errno)
         want = +refs + Counter(fh & ~WRITER for fh in handles)
-        assert vol.holds == dict(want), (step, what)
+        assert Counter(vol.holds) + Counter(vol.stale) == want, (step, what)
+        assert not set(vol.holds) & set(vol.stale), (step, what)     # no number reused meanwhile
     for fh in handles:
         call(ops, "release", fh)
     call(ops, "forget", [(FUSE_ROOT if i == 2 else i, n) for i, n in (+refs).items()])
-    assert vol.holds == {} and ops.unexpected == 0
+    assert vol.holds == {} and vol.stale == {} and ops.unexpected == 0
