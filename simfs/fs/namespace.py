@@ -47,8 +47,8 @@ class Namespace:
 
     @operation
     def getattr(self, ino: int) -> Attr:
-        if self.evicted and ino in self.evicted:       # freed at its unlink, still referenced
-            return self.evicted[ino]
+        if self.stale and ino in self.stale and not self.space.inode_used[ino - 1]:
+            return self.stale[ino][1]                   # freed at its unlink, still referenced
         return self._attr(self._inode(ino))
 
     @operation
@@ -109,7 +109,6 @@ class Namespace:
         except NoSpace:
             raise FSError(errno.ENOSPC) from None
         self.space.take_inode(ino, is_dir)
-        self.evicted.pop(ino, None)     # the number names a new inode (a new generation)
         inode = self.inodes.new(ino)
         if d.mode & stat.S_ISGID:       # BSD group semantics of a setgid directory
             gid = d.gid

@@ -146,8 +146,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             self.cache.placer = self.delalloc
         self.holds: dict[int, int] = {}         # inode -> kernel references and open files
         self.handles: dict[int, int] = {}       # inode -> open files
-        self.stale: dict[int, int] = {}         # freed inode -> references the kernel still held
-        self.evicted: dict[int, Attr] = {}      # freed inode -> its attributes, while referenced
+        self.stale: dict[int, tuple[int, Attr]] = {}    # freed inode -> (references the kernel
+                                                        # still holds, its last attributes)
         self._evict: list[int] = []             # unlinked inodes to free when the operation ends
         self.generation = sb.wtime
         if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
@@ -264,7 +264,6 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         if self.image.writable:
             self.sync()                      # places delayed blocks
             self.stale.clear()
-            self.evicted.clear()
             for ino in list(self.holds):
                 self.holds[ino] = 1
                 self.drop(ino)
@@ -438,19 +437,17 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         if writer and ino in self.holds and not self.options.read_only and self.space.inode_used[ino - 1]:
             self.placement.release(self.inodes.get(ino))
         self.drop(ino)
-        if left <= 0 and ino in self.holds and not self.options.read_only:
-            self._evict.append(ino)         # the last close of an unlinked file evicts it
-            self._evict_unlinked()
+        if left <= 0 and not self.options.read_only:
+            self._evict_one(ino)            # the last close of an unlinked file evicts it
 
     def drop(self, ino: int, n: int = 1) -> None:
-        stale = self.stale.get(ino)
-        if stale:                           # references to the freed inode go first
-            taken = min(stale, n)
-            if stale > taken:
-                self.stale[ino] = stale - taken
+        if ino in self.stale:               # references to the freed inode go first
+            refs, attr = self.stale[ino]
+            taken = min(refs, n)
+            if refs > taken:
+                self.stale[ino] = (refs - taken, attr)
             else:
                 del self.stale[ino]
-                self.evicted.pop(ino, None)
             n -= taken
             if not n:
                 return
@@ -471,22 +468,23 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             self._free_inode(inode)
 
     def _evict_unlinked(self) -> None:
-        """After an operation: free the inodes it unlinked that no open file holds (the kernel
-        has evicted them); the kernel's references to them become stale. What still reaches
-        such an inode without opening it (fstat of an O_PATH descriptor, stat of a removed
-        working directory) gets its last attributes, as from ext2's orphan, until the number
-        is used again or the references go."""
+        """After an operation: free the inodes it unlinked that no open file holds."""
         pending, self._evict = self._evict, []
         for ino in pending:
-            held = self.holds.get(ino)
-            if not held or self.handles.get(ino) or not self.space.inode_used[ino - 1]:
-                continue
-            inode = self.inodes.get(ino)
-            if inode.links:
-                continue
-            attr = self._attr(inode)
-            self.holds[ino] = 1
-            self.drop(ino)
-            self.stale[ino] = self.stale.get(ino, 0) + held
-            self.evicted[ino] = attr
+            self._evict_one(ino)
 
+    def _evict_one(self, ino: int) -> None:
+        """Free an unlinked inode the kernel has evicted (no name, no open file), keeping its
+        references as stale. What still reaches it without opening it (fstat of an O_PATH
+        descriptor, stat of a removed working directory) gets its last attributes, as from
+        ext2's orphan, until those references go."""
+        held = self.holds.get(ino)
+        if not held or self.handles.get(ino) or not self.space.inode_used[ino - 1]:
+            return
+        inode = self.inodes.get(ino)
+        if inode.links:
+            return
+        attr = self._attr(inode)
+        self.holds[ino] = 1
+        self.drop(ino)
+        self.stale[ino] = (self.stale[ino][0] + held if ino in self.stale else held, attr)
