@@ -155,6 +155,35 @@ def check(case: Case, options: str, tarball: Path, work: Path) -> dict:
             "why": "; ".join(bad), "real": (m["real"], v["real"])}
 
 
+def oplogs(case: Case, options: str, tarball: Path, work: Path) -> tuple[list, list]:
+    """The operations the volume is asked, mounted (`-o oplog=`) and by the verb (the same
+    recorder), on identical copies of the case's image: two lists of JSON lines without the
+    header. The verb's list ends with the references its unmount gives back, which a mount's
+    close drops unlogged; they are left out."""
+    from simfs.engine import verbs
+    from simfs.engine.treedesc import from_tarball
+    base = prepare(work, case.needs, tarball, options)
+    a, b = work / "a.img", work / "b.img"
+    for copy in (a, b):
+        shutil.copyfile(base, copy)
+    mlog, vlog = work / "mounted.oplog", work / "verb.oplog"
+    mounted(case, a, f"{options},oplog={mlog}", tarball, work)
+    params = dict(case.params)
+    if case.needs == "dir":
+        params["source"] = from_tarball(str(tarball))
+    verbs.run(str(b), volume_options(options), case.verb, case.where, oplog=str(vlog), **params)
+    out = []
+    for log in (mlog, vlog):
+        lines = log.read_text().splitlines()[1:]
+        while len(lines) > 1 and lines[-2].startswith('["drop",'):
+            del lines[-2]
+        out.append(lines)
+        log.unlink()
+    for copy in (a, b):
+        copy.unlink()
+    return out[0], out[1]
+
+
 def tarball_of(tree: str | None, files: int, work: Path) -> Path:
     tar = work / "tree.tar"
     if tree is None:

@@ -109,14 +109,21 @@ class Kernel:
                 self._forget(next(iter(self.unused)))
 
     def mount(self) -> None:
-        """`simfs mount`: the kernel's GETATTR of the root once the session is up (a mounted
-        phase starts after it: its inode read is not the command's)."""
-        self.vol.getattr(self.root)
+        """`simfs mount`: it returns once the session is up, and no request reaches the file
+        system meanwhile (with the zero attribute timeout nothing is cached either)."""
+
+    def ctl(self) -> None:
+        """`simfs ctl MNT mark|drop-caches|...`: three GETATTRs of the root on its way to
+        .simfs (the control files themselves never reach the volume)."""
+        for _ in range(3):
+            self.vol.getattr(self.root)
 
     def unmount(self) -> None:
-        """`simfs umount` (fusermount -u): four GETATTRs of the root, then every reference
-        goes back (the volume's close drops what is still held, unlogged)."""
-        for _ in range(4):
+        """`simfs umount`: five GETATTRs of the root (its checks of the mount point, then the
+        realpath that asks whether libmount keeps the mount's options) around reading
+        .simfs/info, which the volume never sees; then every reference goes back (the
+        volume's close drops what is still held, unlogged)."""
+        for _ in range(5):
             self.vol.getattr(self.root)
         for ino in list(self.refs):
             self._forget(ino)

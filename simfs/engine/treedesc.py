@@ -1,7 +1,8 @@
 """A tree to unpack, described entry by entry in archive order, without materialising it.
 
 `Entry.path` is relative to the unpack directory (a list of names); directories come before
-what they contain, as in a tar archive. Sources: a tarball (`from_tarball`), a directory of
+what they contain, as in a tar archive. An entry with an empty path, first if at all, is the
+unpack directory itself (the archive's "./" member, whose metadata tar gives the directory). Sources: a tarball (`from_tarball`), a directory of
 this machine (`from_directory`, in the order GNU tar would archive it with --sort=name), or a
 generator (experiments.workload's `describe`). A source is an iterable that can be read once;
 nothing in it needs the whole tree in memory.
@@ -35,13 +36,18 @@ def _split(name: str) -> list[bytes]:
 
 def from_tarball(path: str, *, with_data: bool = False):
     """The members of a tar archive, in archive order (tarfile streams it)."""
+    first = True
     with tarfile.open(path, "r|*") as tf:
         for m in tf:
             parts = _split(m.name)
-            if not parts:
-                continue
             common = dict(mode=m.mode & 0o7777, mtime_ns=int(m.mtime) * 1_000_000_000,
                           uid=m.uid, gid=m.gid)
+            if not parts:
+                if m.isdir() and first:
+                    yield Entry([], "dir", **common)
+                first = False
+                continue
+            first = False
             if m.isdir():
                 yield Entry(parts, "dir", **common)
             elif m.issym():
@@ -56,7 +62,7 @@ def from_tarball(path: str, *, with_data: bool = False):
 def from_directory(root: str, *, with_data: bool = False):
     """A directory of this machine as `tar --sort=name -cf - -C ROOT .` would archive it:
     names sorted bytewise, a directory before its contents, the second name of a file with
-    several links as a hard link to the first."""
+    several links as a hard link to the first; the directory itself first, as "./"."""
     seen: dict[tuple[int, int], list[bytes]] = {}
 
     def walk(dirpath: bytes, rel: list[bytes]):
@@ -91,4 +97,7 @@ def from_directory(root: str, *, with_data: bool = False):
                         data = f.read()
                 yield Entry(path, "file", size=st.st_size, data=data, **common)
 
+    top = os.stat(root)
+    yield Entry([], "dir", mode=top.st_mode & 0o7777, mtime_ns=top.st_mtime_ns, uid=top.st_uid,
+                gid=top.st_gid)
     yield from walk(os.fsencode(root), [])

@@ -17,7 +17,8 @@ from simfs.engine.treedesc import from_directory
 def test_describe_matches_written_tree(tmp_path, seed, files, svn):
     dest = tmp_path / "t"
     generate_tree(dest, seed=seed, files=files, svn=svn)
-    want = list(from_directory(str(dest)))
+    root, *want = from_directory(str(dest))
+    assert root.path == [] and root.kind == "dir"       # the "./" member: DEST's own metadata
     got = list(describe(seed, files, svn=svn, uid=os.getuid(), gid=os.getgid()))
     assert len(got) == len(want)
     for g, w in zip(got, want):

@@ -39,7 +39,7 @@ def split(path: str) -> list[bytes]:
 
 
 def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark: str = "",
-        **params) -> dict:
+        oplog: str = "", **params) -> dict:
     """Open IMAGE cold with VolumeOptions `options`, run `verb` on `where` as one mount would
     (the volume closed as an unmount closes it: the write-back the verb left is included), and
     return {"result": what the verb reports, "time": the statistics -o stats= would hold,
@@ -47,20 +47,26 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
     the set-up and the unmount's write-back (what the experiments time for phases without
     drain)}. `mkdir`: first `mkdir -p MNT/where` on the same mount, as the experiments prepare
     an unpack. `mark`: the statistics phase (and trace rows) the verb's work is recorded under,
-    as `simfs ctl MNT mark NAME` before a tool. FSError from the verb propagates after the
-    volume is closed."""
+    as `simfs ctl MNT mark NAME` before a tool. `oplog`: record the operations the volume is
+    asked in the form `-o oplog=PATH` records a mount's (so the two can be compared line by
+    line). FSError from the verb propagates after the volume is closed."""
     from simfs.engine.kernel import Kernel
     from simfs.fs.volume import Volume
 
     fn = VERBS[verb]
     with rare_collections():
         vol = Volume.open(image, options)
+        if oplog:
+            from importlib.metadata import version
+            from simfs.engine.oplog import RecordingVolume
+            vol = RecordingVolume.start(vol, oplog, version("simfs"))
         k = Kernel(vol)
         try:
             k.mount()
             if mkdir:
                 _mkdir_p(k, split(where))
             if mark:
+                k.ctl()
                 vol.mark(mark)
             start = vol.clock.now
             result = fn(k, split(where), **params)

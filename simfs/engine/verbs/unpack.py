@@ -19,7 +19,8 @@ are relative to DIR's descriptor, "./a/b"):
   above it are fstatat'ed and held back to the end, where the placeholder is fstatat'ed,
   unlinked and replaced by the link, and every directory still delayed is fstatat'ed before
   its metadata is set;
-- a hard link: linkat(old, new, 0).
+- a hard link: linkat(old, new, 0); while placeholders are pending, fstatat(old) before it
+  (find_delayed_link_source) and after it (is the source a delayed link?).
 
 Write sizes follow the archive GNU tar writes with `--sort=name -cf - -C SRC .` (GNU format:
 "./" names, 512-byte headers, ././@LongLink for names over 100 bytes); the archive itself is
@@ -27,6 +28,8 @@ read from outside the mount and costs nothing here.
 """
 
 from __future__ import annotations
+
+import itertools
 
 
 RECORD = 10240         # tar's default record (blocking factor 20)
@@ -72,8 +75,18 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
     """Unpack `source` (an iterable of treedesc.Entry) into the existing directory `where`.
     `dot`: the archive starts with a "./" member (what `tar -C SRC .` writes); its metadata
     are `dot_*` (the mode defaults to DIR's). `prefix`: how member names start in the
-    archive (only their lengths matter: long names take extra records)."""
+    archive (only their lengths matter: long names take extra records). A first entry with
+    an empty path is that "./" member (from_tarball and from_directory yield it): its
+    metadata are the `dot_*` not given."""
     pre = prefix.encode()
+    source = iter(source)
+    first = next(source, None)
+    if first is not None and not first.path:
+        dot_mode = first.mode if dot_mode is None else dot_mode
+        dot_mtime_ns = dot_mtime_ns or first.mtime_ns
+        dot_uid, dot_gid = dot_uid or first.uid, dot_gid or first.gid
+    elif first is not None:
+        source = itertools.chain([first], source)
     cwd = k.open(k.root, where, directory=True)
     c = cwd.ino
     counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "bytes": 0}
@@ -175,7 +188,11 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
                 set_link(p, e)
         elif e.kind == "hardlink":
             counts["hardlinks"] += 1
+            if links:
+                k.stat(c, _dotted(e.link))
             k.link(c, _dotted(e.link), p)
+            if links:
+                k.stat(c, _dotted(e.link))
     apply([])                                    # extract_finish: what no link holds back
     for p, e in reversed(links):                 # apply_delayed_links
         k.stat(c, p)
