@@ -216,7 +216,8 @@ def oplog_difference(mounted_ops: list[str], verb_ops: list[str]) -> str:
         return (f"{len(m)} operations mounted, {len(v)} in-process; first difference at {i}: "
                 f"mounted {m[max(0, i - 3):i + 3]}, verb {v[max(0, i - 3):i + 3]}")
     if _released(mounted_ops) != _released(verb_ops):
-        return "the same operations, but not the same references or directories given back"
+        return ("the same operations, but not the same references or directories given back "
+                "(the host may forget an inode early, under memory pressure)")
     return ""
 
 

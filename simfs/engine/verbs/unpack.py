@@ -4,7 +4,8 @@ The system calls, read off `strace -f` of tar on a local copy and on a mount (me
 are relative to DIR's descriptor, "./a/b"):
 
 - openat(DIR, O_DIRECTORY); the archive's "./" member: mkdirat(".") fails with EEXIST, then
-  two fstatat(".") and "." joins the delayed directories with its current mode;
+  two fstatat(".") and "." joins the delayed directories with its current mode, marked to be
+  set after the links (so at the very end, after one more fstatat);
 - before each member, the delayed directories that are not its ancestors get their metadata
   (newest first): utimensat(path, [OMIT, mtime], AT_SYMLINK_NOFOLLOW), fchownat(path,
   AT_SYMLINK_NOFOLLOW), and, unless the mode is already right, gnulib's fchmodat(NOFOLLOW):
@@ -54,7 +55,9 @@ class _Delayed:
     def __init__(self, path, mode, cur, mtime, uid, gid, dot=False):
         self.path, self.mode, self.cur, self.mtime = path, mode, cur, mtime
         self.uid, self.gid, self.dot = uid, gid, dot
-        self.after_links = False
+        # delay_set_stat marks "." at once (must_be_dot_or_slash -> mark_after_links): it is
+        # set after the delayed links, with an fstatat first
+        self.after_links = dot
 
 
 def _dotted(path: list[bytes]) -> list[bytes]:
