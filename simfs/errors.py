@@ -20,3 +20,9 @@ class ImageError(Exception):
     The message is meant for the user as it stands (one line, no traceback).
     """
 
+
+
+class VerbRefused(Exception):
+    """An in-process verb refuses its arguments before it changes anything, as the real tool
+    does (`rm -rf .`, `cp -a` of a directory into itself). The message is one line for the
+    user, in the tool's words."""

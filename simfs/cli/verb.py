@@ -99,7 +99,7 @@ def cmd_verb(a) -> int:
     from simfs import __version__
     from simfs.cli.stats import show_stats
     from simfs.engine import verbs
-    from simfs.errors import FSError, ImageError
+    from simfs.errors import FSError, ImageError, VerbRefused
     from simfs.fuse import mountopts
     from simfs.fuse.checks import UsageError, check_image, check_output
     try:
@@ -119,7 +119,7 @@ def cmd_verb(a) -> int:
         if a.verb == "unpack":
             params.update(source=_source(a.source), mkdir=True)
         out = verbs.run(a.image, vopts, a.verb, a.path, **params)
-    except (UsageError, mountopts.OptionError, ImageError) as e:
+    except (UsageError, mountopts.OptionError, ImageError, VerbRefused) as e:
         return fail(str(e), "verb")
     except (ValueError, KeyError) as e:         # a policy or disk the registries do not know
         return fail(f"bad option value: {e}", "verb")
