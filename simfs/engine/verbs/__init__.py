@@ -32,6 +32,10 @@ VERBS = {
     "cat": cat.run,
 }
 
+#: checks of PATH as given, before the image is opened (split() drops "." and a trailing "/",
+#: which decide `rm -rf t/.`): each raises simfs.errors.VerbRefused as the tool refuses
+REFUSE = {"rm-rf": rm.refuse, "cp-a": cp.refuse, "mmap-fill": mmap_fill.refuse}
+
 
 def split(path: str) -> list[bytes]:
     """A path inside the mount ("tree/sub", "/tree/sub") as a list of names."""
@@ -54,6 +58,8 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
     from simfs.fs.volume import Volume
 
     fn = VERBS[verb]
+    if verb in REFUSE:
+        REFUSE[verb](where, **params)
     with rare_collections():
         vol = Volume.open(image, options)
         if oplog:

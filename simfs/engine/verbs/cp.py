@@ -14,6 +14,12 @@ mode & 0700), ioctl(FICLONE) (EOPNOTSUPP, no request), fstat, copy_file_range un
 new file's owner differs, flistxattr(SRC) twice, the ACL get/set (no request), fchmod, close
 both. A symbolic link: readlink(SRC), symlinkat, fchownat, utimensat, llistxattr(SRC) twice.
 The second name of a file with several links: linkat(first copy, DST).
+
+Refused before anything is asked (VerbRefused): a DST that is SRC or lies inside it, compared
+name by name after "." and ".." are resolved lexically (the model walks ".." as the directory's
+".." entry and follows no symbolic link, so the names decide). GNU cp says "cannot copy a
+directory, 'SRC', into itself, 'DST'" only once it meets the copy it is making inside SRC,
+after it has made part of it; here nothing is made.
 """
 
 from __future__ import annotations
@@ -21,13 +27,53 @@ from __future__ import annotations
 import errno
 import stat
 
-from simfs.errors import FSError
+from simfs.errors import FSError, VerbRefused
+
+
+def _resolved(names: list) -> list:
+    out: list = []
+    for n in names:
+        if n in ("", ".", b"", b"."):
+            continue
+        if n in ("..", b".."):
+            if out:
+                out.pop()                           # the root's ".." is the root
+            continue
+        out.append(n)
+    return out
+
+
+def _quote(path: str) -> str:
+    return "'" + path.replace("'", "'\\''") + "'"
+
+
+def _refused(src: str, dst: str, src_names: list, dst_names: list) -> None:
+    s, d = _resolved(src_names), _resolved(dst_names)
+    if d == s:
+        raise VerbRefused(f"cp: {_quote(src)} and {_quote(dst)} are the same file")
+    if d[:len(s)] == s:
+        raise VerbRefused(f"cp: cannot copy a directory, {_quote(src)}, into itself, {_quote(dst)}")
+
+
+def refuse(path: str, dst: str | bytes | list = "copy", **_) -> None:
+    """Raise VerbRefused if `cp -a SRC DST` (PATH as given, from the mount's root) would copy
+    a directory into itself."""
+    if isinstance(dst, list):
+        dst = b"/".join(dst)
+    if isinstance(dst, bytes):
+        dst = dst.decode(errors="surrogateescape")
+    _refused(path, dst, path.split("/"), dst.split("/"))
+
+
+def _text(names: list[bytes]) -> str:
+    return "/".join(n.decode(errors="surrogateescape") for n in names)
 
 
 def run(k, where: list[bytes], dst: list[bytes] | str = b"copy", **_) -> dict:
     if isinstance(dst, (str, bytes)):
         from . import split
         dst = split(dst if isinstance(dst, str) else dst.decode())
+    _refused(_text(where), _text(dst), list(where), list(dst))
     counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "bytes": 0}
     _absent(k, dst)                                 # target_directory_operand: stat(DST)
     a = k.stat(k.root, where)

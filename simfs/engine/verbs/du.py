@@ -7,6 +7,9 @@ is stat'ed when fts visits it: fstatat(dir, name, AT_SYMLINK_NOFOLLOW), files an
 blocks are added up). du does not fstatfs at the start: fts's file-system-type cache calls
 fstatfs once, on the first directory with no subdirectories (st_nlink == 2, the leaf
 optimisation check), after its open and before its getdents - read off strace and the mount.
+
+An operand that is not a directory (a file, a symbolic link: FTS_PHYSICAL) is that one fstatat
+and nothing more (strace of du 9.1 -s on a file): its blocks are the total.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ def run(k, where: list[bytes], **_) -> dict:
     counts = {"dirs": 0, "files": 0, "other": 0, "blocks": 0, "statfs": False}
     a = k.stat(k.root, where)
     counts["blocks"] += a.st_blocks
+    if not stat.S_ISDIR(a.st_mode):
+        counts["files" if stat.S_ISREG(a.st_mode) else "other"] += 1
+        return counts
     Fts(k, _entry, counts).run(where)
     return counts
 

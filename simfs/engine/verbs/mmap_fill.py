@@ -24,6 +24,9 @@ checked against, and needs none: nothing in it depends on the host.
 
 Parameters: `size` (bytes), `order` ("alloctest", "shuffled", "sequential"), `seed`,
 `mode` (the file mode, 0o666 & ~umask), `writes` ("pwrite" or "mmap"), `pagecache` (the model, for mmap).
+
+Refused before anything is asked (VerbRefused), as open(O_RDWR|O_CREAT) fails with EISDIR: the
+mount's root (PATH "", "/", "."), a PATH ending in "/", "." or "..".
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from __future__ import annotations
 import errno
 import random
 
-from simfs.errors import FSError
+from simfs.errors import FSError, VerbRefused
 from simfs.engine.pagecache import PageWriteback, WritebackParams
 
 PAGE = 4096
@@ -48,8 +51,23 @@ def page_order(npages: int, order: str = "alloctest", seed: int = 0):
     return perm
 
 
+def _quote(path: str) -> str:
+    return "'" + path.replace("'", "'\\''") + "'"
+
+
+def refuse(path: str, **_) -> None:
+    """Raise VerbRefused if PATH (as given, from the mount's root) names a directory whatever
+    the image holds: open(PATH, O_RDWR|O_CREAT) would fail with EISDIR."""
+    names = [n for n in path.split("/") if n]
+    if not [n for n in names if n != "."]:
+        raise VerbRefused(f"mmap-fill: {_quote(path)}: Is a directory (the image's root)")
+    if path.endswith("/") or names[-1] in (".", ".."):
+        raise VerbRefused(f"mmap-fill: {_quote(path)}: Is a directory")
+
+
 def run(k, where: list[bytes], size: int = 64 << 20, order: str = "alloctest", seed: int = 0,
         mode: int = 0o644, writes: str = "pwrite", pagecache: str = "linux-2.6.29", **_) -> dict:
+    refuse("/".join(n.decode(errors="surrogateescape") for n in where))
     try:
         f = k.create(k.root, where, mode)
         created = True

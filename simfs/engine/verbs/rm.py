@@ -11,13 +11,39 @@ than 10,000 entries: simfs.engine.verbs.fts.batches): a file is unlinked (unlink
 stat'ed (fstatat, its d_type is DIR) and removed recursively, after fts climbs back out of it
 (the fd ring of find.py: past four levels, openat("..") and fstat). DIR itself goes last,
 unlinkat(AT_FDCWD, DIR, AT_REMOVEDIR) with the whole path walked.
+
+Refused before anything is asked (VerbRefused, in rm's words): an operand whose last component
+is "." or ".." (POSIX; rm says "refusing to remove '.' or '..' directory"), and the mount's
+root, which plays "/" for --preserve-root (PATH "", "/", "//"). `refuse` checks PATH as given
+(split() drops "." and a trailing "/"); `run` checks the names it is given, for callers that
+build them themselves.
 """
 
 from __future__ import annotations
 
 import stat
 
+from simfs.errors import VerbRefused
+
 from .fts import RING, batches, fs_type
+
+
+def _quote(path: str) -> str:
+    return "'" + path.replace("'", "'\\''") + "'"
+
+
+def _refused(path: str, names: list[str]) -> None:
+    """gnulib's dot_or_dotdot(last_component(PATH)), then the root check, on PATH's names."""
+    if names and names[-1] in (".", ".."):
+        raise VerbRefused(f"rm: refusing to remove '.' or '..' directory: skipping {_quote(path)}")
+    if not [n for n in names if n != "."]:
+        raise VerbRefused(f"rm: it is dangerous to operate recursively on {_quote(path)} "
+                          "(the image's root, its '/' for --preserve-root)")
+
+
+def refuse(path: str, **_) -> None:
+    """Raise VerbRefused if `rm -rf PATH` (PATH as given, from the mount's root) is refused."""
+    _refused(path, [n for n in path.split("/") if n])
 
 
 def _is_empty(k, f) -> bool:
@@ -30,6 +56,8 @@ def _is_empty(k, f) -> bool:
 
 
 def run(k, where: list[bytes], **_) -> dict:
+    _refused("/".join(n.decode(errors="surrogateescape") for n in where),
+             [n.decode(errors="surrogateescape") for n in where])
     counts = {"dirs": 0, "files": 0, "other": 0, "statfs": False}
     k.stat(k.root, where)
     f = k.open(k.root, where, directory=True)       # is_empty_dir(DIR)
