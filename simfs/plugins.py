@@ -28,6 +28,7 @@ plug-in packages (`policies`, `disk_models`) can build their registries with it.
 from __future__ import annotations
 
 import importlib
+import inspect
 import importlib.metadata
 import logging
 from collections.abc import MutableMapping
@@ -181,6 +182,9 @@ class Registry(MutableMapping):
     def _check(self, cls, spec: str) -> None:
         if not (isinstance(cls, type) and issubclass(cls, self.base)):
             raise PluginError(f"{spec!r} is not a subclass of {self.base.__module__}.{self.base.__qualname__}")
+        if cls is self.base or inspect.isabstract(cls):
+            raise PluginError(f"{spec!r} is abstract (the {self.kind} interface itself); name a class "
+                              "that implements it")
         if not isinstance(getattr(cls, self.key, None), str):
             raise PluginError(f"{spec!r} has no {self.key} (a string)")
         if self._extra_check is not None:

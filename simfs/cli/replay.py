@@ -74,7 +74,8 @@ def cmd_replay(a) -> int:
     from simfs.cli.stats import show_stats
     from simfs.engine import replay as rp
     from simfs.fuse import mountopts
-    from simfs.fuse.checks import UsageError, check_image, check_output
+    from simfs.fs.operation import Interrupted, deferred_signals
+    from simfs.fuse.checks import UsageError, check_distinct, check_image, check_output
     bar = _Bar()
     try:
         check_image(a.image)
@@ -87,13 +88,20 @@ def cmd_replay(a) -> int:
                              "changes what tools do next, so a replay cannot change it")
         if a.stats:
             vopts.stats = os.path.abspath(a.stats)
-        for what in ("stats", "trace"):
-            if getattr(vopts, what):
-                check_output(getattr(vopts, what), what)
-        result = rp.replay(a.log, a.image, vopts, checked=checked, progress=bar())
+        outputs = {what: getattr(vopts, what) for what in ("stats", "trace") if getattr(vopts, what)}
+        check_distinct(a.image, log=a.log, **outputs)
+        for what, path in outputs.items():
+            check_output(path, what)
+        with deferred_signals():
+            result = rp.replay(a.log, a.image, vopts, checked=checked, progress=bar())
     except (UsageError, rp.ReplayError, mountopts.OptionError) as e:
         bar.done()
         return fail(str(e), "replay")
+    except Interrupted as e:
+        bar.done()
+        print(f"simfs replay: {e}: stopped between two operations; {a.image} closed clean",
+              file=sys.stderr)
+        return 128 + e.signum
     bar.done()
     show_stats({"simfs": __version__, "image": os.path.abspath(a.image), "log": os.path.abspath(a.log),
                 "operations_replayed": result["operations"], "counters": result["counters"],

@@ -9,6 +9,7 @@ with empty caches and closes as an unmount does.
 from __future__ import annotations
 
 import os
+import sys
 import tarfile
 
 from simfs.cli.common import Fmt, fail
@@ -100,8 +101,9 @@ def cmd_verb(a) -> int:
     from simfs.cli.stats import show_stats
     from simfs.engine import verbs
     from simfs.errors import FSError, ImageError, VerbRefused
+    from simfs.fs.operation import Interrupted, deferred_signals
     from simfs.fuse import mountopts
-    from simfs.fuse.checks import UsageError, check_image, check_output
+    from simfs.fuse.checks import UsageError, check_distinct, check_image, check_output
     try:
         check_image(a.image)
         parsed = mountopts.parse(a.options)
@@ -112,25 +114,44 @@ def cmd_verb(a) -> int:
         vopts = parsed.volume
         if a.stats:
             vopts.stats = os.path.abspath(a.stats)
-        for what in ("stats", "trace"):
-            if getattr(vopts, what):
-                check_output(getattr(vopts, what), what)
+        outputs = {what: getattr(vopts, what) for what in ("stats", "trace") if getattr(vopts, what)}
+        check_distinct(a.image, **outputs)
+        for what, path in outputs.items():
+            check_output(path, what)
         params = {k: getattr(a, k) for k in a.own}
         if a.verb == "unpack":
             params.update(source=_source(a.source), mkdir=True)
-        out = verbs.run(a.image, vopts, a.verb, a.path, **params)
+        with deferred_signals():
+            out = verbs.run(a.image, vopts, a.verb, a.path, **params)
     except (UsageError, mountopts.OptionError, ImageError, VerbRefused) as e:
         return fail(str(e), "verb")
-    except (ValueError, KeyError) as e:         # a policy or disk the registries do not know
-        return fail(f"bad option value: {e}", "verb")
+    except Interrupted as e:
+        print(f"simfs verb: {e}: stopped between two operations; {a.image} closed clean",
+              file=sys.stderr)
+        return 128 + e.signum
+    except (ValueError, KeyError) as e:
+        if not getattr(e, "__notes__", None):   # before any operation: a policy or disk refused
+            return fail(f"bad option value: {e}", "verb")
+        return _stopped(a, e)
     except FSError as e:
         return fail(f"{a.verb} {a.path}: {os.strerror(e.errno)}", "verb")
-    except (tarfile.TarError, OSError) as e:
-        return fail(f"cannot read {getattr(a, 'source', a.image)}: {e}", "verb")
+    except tarfile.TarError as e:
+        return fail(f"cannot read {a.source}: {e}", "verb")
+    except OSError as e:
+        return fail(f"{e.filename or a.image}: {e.strerror or e}", "verb")
+    except Exception as e:
+        return _stopped(a, e)
     show_stats({"simfs": __version__, "image": os.path.abspath(a.image), "verb": a.verb,
                 "path": a.path, "result": out["result"], "counters": out["counters"],
                 "time": out["time"]}, a.json)
     return 0
+
+
+def _stopped(a, e: Exception) -> int:
+    """An operation stopped half-way (a policy's bug, say): one line, with what the image
+    recorded (verbs.run notes it on the exception)."""
+    notes = "; ".join(getattr(e, "__notes__", ()))
+    return fail(f"{a.verb} {a.path} stopped: {type(e).__name__}: {e}" + (f"; {notes}" if notes else ""), "verb")
 
 
 def _source(path: str):

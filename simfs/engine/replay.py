@@ -19,7 +19,7 @@ import errno
 
 from simfs.engine.oplog import LogError, dec, errname, image_identity, iter_ops, read_header, scan
 from simfs.errors import FSError, ImageError
-from simfs.ondisk.constants import SUPERBLOCK_OFFSET
+from simfs.ondisk.constants import STATE_ERROR, SUPERBLOCK_OFFSET
 from simfs.ondisk.superblock import Superblock
 
 
@@ -112,6 +112,8 @@ class Replayer:
                                                       if isinstance(want, str) else
                                                       " where the recording succeeded")) from None
         except (TypeError, ValueError, IndexError, AttributeError) as e:
+            if self.vol.mount_state & STATE_ERROR:      # raised inside the volume, not by the record
+                raise
             raise ReplayError(f"operation {self.index} (line {lineno}, {op}) is malformed: {e}") from None
         if isinstance(want, str):
             raise self._stop(f"succeeded where the recording failed with {want}")
@@ -215,9 +217,12 @@ def replay(log: str, image: str, options, *, force: bool = False, partial: bool 
         vol.options.stats = ""                  # no statistics file for a run that stopped
         vol.close()
         raise ReplayError(str(e)) from None
-    except BaseException:
+    except BaseException as e:
         vol.options.stats = ""
         vol.close()
+        if isinstance(e, Exception) and vol.mount_state & STATE_ERROR:
+            raise ReplayError(f"operation {r.index} ({r.op}) stopped half-way: {type(e).__name__}: {e}; "
+                              f"the image records a file-system error (simfs fsck --repair {image})") from e
         raise
     vol.close()
     if progress is not None:

@@ -4,7 +4,9 @@ Every public operation of the volume is wrapped by `operation`: it charges `cpu_
 tells the cache which operation starts (the write-back mode, policies.writeback, says which
 blocks it must write before it returns), runs, ends the operation in the cache (policy write-back, the syncer, dirty thresholds),
 records the time in the statistics, and, between top-level operations only, lets the image
-commit (real durability, which never changes simulated time).
+commit (real durability, which never changes simulated time). An operation that stops on
+anything but an FSError records a file-system error on the image (it may have stopped
+half-way); a signal an in-process run defers (`deferred_signals`) stops it between operations.
 
 This wrapper runs for every request (tens of them per file a tool touches), so it is written
 for speed: the clock's CPU charge is added in place (what SimClock.cpu does) and the commit
@@ -12,13 +14,50 @@ check is made only when the outermost operation ends, and only every COMMIT_CHEC
 them.
 """
 
+import contextlib
 import functools
+import signal
+
+from simfs.errors import FSError
 
 #: top-level operations between two checks whether a commit is due: the check reads the real
 #: clock, and what is noted meanwhile is bounded (a commit needs only be "at most `commit`
 #: seconds" late; ImageFile's byte limit is a soft one); a commit an operation asked for
 #: (commit_soon: fsync, a recorded error) is made when it ends, as before
 COMMIT_CHECK_EVERY = 64
+
+#: signals received while `deferred_signals` is in force, not yet acted on
+_pending: list[int] = []
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal asked an in-process run to stop; raised when the operation it arrived in has
+    ended, so that the volume closes consistent and clean."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def deferred_signals(signums=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)):
+    """For in-process runs (verbs, replay): SIGINT, SIGTERM or SIGHUP stops the run at the end
+    of the volume operation it arrives in, never half-way through one (an operation stopped
+    half-way would leave an inconsistent image behind, which would then be closed as clean). A
+    second signal stops at once, as before."""
+    def handler(signum, frame):
+        if _pending:
+            raise Interrupted(signum)
+        _pending.append(signum)
+    old = {s: signal.signal(s, handler) for s in signums}
+    try:
+        yield
+        if _pending:                     # arrived after the last operation
+            raise Interrupted(_pending[0])
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        _pending.clear()
 
 
 def operation(fn):
@@ -35,6 +74,12 @@ def operation(fn):
         self._depth += 1
         try:
             return fn(self, *args, **kwargs)
+        except FSError:
+            raise
+        except BaseException as e:
+            if self._depth == 1:    # stopped half-way: the image may be inconsistent (ext2_error)
+                self.fs_error(f"unexpected {type(e).__name__} in {name}: {e}")
+            raise
         finally:
             try:
                 cache.end_op()
@@ -49,4 +94,6 @@ def operation(fn):
                 if self._commit_countdown <= 0 or self._commit_asked:
                     self._commit_countdown = COMMIT_CHECK_EVERY
                     self.commit_if_due()
+                if _pending:
+                    raise Interrupted(_pending[0])
     return wrapper

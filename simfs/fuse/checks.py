@@ -113,10 +113,12 @@ def _check_outside(mnt: str, **paths) -> None:
             raise UsageError(f"the {what} file {p} must not be inside the mount point {mnt}")
 
 
-def _check_distinct(**paths) -> None:
-    """Image, log, trace and stats must be different files: the trace and the statistics
-    are written over whatever is there (`-o stats=IMAGE` destroyed the image)."""
+def check_distinct(image: str, **paths) -> None:
+    """Image, its journal, log, trace and stats (and an op log) must be different files: the
+    trace and the statistics are written over whatever is there (`-o stats=IMAGE` destroyed
+    the image; `--stats IMAGE.journal` would be replayed over it after a crash)."""
     seen: dict = {}
+    paths = {"image": image, "journal": image + ".journal", **paths}
     for what, p in paths.items():
         try:
             st = os.stat(p)
@@ -127,7 +129,7 @@ def _check_distinct(**paths) -> None:
             key = os.path.realpath(p)
         if key in seen:
             raise UsageError(f"the {what} file {p} is also the {seen[key]}; give each its own file")
-        seen[key] = what if what == "image" else f"{what} file"
+        seen[key] = {"image": "image", "journal": "image's journal"}.get(what, f"{what} file")
 
 
 def _unescape_mountinfo(s: str) -> str:

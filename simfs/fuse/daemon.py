@@ -26,7 +26,7 @@ import sys
 import time
 
 from simfs.fuse.checks import (
-    UsageError, _check_distinct, _check_outside, _path_options, _unescape_mountinfo, check_image,
+    UsageError, _check_outside, check_distinct, _path_options, _unescape_mountinfo, check_image,
     check_mountpoint, check_output, check_path, default_log_path, is_mounted,
 )
 
@@ -219,7 +219,7 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=Non
         outputs["oplog"] = mopts.oplog
     logs = {"log": log_path} if log_path else {}
     _check_outside(mnt, image=image, **logs, **outputs)
-    _check_distinct(image=image, **logs, **outputs)
+    check_distinct(image, **logs, **outputs)
     for what, path in outputs.items():
         if not (what == "stats" and default_stats):
             check_output(path, what)
