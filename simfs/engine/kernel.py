@@ -272,6 +272,16 @@ class Kernel:
         self._ref(a.st_ino)
         return a
 
+    def mknod(self, d: int, path: list[bytes], mode: int, rdev: int = 0, uid: int = 0, gid: int = 0):
+        """mknodat: as mkdir (the new node's name looked up first, MAY_WRITE on the parent)."""
+        p = self._parent(d, path)
+        self.vol.getattr(p)
+        self._negative(p, path[-1])
+        self.vol.getattr(p)
+        a = self.vol.mknod(p, path[-1], mode, rdev, uid, gid)
+        self._ref(a.st_ino)
+        return a
+
     def unlink(self, d: int, path: list[bytes]) -> None:
         self._remove(d, path, self.vol.unlink)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 @dataclass(slots=True)
 class Entry:
     path: list[bytes]              # names from the unpack directory down
-    kind: str                      # "dir" | "file" | "symlink" | "hardlink"
+    kind: str                      # "dir" | "file" | "symlink" | "hardlink" | "fifo" | "chr" | "blk"
     mode: int = 0o644              # permission bits
     size: int = 0                  # bytes of a file
     mtime_ns: int = 0
@@ -28,6 +28,12 @@ class Entry:
     target: bytes = b""            # a symlink's target
     link: list[bytes] | None = None     # a hard link's existing path, same form as `path`
     data: bytes | None = None      # a file's bytes, when the source has them (None: filler)
+    rdev: int = 0                  # a device's number, as FUSE's MKNOD carries it (fuse_rdev)
+
+
+def fuse_rdev(major: int, minor: int) -> int:
+    """A device number as the kernel sends it in a FUSE MKNOD (new_encode_dev)."""
+    return (minor & 0xFF) | (major << 8) | ((minor & ~0xFF) << 12)
 
 
 def _split(name: str) -> list[bytes]:
@@ -57,6 +63,11 @@ def from_tarball(path: str, *, with_data: bool = False):
             elif m.isreg():
                 data = tf.extractfile(m).read() if with_data else None
                 yield Entry(parts, "file", size=m.size, data=data, **common)
+            elif m.isfifo():
+                yield Entry(parts, "fifo", **common)
+            elif m.ischr() or m.isblk():
+                yield Entry(parts, "chr" if m.ischr() else "blk", rdev=fuse_rdev(m.devmajor, m.devminor),
+                            **common)
 
 
 def from_directory(root: str, *, with_data: bool = False):
@@ -96,6 +107,11 @@ def from_directory(root: str, *, with_data: bool = False):
                     with open(full, "rb") as f:
                         data = f.read()
                 yield Entry(path, "file", size=st.st_size, data=data, **common)
+            elif stat.S_ISFIFO(st.st_mode):
+                yield Entry(path, "fifo", **common)
+            elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):   # (tar skips sockets)
+                yield Entry(path, "chr" if stat.S_ISCHR(st.st_mode) else "blk",
+                            rdev=fuse_rdev(os.major(st.st_rdev), os.minor(st.st_rdev)), **common)
 
     top = os.stat(root)
     yield Entry([], "dir", mode=top.st_mode & 0o7777, mtime_ns=top.st_mtime_ns, uid=top.st_uid,

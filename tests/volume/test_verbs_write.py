@@ -109,7 +109,7 @@ def test_unpack_builds_the_tree(tmp_path, tarball):
     src, tar = tarball
     img = _image(tmp_path)
     vol, k, out = _unpack(img, tar)
-    assert out == {"dirs": 4, "files": 4, "symlinks": 2, "hardlinks": 1, "bytes": 261006}
+    assert out == {"dirs": 4, "files": 4, "symlinks": 2, "hardlinks": 1, "nodes": 0, "bytes": 261006}
     got = _listing(vol, _lookup(vol, [b"tree"]))
     assert got == _local(src)
     _close(vol, k)
@@ -168,7 +168,7 @@ def test_cp_a_copies_the_tree(tmp_path, tarball):
         vol = Volume.open(str(copy), VolumeOptions(dirorder="hash"))
         k = Kernel(vol)
         out = verbs.VERBS["cp-a"](k, [b"tree"], dst=[b"copy"])
-        assert out == {"dirs": 5, "files": 4, "symlinks": 2, "hardlinks": 1, "bytes": 261006}
+        assert out == {"dirs": 5, "files": 4, "symlinks": 2, "hardlinks": 1, "nodes": 0, "bytes": 261006}
         assert _listing(vol, _lookup(vol, [b"copy"])) == _listing(vol, _lookup(vol, [b"tree"]))
         snaps.append(_close(vol, k))
         assert_fsck_clean(str(copy))

@@ -13,7 +13,9 @@ mode & 0700), ioctl(FICLONE) (EOPNOTSUPP, no request), fstat, copy_file_range un
 0 (the kernel splices: see Kernel.copy_file_range), futimens([atime, mtime]), fchown only if the
 new file's owner differs, flistxattr(SRC) twice, the ACL get/set (no request), fchmod, close
 both. A symbolic link: readlink(SRC), symlinkat, fchownat, utimensat, llistxattr(SRC) twice.
-The second name of a file with several links: linkat(first copy, DST).
+The second name of a file with several links: linkat(first copy, DST). A FIFO or a device:
+mknodat(DST, mode & 0700, rdev), then as a directory's end (utimensat, fchownat, llistxattr
+twice, the ACL attempts, chmod).
 
 Refused before anything is asked (VerbRefused): a DST that is SRC or lies inside it, compared
 name by name after "." and ".." are resolved lexically (the model walks ".." as the directory's
@@ -74,7 +76,7 @@ def run(k, where: list[bytes], dst: list[bytes] | str = b"copy", **_) -> dict:
         from . import split
         dst = split(dst if isinstance(dst, str) else dst.decode())
     _refused(_text(where), _text(dst), list(where), list(dst))
-    counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "bytes": 0}
+    counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "nodes": 0, "bytes": 0}
     _absent(k, dst)                                 # target_directory_operand: stat(DST)
     a = k.stat(k.root, where)
     _absent(k, dst)
@@ -154,6 +156,15 @@ def _copy(k, src, dst, links, counts) -> None:
         k.fchmod(fo, a.st_mode)
         k.close(fo)
         k.close(fi)
+    elif kind in (stat.S_IFIFO, stat.S_IFCHR, stat.S_IFBLK):
+        counts["nodes"] += 1
+        k.mknod(R, dst, kind | (a.st_mode & 0o700), a.st_rdev)
+        k.utimens(R, dst, atime_ns=a.st_atime_ns, mtime_ns=a.st_mtime_ns)
+        k.chown(R, dst, a.st_uid, a.st_gid)
+        _meta_tail(k, src, dst, a)
+        k.walk(R, src)                              # getxattr(system.posix_acl_access)
+        k.walk(R, dst)                              # setxattr(system.posix_acl_access)
+        k.chmod(R, dst, a.st_mode)
     elif kind == stat.S_IFLNK:
         counts["symlinks"] += 1
         target = k.readlink(R, src)

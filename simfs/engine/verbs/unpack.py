@@ -20,6 +20,8 @@ are relative to DIR's descriptor, "./a/b"):
   above it are fstatat'ed and held back to the end, where the placeholder is fstatat'ed,
   unlinked and replaced by the link, and every directory still delayed is fstatat'ed before
   its metadata is set;
+- a FIFO or a device: mknodat(path, mode & 0700, rdev), utimensat and fchownat (NOFOLLOW),
+  and the fchmodat emulation unless the mode is already right;
 - a hard link: linkat(old, new, 0); while placeholders are pending, fstatat(old) before it
   (find_delayed_link_source) and after it (is the source a delayed link?).
 
@@ -31,9 +33,11 @@ read from outside the mount and costs nothing here.
 from __future__ import annotations
 
 import itertools
+import stat
 
 
 RECORD = 10240         # tar's default record (blocking factor 20)
+NODES = {"fifo": stat.S_IFIFO, "chr": stat.S_IFCHR, "blk": stat.S_IFBLK}
 BLOCK = 512
 NAME_FIELD = 100
 
@@ -92,7 +96,7 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
         source = itertools.chain([first], source)
     cwd = k.open(k.root, where, directory=True)
     c = cwd.ino
-    counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "bytes": 0}
+    counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "nodes": 0, "bytes": 0}
     delayed: list[_Delayed] = []          # the head is the end of the list
     links: list[tuple] = []               # placeholders: (path, target, entry)
     pos = 0                               # archive offset
@@ -189,6 +193,17 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
             else:
                 k.symlink(c, p, e.target, e.uid, e.gid)
                 set_link(p, e)
+        elif e.kind in NODES:
+            counts["nodes"] += 1
+            cur = mode & 0o700
+            k.mknod(c, p, NODES[e.kind] | cur, e.rdev)
+            k.utimens(c, p, mtime_ns=e.mtime_ns)
+            k.chown(c, p, e.uid, e.gid)
+            if (mode ^ cur) or mode & ~0o777:
+                f = k.open_path(c, p)             # gnulib fchmodat(AT_SYMLINK_NOFOLLOW)
+                k.fstat(f)
+                k.fchmod(f, mode)
+                k.close(f)
         elif e.kind == "hardlink":
             counts["hardlinks"] += 1
             if links:
