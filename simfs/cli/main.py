@@ -49,15 +49,18 @@ def command_registrars() -> list:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with a suggestion for a mistyped command or choice ("did you mean ...?");
-    subcommand parsers are of this class too (add_subparsers uses the parent's class)."""
+    """argparse with a suggestion for a mistyped command or choice ("did you mean ...?"), whose
+    usage errors are one line: `simfs mkfs: error: argument SIZE: ... (simfs mkfs --help)`, exit
+    status 2, instead of the whole usage block first. Subcommand parsers are of this class too
+    (add_subparsers uses the parent's class, at every level: `simfs verb dd`, `simfs disks show`)."""
 
     def error(self, message: str):
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if m:
             choices = re.findall(r"'([^']*)'", m.group(2))
             message += suggestion(m.group(1), choices)
-        super().error(message)
+        message = " ".join(message.splitlines())
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} ({self.prog} --help)\n")
 
 
 def suggestion(word: str, candidates) -> str:
