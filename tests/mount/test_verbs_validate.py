@@ -96,12 +96,14 @@ def test_the_verb_asks_the_volume_what_the_mount_asks(verb, work):
     assert not why, f"{verb}: {why}"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="mknod of devices needs root")
-@pytest.mark.parametrize("verb", ["unpack", "cp-a", "tar-read", "rm-rf"])
-def test_fifos_and_devices_go_as_the_real_tools_take_them(verb, work):
-    """tar -xpf makes FIFOs and device nodes (mknodat, then their times, owner and mode) and
-    cp -a copies them; a device number past 255 checks the encoding the kernel's MKNOD uses."""
-    d = work / f"nodes-{verb}"
+
+@pytest.fixture(scope="module")
+def nodes_tree(work):
+    """A tarball of a tree with FIFOs and device nodes (one numbered past 255), a file and a
+    symbolic link."""
+    if os.geteuid() != 0:
+        pytest.skip("mknod of devices needs root")
+    d = work / "nodes"
     src = d / "src"
     (src / "d").mkdir(parents=True)
     os.mkfifo(src / "ff")
@@ -110,8 +112,29 @@ def test_fifos_and_devices_go_as_the_real_tools_take_them(verb, work):
     os.mknod(src / "d" / "big", 0o640 | stat.S_IFCHR, os.makedev(300, 70000))
     os.mknod(src / "bdev", 0o600 | stat.S_IFBLK, os.makedev(7, 0))
     (src / "zz").write_text("x\n")
-    tarball = verbcheck.tarball_of(str(src), 0, d)
-    logs = verbcheck.oplogs(verbcheck.CASES[verb], "alloc=ext2,dirorder=hash,disk=sas10k", tarball, d)
+    os.symlink("zz", src / "lnk")
+    return verbcheck.tarball_of(str(src), 0, d)
+
+
+@pytest.mark.parametrize("verb", ["unpack", "cp-a", "tar-read", "rm-rf"])
+def test_fifos_and_devices_go_as_the_real_tools_take_them(verb, nodes_tree):
+    """tar -xpf makes FIFOs and device nodes (mknodat, then their times, owner and mode) and
+    cp -a copies them; a device number past 255 checks the encoding the kernel's MKNOD uses."""
+    logs = verbcheck.oplogs(verbcheck.CASES[verb], "alloc=ext2,dirorder=hash,disk=sas10k", nodes_tree,
+                            nodes_tree.parent)
     assert not verbcheck.oplog_difference(*logs)
     if verb in ("unpack", "cp-a"):
         assert sum('["mknod",' in op for op in logs[1]) == 5
+
+
+@pytest.mark.parametrize("verb,operand", [("rm-rf", "zz"), ("rm-rf", "lnk"), ("rm-rf", "d/big"),
+                                          ("cp-a", "zz"), ("cp-a", "lnk"), ("cp-a", "ff")])
+def test_a_file_operand_goes_as_the_real_tools_take_it(verb, operand, nodes_tree):
+    """rm -rf FILE unlinks it; cp -a FILE DST copies it as it would inside a tree (lstat'ing
+    DST a second time unless FILE is a regular file)."""
+    where = f"tree/{operand}"
+    command = (f"rm -rf {{m}}/{where}" if verb == "rm-rf" else f"cp -a {{m}}/{where} {{m}}/copy")
+    case = verbcheck.Case(verb, lambda m, t: command.format(m=verbcheck.q(m)), dict(verbcheck.CASES[verb].params),
+                          where=where)
+    logs = verbcheck.oplogs(case, "alloc=ext2,dirorder=hash,disk=sas10k", nodes_tree, nodes_tree.parent)
+    assert not verbcheck.oplog_difference(*logs)

@@ -79,7 +79,11 @@ def run(k, where: list[bytes], dst: list[bytes] | str = b"copy", **_) -> dict:
     counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "nodes": 0, "bytes": 0}
     _absent(k, dst)                                 # target_directory_operand: stat(DST)
     a = k.stat(k.root, where)
-    _absent(k, dst)
+    if not stat.S_ISREG(a.st_mode):                 # copy_internal lstat's DST again, but for a file
+        _absent(k, dst)
+    if not stat.S_ISDIR(a.st_mode):                 # a file, link or node: copied as in a tree
+        _copy(k, list(where), list(dst), {}, counts, a)
+        return counts
     _dir(k, list(where), list(dst), a, {}, counts)
     return counts
 
@@ -122,9 +126,9 @@ def _dir(k, src, dst, a, links, counts) -> None:
     k.chmod(R, dst, a.st_mode)
 
 
-def _copy(k, src, dst, links, counts) -> None:
+def _copy(k, src, dst, links, counts, a=None) -> None:
     R = k.root
-    a = k.stat(R, src)
+    a = a or k.stat(R, src)
     kind = stat.S_IFMT(a.st_mode)
     if kind == stat.S_IFDIR:
         _dir(k, src, dst, a, links, counts)

@@ -58,8 +58,12 @@ def _is_empty(k, f) -> bool:
 def run(k, where: list[bytes], **_) -> dict:
     _refused("/".join(n.decode(errors="surrogateescape") for n in where),
              [n.decode(errors="surrogateescape") for n in where])
+    a = k.stat(k.root, where)
+    if not stat.S_ISDIR(a.st_mode):                 # fts: fstatat, then unlinkat
+        k.unlink(k.root, where)
+        regular = stat.S_ISREG(a.st_mode)
+        return {"dirs": 0, "files": int(regular), "other": int(not regular)}
     counts = {"dirs": 0, "files": 0, "other": 0, "statfs": False}
-    k.stat(k.root, where)
     f = k.open(k.root, where, directory=True)       # is_empty_dir(DIR)
     k.fstat(f)
     empty = _is_empty(k, f)
