@@ -343,6 +343,12 @@ def read_header(path: str) -> dict:
                        f"version {VERSION}")
     if not isinstance(head.get("image"), dict) or not isinstance(head.get("options"), dict):
         raise LogError(f"{path}: not an op log (its header lacks the image or the options)")
+    from simfs.fs.types import VolumeOptions
+    known = {f.name for f in dataclasses.fields(VolumeOptions)}
+    unknown = [k for k in head["options"] if k not in known]
+    if unknown:         # replay would drop it and run another configuration than the recorded one
+        raise LogError(f"{path}: its header has the option {unknown[0]!r}, which this simfs does not "
+                       f"know (a log from another simfs version?)")
     return head
 
 
@@ -372,10 +378,21 @@ def iter_ops(path: str):
         f.close()
 
 
+def _is_close(line: bytes) -> bool:
+    if b'"close"' not in line:          # cheap: only a line naming "close" is decoded
+        return False
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(rec, list) and rec[:1] == ["close"]
+
+
 def scan(path: str) -> tuple[int, bool]:
     """(number of complete operations, whether the last one is the unmount), before a replay
     touches the image. Lines are checked for their shape only (a JSON list); only the last is
-    parsed, so a log of millions of operations is not decoded twice."""
+    parsed, and the lines that name "close", so a log of millions of operations is not decoded
+    twice. An operation after the unmount is a LogError (the log was edited or concatenated)."""
     f = _open_text(path)
     n, last, lineno = 0, b"", 1
     try:
@@ -394,6 +411,9 @@ def scan(path: str) -> tuple[int, bool]:
                 except ValueError:
                     raise LogError(f"{path}: line {lineno} is not JSON") from None
                 raise LogError(f"{path}: line {lineno} is not an operation")
+            if last and _is_close(last):
+                raise LogError(f"{path}: operation {n + 1} (line {lineno}) follows the unmount "
+                               f"(operation {n}, line {lineno - 1}): a log ends at its unmount")
             n, last = n + 1, line
     finally:
         f.close()

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import errno
 
+import os
+
 from simfs.engine.oplog import LogError, dec, errname, image_identity, iter_ops, read_header, scan
 from simfs.errors import FSError, ImageError
 from simfs.ondisk.constants import STATE_ERROR, SUPERBLOCK_OFFSET
@@ -38,8 +40,35 @@ def image_of(path: str) -> dict | None:
         return None
 
 
+def usable_image(path: str) -> dict | None:
+    """The identity of the ext2 image at PATH after the checks Volume.open makes of its
+    superblock (so a random file or an ext4 image gets the message `simfs verb` gives);
+    ReplayError if simfs cannot use it. None if a commit was interrupted there: Volume.open
+    finishes it first, and checks the superblock then."""
+    from simfs.blockio.imagefile import pending_journal
+    if pending_journal(path) is not None:
+        return image_of(path)
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(SUPERBLOCK_OFFSET)
+            raw = f.read(1024)
+    except OSError:
+        return None             # Volume.open says why (missing, a directory, no permission)
+    if len(raw) < 1024:
+        raise ReplayError(f"{path}: not an ext2 file system (file is only {size} bytes)")
+    sb = Superblock(raw)
+    try:
+        sb.validate(path, size)
+    except ImageError as e:
+        raise ReplayError(str(e)) from None
+    return image_identity(sb)
+
+
 def check(log: str, image: str, *, force: bool = False, partial: bool = False) -> tuple[dict, int]:
-    """Everything that can be checked before the image is opened: (header, operations)."""
+    """Everything that can be checked before the image is opened: (header, operations). The
+    image comes first: one simfs cannot use is refused as such, not as another image."""
+    have = usable_image(image)
     try:
         head = read_header(log)
         n, closed = scan(log)
@@ -48,7 +77,7 @@ def check(log: str, image: str, *, force: bool = False, partial: bool = False) -
     if not closed and not partial:
         raise ReplayError(f"{log} ends after {n} operations without the unmount (cut short by a "
                           f"crash?); --partial replays those")
-    have, want = image_of(image), head["image"]
+    want = head["image"]
     if have is not None and not force:
         for key in ("uuid", "block_size", "blocks_count"):
             if have.get(key) != want.get(key):
@@ -58,6 +87,14 @@ def check(log: str, image: str, *, force: bool = False, partial: bool = False) -
 
 
 FILLER = 0   # the byte replay writes: the model's timing does not depend on the data
+
+# The longest read or write a log can hold. Every recorded READ and WRITE is one FUSE request
+# (the in-process verbs' kernel model splits at max_write 128 KiB and max_read 1 MiB), and a
+# Linux FUSE request carries at most max_pages pages: 256 (1 MiB) up to Linux 6.12, and since
+# 6.13 at most fs.fuse.max_pages_limit, whose ceiling is 65535 (FUSE_INIT's max_pages is a u16)
+# - 65535 pages of 4 KiB. A longer one was edited by hand: replay refuses it as malformed
+# instead of allocating its filler (10**12 bytes: a MemoryError).
+MAX_REQUEST = 65535 * 4096
 
 
 class Replayer:
@@ -87,6 +124,14 @@ class Replayer:
         elif have != ino:
             raise self._stop(f"reached inode {ino} where the recording reached handle {h} "
                              f"(inode {have} here): the run diverged")
+
+    @staticmethod
+    def _length(n) -> int:
+        """A recorded read or write length, checked (ValueError: the operation is malformed)."""
+        if type(n) is not int or not 0 <= n <= MAX_REQUEST:
+            raise ValueError(f"length {n!r} is not a byte count from 0 to {MAX_REQUEST} (the "
+                             "longest FUSE request a mount can record)")
+        return n
 
     def _data(self, n: int) -> bytes:
         if len(self._zeros) < n:
@@ -162,8 +207,8 @@ class Replayer:
     def op_drop(self, h, n): return self.vol.drop(self.ino(h), n)
     def op_open(self, h): return self.vol.open_file(self.ino(h))
     def op_release(self, h, writer): return self.vol.release_file(self.ino(h), writer)
-    def op_read(self, h, off, size): return self.vol.read(self.ino(h), off, size)
-    def op_write(self, h, off, n): return self.vol.write(self.ino(h), off, self._data(n))
+    def op_read(self, h, off, size): return self.vol.read(self.ino(h), off, self._length(size))
+    def op_write(self, h, off, n): return self.vol.write(self.ino(h), off, self._data(self._length(n)))
     def op_fsync(self, h, datasync): return self.vol.fsync(self.ino(h), datasync)
     def op_getxattr(self, h, name): return self.vol.getxattr(self.ino(h), dec(name))
     def op_listxattr(self, h): return self.vol.listxattr(self.ino(h))

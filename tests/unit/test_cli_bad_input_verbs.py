@@ -67,3 +67,92 @@ def test_usage_errors_are_one_line(tmp_path, argv, prog, words):
     assert line.startswith(f"{prog}: error: ") and line.endswith(f"({prog} --help)"), line
     assert "usage:" not in line
     assert not (tmp_path / "x.img").exists()
+
+
+# 2, 3. simfs replay --------------------------------------------------------------------------------
+@pytest.fixture
+def recorded(tmp_path):
+    """A log of a small run (create, write 8 KiB, read it back, unmount) and a copy of the image
+    from before it. Returns (log lines, copy)."""
+    from simfs.engine.oplog import RecordingVolume
+    from simfs.fs.volume import Volume, VolumeOptions
+    img = tmp_path / "rec.img"
+    mkfs(img, 64 << 20)
+    copy = tmp_path / "copy.img"
+    copy.write_bytes(img.read_bytes())
+    vol = RecordingVolume.start(Volume.open(img, VolumeOptions()), str(tmp_path / "run.log"), "t")
+    ino = vol.create(vol.root_ino, b"f", 0o644, 0, 0).st_ino
+    vol.write(ino, 0, b"x" * 8192)
+    vol.read(ino, 0, 8192)
+    vol.close()
+    lines = (tmp_path / "run.log").read_text().splitlines()
+    assert lines[-1] == '["close",null]' and lines[2].startswith('["write",8192,')
+    return lines, copy
+
+
+def write_log(path, lines):
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_replay_checks_the_image_before_its_identity(tmp_path, recorded):
+    lines, _ = recorded
+    log = write_log(tmp_path / "ok.log", lines)
+    rnd = tmp_path / "random.img"
+    rnd.write_bytes(bytes(range(256)) * (4 << 12))
+    line = refused("replay", log, rnd, words=(f"{rnd}: not an ext2 file system (bad magic",))
+    assert "another image" not in line
+    verb = simfs("verb", "find", rnd, "/")
+    assert verb.returncode == 2 and line.split(": ", 1)[1] == verb.stderr.strip().split(": ", 1)[1]
+    short = tmp_path / "short.img"
+    short.write_bytes(b"\1" * 1000)
+    refused("replay", log, short, words=("not an ext2 file system (file is only 1000 bytes)",))
+
+
+def test_replay_refuses_an_ext4_image_as_such(tmp_path, recorded):
+    import shutil
+    if shutil.which("mkfs.ext4") is None:
+        pytest.skip("mkfs.ext4 not installed")
+    lines, _ = recorded
+    img = tmp_path / "ext4.img"
+    img.write_bytes(b"")
+    subprocess.run(["truncate", "-s", "64M", str(img)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True, capture_output=True)
+    line = refused("replay", write_log(tmp_path / "ok.log", lines), img,
+                   words=("unsupported incompatible feature(s)",))
+    assert "another image" not in line
+
+
+def test_replay_refuses_an_unknown_header_option(tmp_path, recorded):
+    import json
+    lines, copy = recorded
+    head = json.loads(lines[0])
+    head["options"]["frobnicate"] = 3
+    log = write_log(tmp_path / "other.log", [json.dumps(head)] + lines[1:])
+    refused("replay", log, copy, img=copy,
+            words=("'frobnicate'", "does not know", "another simfs version"))
+
+
+def test_replay_names_the_operation_after_the_unmount(tmp_path, recorded):
+    lines, copy = recorded
+    n = len(lines) - 1                      # operations, the unmount last
+    log = write_log(tmp_path / "after.log", lines + ['["getattr",null,0]'])
+    line = refused("replay", log, copy, img=copy,
+                   words=(f"operation {n + 1} (line {n + 2}) follows the unmount (operation {n}",))
+    assert "without the unmount" not in line
+    refused("replay", "--partial", log, copy, img=copy, words=("follows the unmount",))
+
+
+@pytest.mark.parametrize("op, length", [("write", 10 ** 12), ("write", -5), ("read", 10 ** 12),
+                                        ("write", "12")])
+def test_replay_refuses_an_impossible_length(tmp_path, recorded, op, length):
+    import json
+    lines, copy = recorded
+    i = next(i for i, line in enumerate(lines) if line.startswith(f'["{op}"'))
+    rec = json.loads(lines[i])
+    rec[-1] = length
+    log = write_log(tmp_path / "edited.log", lines[:i] + [json.dumps(rec)] + lines[i + 1:])
+    line = refused("replay", log, copy, words=(f"operation {i} (line {i + 1}, {op}) is malformed",
+                                               repr(length)))
+    assert "MemoryError" not in line
+    assert_fsck_clean(copy)
