@@ -40,7 +40,7 @@ def register(sub) -> None:
     s.add_argument("--disk", default=None, metavar="NAME[,k=v...]",
                    help="charge mkfs's writes to this disk model and report how long it took in "
                         "simulated time (see `simfs disks`)")
-    s.add_argument("--maxio", type=parse_size, default=128 << 10,
+    s.add_argument("--maxio", type=parse_size, default=None,
                    help="with --disk: largest write request, bytes (default 128K)")
     s.add_argument("--force", "-F", action="store_true", help="overwrite an existing file")
     s.add_argument("--quiet", "-q", action="store_true")
@@ -53,6 +53,18 @@ def cmd_mkfs(a) -> int:
     a.size = a.size if a.size is not None else a.size_pos
     if a.size is None:
         return _fail("the size is required: simfs mkfs IMAGE SIZE (or --size SIZE), e.g. 256M", "mkfs")
+    for opt, value in (("uuid", a.uuid), ("hash-seed", a.hash_seed)):
+        if value is not None and not value.strip():     # not "random": the option was given
+            return _fail(f"--{opt} is empty: give a UUID (e.g. 01234567-89ab-cdef-0123-456789abcdef), "
+                         "or leave the option out for a random one", "mkfs")
+    if a.disk is not None and not a.disk.strip():
+        return _fail("--disk is empty: name a disk model (see `simfs disks`), or leave the option "
+                     "out to make the image untimed", "mkfs")
+    if a.maxio is not None and a.disk is None:
+        return _fail("--maxio is the largest write request of the --disk model mkfs is timed on: "
+                     "it needs --disk", "mkfs")
+    if a.maxio is None:
+        a.maxio = 128 << 10
     from simfs.errors import ImageError
     from simfs.fuse.checks import path_problem, shown
     from simfs.fuse.daemon import image_locked

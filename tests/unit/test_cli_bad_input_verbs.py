@@ -156,3 +156,22 @@ def test_replay_refuses_an_impossible_length(tmp_path, recorded, op, length):
                                                repr(length)))
     assert "MemoryError" not in line
     assert_fsck_clean(copy)
+
+
+# 4. simfs mkfs -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("opts, words", [
+    (["--uuid", ""], ["--uuid is empty"]),
+    (["--hash-seed", ""], ["--hash-seed is empty"]),
+    (["--disk", ""], ["--disk is empty"]),
+    (["--maxio", "64K"], ["--maxio", "needs --disk"]),
+])
+def test_mkfs_refuses_empty_or_pointless_options(tmp_path, image, opts, words):
+    refused("mkfs", image, "64M", "--force", *opts, words=words, img=image)
+    refused("mkfs", tmp_path / "new.img", "64M", *opts, words=words)
+    assert not (tmp_path / "new.img").exists()
+
+
+def test_mkfs_maxio_with_disk_still_works(tmp_path):
+    r = simfs("mkfs", tmp_path / "t.img", "64M", "--disk", "sata7200", "--maxio", "64K", "-q")
+    assert r.returncode == 0 and "mkfs on sata7200" in r.stdout, r.stderr
+    assert_fsck_clean(tmp_path / "t.img")
