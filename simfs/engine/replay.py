@@ -16,7 +16,6 @@ volume is still closed, so the image stays consistent.
 from __future__ import annotations
 
 import errno
-
 import os
 
 from simfs.engine.oplog import LogError, dec, errname, image_identity, iter_ops, read_header, scan
@@ -43,8 +42,9 @@ def image_of(path: str) -> dict | None:
 def usable_image(path: str) -> dict | None:
     """The identity of the ext2 image at PATH after the checks Volume.open makes of its
     superblock (so a random file or an ext4 image gets the message `simfs verb` gives);
-    ReplayError if simfs cannot use it. None if a commit was interrupted there: Volume.open
-    finishes it first, and checks the superblock then."""
+    ReplayError if simfs cannot use it. Where a commit was interrupted, the superblock is
+    only compared (image_of): Volume.open finishes the commit first, and checks it then; a
+    file that cannot be opened is Volume.open's to report too."""
     from simfs.blockio.imagefile import pending_journal
     if pending_journal(path) is not None:
         return image_of(path)
