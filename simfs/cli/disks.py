@@ -109,6 +109,17 @@ def cmd_probe(args) -> int:
         spec = resolve(args.name)
     except ValueError as e:
         return _fail(str(e))
+    if args.output:                     # before the probe: a bad -o is refused at once
+        import os
+        from simfs.cli.common import picture_problem
+        out_dir = os.path.dirname(os.path.abspath(args.output))
+        if not os.path.isdir(out_dir):
+            return _fail(f"cannot write {args.output}: directory {out_dir} does not exist")
+        if os.path.isdir(args.output):
+            return _fail(f"cannot write {args.output}: is a directory")
+        why = picture_problem(args.output, "-o")
+        if why:
+            return _fail(why)
     report = run_probe(spec)
     if args.output:
         from disk_models.probe_plot import plot_report

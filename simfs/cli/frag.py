@@ -195,9 +195,11 @@ def cmd_frag(a) -> int:
     if a.image:
         from simfs.errors import ImageError
         from simfs.fs.volume import Volume, VolumeOptions
+        from simfs.fuse.checks import UsageError, check_image
         try:
+            check_image(a.image)          # missing, a directory, unreadable
             vol = Volume.open(a.image, VolumeOptions(read_only=True, disk="ideal"))
-        except ImageError as e:
+        except (UsageError, ImageError) as e:
             return fail(str(e), "frag")
     if a.extent_format:      # filefrag -e: a table on the FIBMAP path too (implies -v)
         a.verbose = True

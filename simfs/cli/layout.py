@@ -42,6 +42,10 @@ FIXED_COLOURS = {FREE: (1.0, 1.0, 1.0), SUPER: (0.08, 0.08, 0.35), BITMAP: (0.25
                  ITABLE: (0.62, 0.66, 0.86), DIRS: (0.08, 0.08, 0.08), INDIRECT: (0.93, 0.0, 0.0),
                  XATTR: (1.0, 0.0, 1.0), UNOWNED: (0.55, 0.55, 0.55), ROOTFILES: (0.0, 0.45, 0.45)}
 BACKGROUND = (0.82, 0.82, 0.82)
+BASE_DPI = 100                # the picture's layout is in pixels at this dpi; --dpi scales it
+DPI_RANGE = (10, 300)         # --dpi: 300 makes the tallest automatic map about 4,600 x 7,400 pixels
+MAX_WIDTH = 4096              # --width: cells per row (one pixel each from 1000 on)
+MAX_PIXELS = 40_000_000       # the PNG (about 30 bytes of memory per pixel while drawing)
 # tab20 without its reds and greys (kept for indirect blocks and "no owner"), strongest first
 _TAB20 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
           "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5"]
@@ -185,6 +189,11 @@ def _choose_width(blocks_per_group: int, k: int, want: int = 256) -> int:
     return want
 
 
+def max_cells(span: int, width: int) -> int:
+    """The most blocks per cell that still fill one row of `width` cells with `span` blocks."""
+    return max(1, -(-span // width))
+
+
 def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None, blocks=None,
          cells: int | None = None, color_by: str = "top", title: str | None = None,
          dpi: int = 100, max_rows: int = 768) -> dict:
@@ -217,8 +226,22 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
         k = cells
     if width is None:
         width = _choose_width(m.blocks_per_group, k) if group is None or k == 1 else 256
+    most = max_cells(span, width)
+    if k > most:
+        raise ValueError(f"--cells {k}: at most {most:,} blocks per cell here ({span:,} blocks drawn, "
+                         f"{width} cells per row: more would leave the map less than one row)")
     ncell = -(-span // k)
     rows = -(-ncell // width)
+    # size: cells square, the map about 1000 px wide; positions in pixels at BASE_DPI, so
+    # another dpi scales the whole picture (text with it)
+    px = max(1, min(12, 1000 // width))
+    map_w, map_h = width * px, max(rows * px, 60)
+    scale = dpi / BASE_DPI
+    w_px, h_px = round((map_w + 530) * scale), round((map_h + 150) * scale)
+    if w_px * h_px > MAX_PIXELS:
+        raise ValueError(f"the map would be {w_px:,} x {h_px:,} pixels ({rows:,} rows of {width} cells at "
+                         f"dpi {dpi}), more than {MAX_PIXELS // 1_000_000} million: give more --cells or "
+                         "--width, fewer blocks (--group, --blocks) or a lower --dpi")
 
     color_by = resolve_color_by(m, color_by)
     pal = _palette(m, color_by)
@@ -300,14 +323,12 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
             handles.append(Patch(facecolor=(1, 1, 1, 0), edgecolor="none",
                                  label=f"... {len(rest)} more top-level dirs: "
                                        f"{int(sum(counts[TOP0 + i] for i in rest)):,}"))
-    # size: cells square, the map about 1000 px wide
-    px = max(1, min(12, 1000 // width))
-    map_w, map_h = width * px, max(rows * px, 60)
     legend_w = 420
-    fig_w = (map_w + legend_w + 110) / dpi
-    fig_h = max(map_h + 150, 21 * len(handles) + 120) / dpi
+    u = BASE_DPI
+    fig_w = (map_w + legend_w + 110) / u
+    fig_h = max(map_h + 150, 21 * len(handles) + 120) / u
     fig = plt.figure(figsize=(fig_w, fig_h), dpi=dpi)
-    ax = fig.add_axes([90 / dpi / fig_w, (fig_h * dpi - 90 - map_h) / dpi / fig_h, map_w / dpi / fig_w, map_h / dpi / fig_h])
+    ax = fig.add_axes([90 / u / fig_w, (fig_h * u - 90 - map_h) / u / fig_h, map_w / u / fig_w, map_h / u / fig_h])
     ax.imshow(cellrgb, interpolation="nearest", aspect="auto",
               extent=(-0.5, width - 0.5, rows - 0.5, -0.5))
 
@@ -342,13 +363,13 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
 
     fig.legend(handles=handles, loc="upper left", fontsize=10, title="blocks by owner",
                title_fontsize=11, frameon=False,
-               bbox_to_anchor=((90 + map_w + 15) / dpi / fig_w, 1 - 60 / dpi / fig_h))
+               bbox_to_anchor=((90 + map_w + 15) / u / fig_w, 1 - 60 / u / fig_h))
     name = os.path.basename(m.image)
     where = f"group {group}" if group is not None else (
         f"blocks {lo:,}..{hi - 1:,}" if blocks is not None else f"{m.groups} groups")
     head = f"{name}: {title}" if title else name
-    fig.suptitle(head, x=90 / dpi / fig_w, ha="left", y=1 - 12 / dpi / fig_h, va="top", fontsize=14)
-    fig.text(90 / dpi / fig_w, 1 - 42 / dpi / fig_h,
+    fig.suptitle(head, x=90 / u / fig_w, ha="left", y=1 - 12 / u / fig_h, va="top", fontsize=14)
+    fig.text(90 / u / fig_w, 1 - 42 / u / fig_h,
              f"{m.blocks_count:,} blocks of {bs} bytes, {m.groups} groups of {m.blocks_per_group:,}; "
              f"showing {where}", fontsize=11, va="top")
     fig.savefig(out, dpi=dpi)
@@ -416,19 +437,22 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", default=None, metavar="PNG", help="the map to write (optional with --json)")
     p.add_argument("--json", action="store_true",
                    help="print blocks by owner and per top-level directory as JSON (no text summary)")
-    p.add_argument("--width", type=int, default=None, help="cells per row (default 256, or a divisor "
-                                                          "of the group size near it)")
+    p.add_argument("--width", type=int, default=None, help="cells per row, 1 to %d (default 256, or a "
+                                                          "divisor of the group size near it)" % MAX_WIDTH)
     p.add_argument("--group", type=int, default=None, metavar="N", help="draw only group N, one cell per block")
     p.add_argument("--blocks", default=None, metavar="FIRST:END", help="draw only blocks FIRST..END-1")
     p.add_argument("--cells", type=int, default=None, metavar="K",
-                   help="blocks per cell (default: as few as keep the map under ~1000 rows)")
+                   help="blocks per cell (default: as few as keep the map under ~1000 rows); at most "
+                        "the blocks drawn / cells per row, so the map fills one row at least")
     p.add_argument("--color-by", choices=("auto", "top", "dir", "depth", "file"), default="auto",
                    help="file data coloured by top-level directory (top), by the directory the file "
                         "is in (dir: the biggest are named in the legend), by depth below / (depth), "
                         "one hue per file (file); auto (default): top when the files are spread over "
                         "3 or more top-level entries, else dir")
     p.add_argument("--title", default=None, help="title (e.g. the allocator: it is not stored in the image)")
-    p.add_argument("--dpi", type=int, default=100)
+    p.add_argument("--dpi", type=int, default=BASE_DPI,
+                   help="resolution of the PNG, %d to %d (default %d: the map about 1,000 pixels wide; "
+                        "200 doubles every dimension)" % (*DPI_RANGE, BASE_DPI))
     p.set_defaults(func=cmd_layout)
 
 
@@ -443,11 +467,24 @@ def cmd_layout(a) -> int:
             return fail(f"--blocks {a.blocks!r}: expected FIRST:END (block numbers)", "layout")
     if a.width is not None and a.width < 1:
         return fail("--width must be at least 1", "layout")
+    if a.width is not None and a.width > MAX_WIDTH:
+        return fail(f"--width {a.width}: at most {MAX_WIDTH} cells per row", "layout")
     if a.cells is not None and a.cells < 1:
         return fail("--cells must be at least 1", "layout")
+    if not DPI_RANGE[0] <= a.dpi <= DPI_RANGE[1]:
+        return fail(f"--dpi {a.dpi}: give {DPI_RANGE[0]} to {DPI_RANGE[1]} (default {BASE_DPI})", "layout")
+    if a.output:
+        from simfs.cli.common import picture_problem, same_file
+        if same_file(a.output, a.image):
+            return fail(f"-o {a.output} is the image: it would be written over; give another file", "layout")
+        why = picture_problem(a.output, "-o")
+        if why:
+            return fail(why, "layout")
+    from simfs.fuse.checks import UsageError, check_image
     try:
+        check_image(a.image)          # missing, a directory, unreadable
         m = block_owners(a.image)
-    except ImageError as e:
+    except (UsageError, ImageError) as e:
         return fail(str(e), "layout")
     info = None
     if a.output is None:

@@ -49,10 +49,15 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "the phase's first request; repeat for several phases side by side")
     p.add_argument("--movie", default=None, metavar="OUT.gif|OUT.mp4",
                    help="animate the head over the disk (one trace, at most one phase): GIF, or MP4 with ffmpeg")
-    p.add_argument("--frames", type=int, default=80, help="movie frames (default 80, at 8 per second)")
+    p.add_argument("--frames", type=int, default=80,
+                   help=f"movie frames, {FRAMES[0]} to {FRAMES[1]} (default 80, at 8 per second: "
+                        f"{FRAMES[1]} is a minute; a GIF holds every frame in memory while it is written)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     p.set_defaults(func=cmd_plot)
     return p
+
+
+FRAMES = (2, 480)       # --frames: a GIF keeps ~2 MB per frame in memory until it is written
 
 
 def _fail(msg: str) -> int:
@@ -110,13 +115,42 @@ def print_summary(summaries: list[dict], file=None) -> None:
             print("  ".join("-" * w for w in widths), file=file)
 
 
-def _check_out(path: str, what: str) -> str | None:
+def _check_out(path: str, what: str, traces: list[str]) -> str | None:
+    from simfs.cli.common import same_file
     out_dir = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(out_dir):
         return f"cannot write {path}: directory {out_dir} does not exist"
     if os.path.isdir(path):
         return f"cannot write {path}: is a directory"
+    if any(same_file(t, path) for t in traces):
+        return f"{what} {path} is one of the traces: it would be written over; give another file"
     return None
+
+
+def _bad_row(path: str) -> str:
+    """Where a trace that read_trace refused goes wrong: the first row with another number of
+    fields than the header, or a number that does not parse."""
+    import csv
+    from simfs.blockio.trace import FIELDS
+    text = {"op", "cause", "phase"}
+    try:
+        with open(path, newline="") as f:
+            rows = csv.reader(f)
+            head = next(rows)
+            for row in rows:
+                line = rows.line_num
+                if len(row) != len(head):
+                    return (f"{path}:{line}: {len(row)} fields where the header has {len(head)} "
+                            "(a trace cut short?)")
+                for k, v in zip(head, row):
+                    if k in FIELDS and k not in text:
+                        try:
+                            int(v) if k in ("lba", "sectors", "cache_hit", "ino") else float(v)
+                        except ValueError:
+                            return f"{path}:{line}: {k} is {v!r}, not a number"
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        return f"{path}: cannot read as a trace: {e}"
+    return f"{path}: not a simfs trace"
 
 
 def cmd_plot(a) -> int:
@@ -130,7 +164,12 @@ def cmd_plot(a) -> int:
     if a.output is None and a.movie is None and not a.json:
         return _fail("say where to draw: -o PNG, --movie OUT.gif, or --json for the summary alone")
     for path, what in ((a.output, "-o"), (a.movie, "--movie")):
-        why = path and _check_out(path, what)
+        why = path and _check_out(path, what, a.traces)
+        if why:
+            return _fail(why)
+    if a.output:
+        from simfs.cli.common import picture_problem
+        why = picture_problem(a.output, "-o")
         if why:
             return _fail(why)
     if a.movie:
@@ -143,15 +182,17 @@ def cmd_plot(a) -> int:
                          "or write a .gif")
         if len(a.traces) != 1 or (a.phase and len(a.phase) > 1):
             return _fail("--movie animates one trace and at most one --phase")
-        if a.frames < 2:
-            return _fail("--frames must be at least 2")
+        if not FRAMES[0] <= a.frames <= FRAMES[1]:
+            return _fail(f"--frames {a.frames}: give {FRAMES[0]} to {FRAMES[1]} (a minute at 8 per second)")
     labels = a.label or [os.path.basename(p) for p in a.traces]
     from simfs.blockio.trace import read_trace
     from simfs.cli.seekplot import movie, phase_series, phases_of, plot_series, boundaries
-    try:
-        traces = [read_trace(p) for p in a.traces]
-    except ValueError as e:       # a row that does not parse
-        return _fail(f"bad trace: {e}")
+    traces = []
+    for p in a.traces:
+        try:
+            traces.append(read_trace(p))
+        except (ValueError, TypeError):     # a row that does not parse, or one cut short
+            return _fail(f"bad trace: {_bad_row(p)}")
     series = []
     for path, label, cols in zip(a.traces, labels, traces):
         have = phases_of(cols)

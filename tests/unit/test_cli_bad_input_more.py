@@ -1,0 +1,138 @@
+"""Bad input to the commands that run without a mount (plot, layout, frag, disks probe, stats,
+fsck, run, verb mmap-fill's page-cache model): one line on stderr, no traceback, exit status 2,
+nothing written over. In-process (simfs.cli.main.main); no FUSE."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+import pytest
+
+from simfs.cli.main import main
+from simfs.ondisk.mkfs import mkfs
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def refused(capsys, *argv, words=()) -> str:
+    """Run `simfs ARGV`: it must exit 2 with one line on stderr (containing `words`)."""
+    status = main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def png_size(path) -> tuple[int, int]:
+    raw = open(path, "rb").read(24)
+    assert raw[:8] == PNG
+    return struct.unpack(">II", raw[16:24])
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    """A 32 MiB image (8,192 blocks of 4 KiB) with one 1 MiB file, and the trace of writing it."""
+    d = tmp_path_factory.mktemp("bad")
+    img, trace = d / "d.img", d / "all.csv"
+    mkfs(img, 32 << 20, block_size=4096, uuid=bytes(16), hash_seed=bytes(16), now=1_000_000_000)
+    assert main(["verb", "mmap-fill", str(img), "big", "--size", "1M", "-o", f"trace={trace}",
+                 "--json"]) == 0
+    return img, trace
+
+
+# simfs layout -----------------------------------------------------------------------------------
+def test_layout_refuses_a_directory_as_image(tmp_path, capsys):
+    refused(capsys, "layout", tmp_path, "-o", tmp_path / "m.png", words=("not a regular file",))
+
+
+@pytest.mark.parametrize("dpi", ["0", "5", "100000"])
+def test_layout_dpi_bounded(image, tmp_path, capsys, dpi):
+    refused(capsys, "layout", image[0], "-o", tmp_path / "m.png", "--dpi", dpi, words=("--dpi", "10 to 300"))
+    assert not (tmp_path / "m.png").exists()
+
+
+def test_layout_dpi_scales_the_whole_picture(image, tmp_path, capsys):
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    assert main(["layout", str(image[0]), "-o", str(a)]) == 0
+    assert main(["layout", str(image[0]), "-o", str(b), "--dpi", "200"]) == 0
+    (wa, ha), (wb, hb) = png_size(a), png_size(b)
+    assert (wb, hb) == (2 * wa, 2 * ha)
+
+
+def test_layout_cells_at_most_one_row(image, tmp_path, capsys):
+    # 8,192 blocks in rows of 256 cells: 32 blocks per cell fill one row; more is refused
+    assert main(["layout", str(image[0]), "-o", str(tmp_path / "m.png"), "--cells", "32"]) == 0
+    capsys.readouterr()
+    for k in ("33", "99999999"):
+        refused(capsys, "layout", image[0], "-o", tmp_path / "m.png", "--cells", k,
+                words=(f"--cells {k}", "at most 32 blocks per cell"))
+
+
+def test_layout_width_and_picture_size_bounded(image, tmp_path, capsys):
+    refused(capsys, "layout", image[0], "-o", tmp_path / "m.png", "--width", "100000",
+            words=("--width 100000", "at most 4096"))
+    # one cell per row: 8,192 rows of 12 pixels, a 98,000-pixel-tall picture
+    refused(capsys, "layout", image[0], "-o", tmp_path / "m.png", "--width", "1", "--cells", "1",
+            words=("pixels", "million"))
+    assert not (tmp_path / "m.png").exists()
+
+
+def test_layout_output_format_and_not_over_the_image(image, tmp_path, capsys):
+    refused(capsys, "layout", image[0], "-o", tmp_path / "m.xyz", words=("cannot write a .xyz picture",))
+    img = tmp_path / "d.png"
+    img.write_bytes(image[0].read_bytes())
+    refused(capsys, "layout", img, "-o", img, words=("is the image",))
+    assert img.read_bytes() == image[0].read_bytes()
+
+
+# simfs frag --image ------------------------------------------------------------------------------
+def test_frag_refuses_a_directory_as_image(tmp_path, capsys):
+    refused(capsys, "frag", "--image", tmp_path, "/x", words=("not a regular file",))
+
+
+# simfs plot ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("frames", ["0", "1", "481", "100000000"])
+def test_plot_frames_bounded(image, tmp_path, capsys, frames):
+    refused(capsys, "plot", image[1], "--movie", tmp_path / "m.gif", "--frames", frames,
+            words=(f"--frames {frames}", "2 to 480"))
+    assert not (tmp_path / "m.gif").exists()
+
+
+def test_plot_output_format(image, tmp_path, capsys):
+    refused(capsys, "plot", image[1], "-o", tmp_path / "p.xyz", words=("cannot write a .xyz picture",))
+
+
+def test_plot_does_not_write_over_a_trace(image, tmp_path, capsys):
+    before = image[1].read_bytes()
+    refused(capsys, "plot", image[1], "-o", image[1], words=("one of the traces",))
+    pic = tmp_path / "t.png"                 # a trace named like a picture
+    pic.write_bytes(before)
+    refused(capsys, "plot", pic, "-o", tmp_path / "." / "t.png", words=("one of the traces",))
+    gif = tmp_path / "t.gif"
+    gif.write_bytes(before)
+    refused(capsys, "plot", gif, "--movie", gif, words=("--movie", "one of the traces"))
+    assert image[1].read_bytes() == before and pic.read_bytes() == before and gif.read_bytes() == before
+
+
+def test_plot_trace_cut_mid_row(image, tmp_path, capsys):
+    text = image[1].read_text()
+    cut = tmp_path / "trunc.csv"
+    cut.write_text(text[:text.index("\n", 2000) - 30])          # the last row loses its end
+    line = refused(capsys, "plot", cut, "-o", tmp_path / "p.png", words=("bad trace", "cut short"))
+    assert f"trunc.csv:{text[:text.index(chr(10), 2000)].count(chr(10)) + 1}:" in line
+    bad = tmp_path / "bad.csv"
+    rows = text.splitlines()
+    rows[5] = "x" + rows[5][1:]
+    bad.write_text("\n".join(rows) + "\n")
+    refused(capsys, "plot", bad, "-o", tmp_path / "p.png", words=("bad.csv:6: issue", "not a number"))
+
+
+# simfs disks probe ------------------------------------------------------------------------------
+def test_disks_probe_output_format(tmp_path, capsys):
+    refused(capsys, "disks", "probe", "sata7200", "-o", tmp_path / "pr.xyz", words=("cannot write a .xyz picture",))
+    refused(capsys, "disks", "probe", "sata7200", "-o", tmp_path / "no" / "pr.png", words=("does not exist",))
