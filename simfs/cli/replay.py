@@ -8,6 +8,7 @@ import os
 import sys
 
 from simfs.cli.common import Fmt, fail
+from simfs.cli.verb import nonempty_path
 
 # header options replay never takes over: outputs of the recorded mount, and its -o force
 NOT_INHERITED = ("trace", "stats", "force")
@@ -37,7 +38,8 @@ def register(sub) -> None:
                    help="an image to replay it on: a copy of the recorded one as it was before that mount")
     s.add_argument("-o", dest="options", action="append", default=[], metavar="KEY=VAL,...",
                    help="volume options (as for `simfs mount`), over the recorded ones")
-    s.add_argument("--stats", metavar="PATH", help="also write the statistics (JSON) here")
+    s.add_argument("--stats", metavar="PATH", type=nonempty_path,
+                   help="also write the statistics (JSON) here")
     s.add_argument("--json", action="store_true", help="print the statistics as JSON")
     s.add_argument("--force", action="store_true",
                    help="replay on an image other than the recorded one (another UUID or size)")

@@ -8,6 +8,7 @@ with empty caches and closes as an unmount does.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tarfile
@@ -17,6 +18,32 @@ from simfs.cli.common import Fmt, fail
 def _size(text: str) -> int:
     from simfs.cli.common import size_type
     return size_type(text)
+
+
+# argparse types for dd's numbers: GNU dd 9.1 refuses bs=0, count=-1, skip=-5 ("invalid number")
+def _block_size(text: str) -> int:
+    n = _size(text)
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r} (a block size of 1 byte or "
+                                         "more, e.g. 4K, 1M)")
+    return n
+
+
+def _blocks(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r} (a count of blocks, 0 or more)")
+    return n
+
+
+def nonempty_path(text: str) -> str:
+    """An argparse type for an output file: an empty one would silently write nothing."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path (give a file name, or leave the option out)")
+    return text
 
 
 # per verb: (summary, the real command it stands for, its own arguments)
@@ -42,9 +69,9 @@ VERBS = {
              [("--pattern", dict(default="zzzqqq", help="kept for the record: grep reads every "
                                  "byte of every file whatever it looks for, as long as nothing matches"))]),
     "dd": ("read one file as dd does", "dd if=MNT/PATH of=/dev/null bs=BS",
-           [("--bs", dict(type=_size, default=1 << 20, help="block size (default 1M)")),
-            ("--count", dict(type=int, default=0, help="blocks to read (0: all)")),
-            ("--skip", dict(type=int, default=0, help="blocks to skip first"))]),
+           [("--bs", dict(type=_block_size, default=1 << 20, help="block size (default 1M)")),
+            ("--count", dict(type=_blocks, default=0, help="blocks to read (0: all)")),
+            ("--skip", dict(type=_blocks, default=0, help="blocks to skip first"))]),
     "cat": ("read one file as cat does", "cat MNT/PATH > /dev/null", []),
     "mmap-fill": ("fill a new file page by page in seed 004's alloctest order: 4 KiB pwrites "
                   "(--writes pwrite, as mmap_writer.py --pwrite), or stores through a shared mapping "
@@ -58,8 +85,9 @@ VERBS = {
                    ("--writes", dict(choices=("pwrite", "mmap"), default="pwrite",
                                      help="pwrite (default), or mmap: MAP_SHARED stores + msync, the "
                                           "pages written back as the modelled kernel would")),
-                   ("--pagecache", dict(default="linux-2.6.29", metavar="MODEL[,key=value...]",
-                                        help="with --writes mmap: the page-cache model and overrides "
+                   ("--pagecache", dict(default=None, metavar="MODEL[,key=value...]",
+                                        help="with --writes mmap: the page-cache model (default "
+                                             "linux-2.6.29) and overrides "
                                              "(ram=6G, dirty_ratio=10, dirty_background_ratio=5, ...; "
                                              "README: Page-cache write-back)"))]),
 }
@@ -91,7 +119,8 @@ def register(sub) -> None:
             v.add_argument(flag, **kw)
         v.add_argument("-o", dest="options", action="append", default=[], metavar="KEY=VAL,...",
                        help="volume options, as for `simfs mount` (alloc, dirorder, disk, writeback, ...)")
-        v.add_argument("--stats", metavar="PATH", help="also write the statistics (JSON) here")
+        v.add_argument("--stats", metavar="PATH", type=nonempty_path,
+                       help="also write the statistics (JSON) here")
         v.add_argument("--json", action="store_true", help="print the statistics as JSON")
         v.set_defaults(func=cmd_verb, own=[kw.get("dest") or flag.lstrip("-").replace("-", "_") for flag, kw in own])
 
@@ -105,6 +134,9 @@ def cmd_verb(a) -> int:
     from simfs.fuse import mountopts
     from simfs.fuse.checks import UsageError, check_distinct, check_image, check_output
     try:
+        if getattr(a, "pagecache", None) is not None and a.writes != "mmap":
+            raise UsageError("--pagecache is the page-cache model that writes back --writes mmap's "
+                             "stores: it needs --writes mmap (pwrites go to the volume directly)")
         check_image(a.image)
         parsed = mountopts.parse(a.options)
         front = [k for k in parsed.given if k in mountopts.FRONTEND]
@@ -119,6 +151,8 @@ def cmd_verb(a) -> int:
         for what, path in outputs.items():
             check_output(path, what)
         params = {k: getattr(a, k) for k in a.own}
+        if a.verb == "mmap-fill" and params.get("pagecache") is None:
+            del params["pagecache"]             # the verb's default model
         if a.verb == "unpack":
             params.update(source=_source(a.source), mkdir=True)
         with deferred_signals():

@@ -175,3 +175,47 @@ def test_mkfs_maxio_with_disk_still_works(tmp_path):
     r = simfs("mkfs", tmp_path / "t.img", "64M", "--disk", "sata7200", "--maxio", "64K", "-q")
     assert r.returncode == 0 and "mkfs on sata7200" in r.stdout, r.stderr
     assert_fsck_clean(tmp_path / "t.img")
+
+
+# 5. simfs verb's own options -----------------------------------------------------------------------
+@pytest.fixture
+def with_file(image):
+    """The image with a 1 MiB file "big" (written by the mmap-fill verb)."""
+    r = simfs("verb", "mmap-fill", image, "big", "--size", "1M", "--json")
+    assert r.returncode == 0, r.stderr
+    return image
+
+
+@pytest.mark.parametrize("opts, words", [
+    (["--bs", "0"], ["argument --bs: invalid number: '0'"]),
+    (["--count", "-1"], ["argument --count: invalid number: '-1'"]),
+    (["--skip", "-5"], ["argument --skip: invalid number: '-5'"]),
+    (["--count", "two"], ["argument --count: invalid number: 'two'"]),
+])
+def test_dd_refuses_invalid_numbers(with_file, opts, words):
+    line = refused("verb", "dd", with_file, "big", *opts, words=words, img=with_file)
+    assert line.startswith("simfs verb dd: error: ")
+
+
+def test_dd_takes_valid_numbers(with_file):
+    import json
+    r = simfs("verb", "dd", with_file, "big", "--bs", "4K", "--skip", "3", "--count", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["result"] == {"reads": 2, "bytes": 8192}
+
+
+def test_mmap_fill_pagecache_needs_writes_mmap(image, tmp_path):
+    refused("verb", "mmap-fill", image, "f", "--size", "1M", "--pagecache", "bogus",
+            words=("--pagecache", "needs --writes mmap"), img=image)
+    r = simfs("verb", "mmap-fill", image, "f", "--size", "1M", "--writes", "mmap",
+              "--pagecache", "linux-2.6.29,ram=1G", "--json")
+    assert r.returncode == 0, r.stderr
+    assert_fsck_clean(image)
+
+
+def test_empty_stats_path_is_refused(image, recorded, tmp_path):
+    refused("verb", "find", image, "/", "--stats", "", words=("argument --stats: an empty path",),
+            img=image, cwd=tmp_path)
+    lines, copy = recorded
+    refused("replay", write_log(tmp_path / "ok.log", lines), copy, "--stats", "",
+            words=("argument --stats: an empty path",), img=copy, cwd=tmp_path)
