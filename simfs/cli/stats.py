@@ -19,6 +19,7 @@ Any other section is one name/value table (nested mappings flattened as a.b).
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 
@@ -62,7 +63,52 @@ def load_stats(path: str) -> dict:
         raise ValueError(f"{src} is not simfs statistics (not JSON)") from None
     if not isinstance(doc, dict) or not isinstance(time_of(doc).get("phases"), list):
         raise ValueError(f"{src} is not simfs statistics (no phases)")
+    why = time_problem(time_of(doc))
+    if why:
+        raise ValueError(f"{src} is not simfs statistics as simfs writes them: {why}")
     return doc
+
+
+def _shown(v) -> str:
+    """A value as the JSON file has it (null, "many"), cut short."""
+    text = json.dumps(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _number(v) -> bool:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return isinstance(v, int) or math.isfinite(v)
+
+
+def time_problem(t: dict) -> str | None:
+    """Why the simulated-time section cannot be shown (a counter that is no number, a phase
+    name that is no string, ...), or None. Checks what the tables read: each phase's, the
+    total's and the unmount's name, times, counters, disk time and operations."""
+    parts = [(f"phases[{i}]", p) for i, p in enumerate(t.get("phases") or [])]
+    parts += [(k, t[k]) for k in ("total", "unmount") if t.get(k) is not None]
+    for where, p in parts:
+        if not isinstance(p, dict):
+            return f"{where} is {_shown(p)}, not a table"
+        if "name" in p and not isinstance(p["name"], str):
+            return f"{where}.name is {_shown(p['name'])}, not a string"
+        for k in ("start", "elapsed", "waited"):
+            if k in p and not _number(p[k]):
+                return f"{where}.{k} is {_shown(p[k])}, not a number"
+        for sect in ("counters", "disk_time", "operations"):
+            v = p.get(sect, {})
+            if not isinstance(v, dict):
+                return f"{where}.{sect} is {_shown(v)}, not a table"
+            for k, x in v.items():
+                if sect == "operations":
+                    if not isinstance(x, dict):
+                        return f"{where}.operations.{k} is {_shown(x)}, not a table"
+                    bad = next((f for f in ("count", "time") if f in x and not _number(x[f])), None)
+                    if bad:
+                        return f"{where}.operations.{k}.{bad} is {_shown(x[bad])}, not a number"
+                elif not _number(x):
+                    return f"{where}.{sect}.{k} is {_shown(x)}, not a number"
+    return None
 
 
 def time_of(doc: dict) -> dict:
@@ -101,7 +147,7 @@ def cmd_diff(a) -> int:
     for path, t in zip(a.diff, docs):
         p = _phase(t, a.phase)
         if p is None:
-            names = ", ".join(["total"] + [q.get("name", "?") for q in t.get("phases", [])])
+            names = ", ".join(["total"] + [str(q.get("name", "?")) for q in t.get("phases", [])])
             return fail(f"{path} has no phase {a.phase!r}; it has: {names}", "stats")
         phases.append(p)
     rows = diff_rows(*phases)

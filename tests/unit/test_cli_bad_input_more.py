@@ -136,3 +136,42 @@ def test_plot_trace_cut_mid_row(image, tmp_path, capsys):
 def test_disks_probe_output_format(tmp_path, capsys):
     refused(capsys, "disks", "probe", "sata7200", "-o", tmp_path / "pr.xyz", words=("cannot write a .xyz picture",))
     refused(capsys, "disks", "probe", "sata7200", "-o", tmp_path / "no" / "pr.png", words=("does not exist",))
+
+
+# simfs stats FILE / --diff ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def stats_file(image, tmp_path_factory):
+    """The final statistics of a find on the image (what -o stats= writes)."""
+    path = tmp_path_factory.mktemp("stats") / "st.json"
+    assert main(["verb", "find", str(image[0]), "/", "--stats", str(path), "--json"]) == 0
+    return path
+
+
+def _spoiled(stats_file, tmp_path, change) -> str:
+    doc = json.loads(stats_file.read_text())
+    change(doc)
+    out = tmp_path / "bad.json"
+    out.write_text(json.dumps(doc))
+    return str(out)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d["phases"][0]["counters"].__setitem__("disk_reads", "many"),
+     ('phases[0].counters.disk_reads is "many", not a number',)),
+    (lambda d: (d["phases"][0].__setitem__("elapsed", None), d["total"].__setitem__("elapsed", None)),
+     ("phases[0].elapsed is null, not a number",)),
+    (lambda d: d["phases"][0].__setitem__("name", 5), ("phases[0].name is 5, not a string",)),
+    (lambda d: d["total"]["operations"]["getattr"].__setitem__("count", "x"),
+     ('total.operations.getattr.count is "x", not a number',)),
+    (lambda d: d["unmount"]["disk_time"].__setitem__("seek", float("nan")), ("unmount.disk_time.seek is NaN",)),
+])
+def test_stats_file_with_wrong_types(stats_file, tmp_path, capsys, change, words):
+    bad = _spoiled(stats_file, tmp_path, change)
+    refused(capsys, "stats", bad, words=("not simfs statistics",) + words)
+    refused(capsys, "stats", "--diff", stats_file, bad, words=words)
+    refused(capsys, "stats", "--diff", bad, stats_file, "--phase", "x", words=words)
+
+
+def test_stats_file_as_written_is_shown(stats_file, capsys):
+    assert main(["stats", str(stats_file)]) == 0
+    assert main(["stats", "--diff", str(stats_file), str(stats_file)]) == 0
