@@ -92,6 +92,32 @@ VERBS = {
                                              "README: Page-cache write-back)"))]),
 }
 
+# per verb: its --help examples, on an image made by `simfs mkfs disk.img 256M` holding src/ (the
+# files of src.tar), tree/ and big.iso (tests/mount/test_help_examples.py runs them in that world)
+EXAMPLES = {
+    "unpack": ["simfs verb unpack disk.img usr/src --from src.tar -o alloc=cg,disk=sas10k",
+               "simfs verb unpack disk.img linux --from ~/src/linux -o dataless   # data charged, not stored"],
+    "find": ["simfs verb find disk.img src --type f",
+             "simfs verb find disk.img / -o dirorder=hash --json > hash.json"],
+    "cp-a": ["simfs verb cp-a disk.img src --to src.copy",
+             "simfs verb cp-a disk.img tree --to tree.2 -o alloc=ext2,writeback=softdep --stats cp.json"],
+    "rm-rf": ["simfs verb rm-rf disk.img tree",
+              "simfs verb rm-rf disk.img src -o writeback=softdep,disk=wd-ears"],
+    "tar-read": ["simfs verb tar-read disk.img src",
+                 "simfs verb tar-read disk.img / -o read_batch,cache=16M --json > tar.json"],
+    "du": ["simfs verb du disk.img /",
+           "simfs verb du disk.img src -o dirorder=inode,disk=x25-m"],
+    "grep": ["simfs verb grep disk.img src --pattern TODO",
+             "simfs verb grep disk.img / -o disk=wd1200jb,cache=32M --stats grep.json"],
+    "dd": ["simfs verb dd disk.img big.iso --bs 4K",
+           "simfs verb dd disk.img big.iso --bs 1M --skip 1 --count 1 -o disk=wd-ears"],
+    "cat": ["simfs verb cat disk.img big.iso",
+            "simfs verb cat disk.img src/Makefile -o disk=x25-m --json"],
+    "mmap-fill": ["simfs verb mmap-fill disk.img alloctest.dat --size 64M -o alloc=ext2   # seed 004's pwrites",
+                  "simfs verb mmap-fill disk.img mapped.dat --size 16M --writes mmap \\\n"
+                  "      --pagecache linux-2.6.29,ram=1G"],
+}
+
 
 def register(sub) -> None:
     s = sub.add_parser(
@@ -104,15 +130,20 @@ def register(sub) -> None:
                     "caches at the start, the unmount's write-back at the end. Prints the "
                     "statistics (those -o stats= writes at unmount).",
         epilog="examples:\n"
+               "  simfs verb unpack disk.img usr/src --from src.tar -o disk=sas10k\n"
                "  simfs verb find disk.img tree -o dirorder=hash,disk=sas10k\n"
-               "  simfs verb find disk.img tree -o dirorder=inode --json > inode.json\n\n"
+               "  simfs verb find disk.img tree -o dirorder=inode --json > inode.json\n"
+               "  simfs verb rm-rf disk.img usr/src --stats rm.json\n"
+               "  simfs verb mmap-fill disk.img data.bin --size 64M --writes mmap\n\n"
+               "'simfs verb VERB --help' shows a verb's own options and examples. "
                "Bad input (a missing image, an unknown option or value, a path that does not "
                "exist in the image) is one line on stderr and exit status 2; the image is "
                "closed cleanly.")
     verbs = s.add_subparsers(dest="verb", metavar="VERB", required=True)
     for name, (summary, real, own) in VERBS.items():
         v = verbs.add_parser(name, help=summary, formatter_class=Fmt,
-                             description=f"{summary}; stands for `{real}` on a mount.")
+                             description=f"{summary}; stands for `{real}` on a mount.",
+                             epilog="examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name]))
         v.add_argument("image", metavar="IMAGE", help="an ext2 image made by simfs mkfs")
         v.add_argument("path", metavar="PATH", help="where in the image (from its root) the tool works")
         for flag, kw in own:

@@ -219,3 +219,28 @@ def test_empty_stats_path_is_refused(image, recorded, tmp_path):
     lines, copy = recorded
     refused("replay", write_log(tmp_path / "ok.log", lines), copy, "--stats", "",
             words=("argument --stats: an empty path",), img=copy, cwd=tmp_path)
+
+
+# 6. every verb's --help has examples, and they parse -----------------------------------------------
+def _examples(help_text: str) -> list[str]:
+    """The command lines of the "examples:" block (as tests/mount/test_help_examples.py reads
+    them: a trailing backslash continues a line), without trailing comments."""
+    block = help_text.split("examples:", 1)[1].split("\n\n", 1)[0]
+    return [ex.split("#")[0].strip() for ex in block.replace("\\\n", " ").splitlines() if ex.strip()]
+
+
+@pytest.mark.parametrize("verb", ["", "unpack", "find", "cp-a", "rm-rf", "tar-read", "du", "grep",
+                                  "dd", "cat", "mmap-fill"])
+def test_verb_help_shows_examples_that_parse(verb):
+    import shlex
+    from simfs.cli.main import build_parser
+    r = simfs("verb", *([verb] if verb else []), "--help")
+    assert r.returncode == 0 and "examples:" in r.stdout, r.stdout
+    lines = _examples(r.stdout)
+    assert len(lines) >= (5 if not verb else 2), lines
+    for ex in lines:
+        argv = shlex.split(ex.split(">")[0])
+        assert argv[:2] == ["simfs", "verb"] and (not verb or argv[2] == verb), ex
+        assert "disk.img" in argv, ex          # the image tests/mount/test_help_examples.py makes
+        a = build_parser().parse_args(argv[1:])
+        assert a.func.__name__ == "cmd_verb"
