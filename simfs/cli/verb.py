@@ -206,6 +206,8 @@ def cmd_verb(a) -> int:
         return fail(f"{e.filename or a.image}: {e.strerror or e}", "verb")
     except Exception as e:
         return _stopped(a, e)
+    for w in out["warnings"]:
+        print(f"simfs verb: warning: {w}", file=sys.stderr)
     show_stats({"simfs": __version__, "image": os.path.abspath(a.image), "verb": a.verb,
                 "path": a.path, "result": out["result"], "counters": out["counters"],
                 "time": out["time"]}, a.json)

@@ -140,3 +140,13 @@ def test_the_abstract_allocator_is_not_an_allocator(spec):
     from policies import ALLOCATORS
     with pytest.raises(PluginError, match="abstract"):
         ALLOCATORS.resolve(spec)
+
+
+def test_a_verb_warns_as_a_mount_would(tmp_path):
+    """An image used data-less before: the verb says so (a mount warns the same)."""
+    img = tmp_path / "w.img"
+    mkfs(str(img), 16 << 20, block_size=4096)
+    verbs.run(str(img), VolumeOptions(dataless=True), "find", ".")
+    r = _simfs("verb", "find", img, ".")
+    assert r.returncode == 0
+    assert "simfs verb: warning: image was mounted data-less before" in r.stderr

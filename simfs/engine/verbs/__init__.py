@@ -49,7 +49,7 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
     return {"result": what the verb reports, "time": the statistics -o stats= would hold,
     "counters": totals, "sim_cmd": simulated seconds from the tool's start to its end, without
     the set-up and the unmount's write-back (what the experiments time for phases without
-    drain)}. `mkdir`: first `mkdir -p MNT/where` on the same mount, as the experiments prepare
+    drain), "warnings": what a mount would have warned about (an unchecked or data-less image)}. `mkdir`: first `mkdir -p MNT/where` on the same mount, as the experiments prepare
     an unpack. `mark`: the statistics phase (and trace rows) the verb's work is recorded under,
     as `simfs ctl MNT mark NAME` before a tool. `oplog`: record the operations the volume is
     asked in the form `-o oplog=PATH` records a mount's (so the two can be compared line by
@@ -88,7 +88,7 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
             raise
         vol.close()
     return {"result": result, "time": vol.stats_snapshot(), "counters": vol.counters,
-            "sim_cmd": sim_cmd}
+            "sim_cmd": sim_cmd, "warnings": list(vol.warnings)}
 
 
 #: gc thresholds during a run: young objects collected every 100,000 allocations, not 700
