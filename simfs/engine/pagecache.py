@@ -47,6 +47,7 @@ Determinism: no real time, no host state; the same calls give the same result.
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -103,17 +104,65 @@ class WritebackParams:
         kw = {}
         names = {f.name: f.type for f in fields(cls)}
         for p in parts[1:]:
-            key, _, value = p.partition("=")
-            if key not in names or not value:
+            key, eq, value = p.partition("=")
+            if key not in names:
                 raise ValueError(f"page-cache model: unknown parameter {p!r} (known: {', '.join(names)})")
+            if not value.strip():
+                raise ValueError(f"page-cache model: {key}{eq} has no value (e.g. {key}="
+                                 f"{_shown(getattr(cls, key), key)})")
             try:
                 v = parse_size(value) if key == "ram" else (float(value) if names[key] == "float" else int(value))
             except ValueError:
                 raise ValueError(f"page-cache model: bad value {p!r}") from None
-            if v <= 0 and key not in ("dirty_background_ratio",):
-                raise ValueError(f"page-cache model: {key} must be positive")
+            _check(key, v, p)
             kw[key] = v
-        return PRESETS[parts[0]](**kw)
+        params = PRESETS[parts[0]](**kw)
+        if params.dirty_background_ratio > params.dirty_ratio:
+            given = [k for k in ("dirty_background_ratio", "dirty_ratio") if k not in kw]
+            raise ValueError(f"page-cache model: dirty_background_ratio ({params.dirty_background_ratio}) must "
+                             f"not exceed dirty_ratio ({params.dirty_ratio})"
+                             + (f"; {given[0]} is the default: give it too" if given else ""))
+        return params
+
+
+# the values parse accepts: every parameter positive but dirty_background_ratio, and within
+# (lowest, highest, unit) (None: no bound). Finite and bounded so that simulated time moves on:
+# an infinite or enormous step of the dirtier's clock (fault_us, congestion_wait) or a vanishing
+# kupdate period would make the loops that catch up with the clock run forever.
+LIMITS = {
+    "ram": (PAGE, None, ""),
+    "cpus": (1, 4096, ""),
+    "dirty_ratio": (1, 100, "percent"),       # the model uses 5 below 5, as the kernel does
+    "dirty_background_ratio": (0, 100, "percent"),     # and at most dirty_ratio
+    "dirty_writeback_interval": (0.01, None, "seconds"),   # the sysctl counts centiseconds
+    "dirty_expire_interval": (None, None, "seconds"),
+    "max_writeback_pages": (1, None, "pages"),
+    "nr_requests": (1, None, "requests"),
+    "congestion_wait": (0.001, 60, "seconds"),  # a jiffy at HZ=1000 .. a minute
+    "fault_us": (None, 1_000_000, "microseconds per page"),     # up to a second
+}
+
+
+def _shown(v, key: str = "") -> str:
+    if key == "ram":
+        for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+            if v >= 1 << shift and v % (1 << shift) == 0:
+                return f"{v >> shift}{unit}"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _check(key: str, v, given: str) -> None:
+    """A parameter's value: finite, positive (but dirty_background_ratio), within LIMITS."""
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"page-cache model: {given}: must be a finite number")
+    lo, hi, unit = LIMITS[key]
+    unit = f" {unit}" if unit else ""
+    if v <= 0 and key != "dirty_background_ratio":
+        raise ValueError(f"page-cache model: {given}: {key} must be positive")
+    if lo is not None and v < lo or hi is not None and v > hi:
+        span = (f"{_shown(lo, key)} to {_shown(hi, key)}" if lo is not None and hi is not None
+                else f"at least {_shown(lo, key)}" if lo is not None else f"at most {_shown(hi, key)}")
+        raise ValueError(f"page-cache model: {given}: {key} must be {span}{unit}")
 
 
 PRESETS = {"linux-2.6.29": WritebackParams}

@@ -175,3 +175,36 @@ def test_stats_file_with_wrong_types(stats_file, tmp_path, capsys, change, words
 def test_stats_file_as_written_is_shown(stats_file, capsys):
     assert main(["stats", str(stats_file)]) == 0
     assert main(["stats", "--diff", str(stats_file), str(stats_file)]) == 0
+
+
+# simfs verb mmap-fill --pagecache (simfs.engine.pagecache.WritebackParams.parse) ------------------
+@pytest.mark.parametrize("override, words", [
+    ("fault_us=inf", "fault_us=inf: must be a finite number"),
+    ("fault_us=nan", "fault_us=nan: must be a finite number"),
+    ("congestion_wait=1e300", "congestion_wait must be 0.001 to 60 seconds"),
+    ("dirty_writeback_interval=1e-9", "dirty_writeback_interval must be at least 0.01 seconds"),
+    ("ram=", "ram= has no value (e.g. ram=6G)"),
+    ("dirty_ratio=", "dirty_ratio= has no value"),
+    ("dirty_ratio=101", "dirty_ratio must be 1 to 100 percent"),
+    ("dirty_background_ratio=-1", "dirty_background_ratio must be 0 to 100 percent"),
+    ("dirty_background_ratio=20,dirty_ratio=10", "dirty_background_ratio (20) must not exceed dirty_ratio (10)"),
+    ("dirty_ratio=3", "dirty_background_ratio (5) must not exceed dirty_ratio (3); dirty_background_ratio "
+                      "is the default"),
+])
+def test_pagecache_values_checked_where_parsed(override, words):
+    from simfs.engine.pagecache import WritebackParams
+    with pytest.raises(ValueError) as e:
+        WritebackParams.parse(f"linux-2.6.29,{override}")
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_pagecache_values_in_range_pass():
+    from simfs.engine.pagecache import WritebackParams
+    p = WritebackParams.parse("linux-2.6.29,ram=1G,dirty_ratio=20,dirty_background_ratio=20,fault_us=1000000")
+    assert (p.dirty_ratio, p.dirty_background_ratio, p.fault_us) == (20, 20, 1e6)
+
+
+@pytest.mark.parametrize("override", ["fault_us=inf", "fault_us=nan", "ram="])
+def test_verb_mmap_fill_refuses_a_bad_pagecache(image, capsys, override):
+    refused(capsys, "verb", "mmap-fill", image[0], "f", "--size", "1M", "--writes", "mmap",
+            "--pagecache", f"linux-2.6.29,{override}", "--json", words=("page-cache model", override))
