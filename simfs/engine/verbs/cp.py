@@ -106,6 +106,18 @@ def _meta_tail(k, src, dst, a):
         k.vol.setxattr(k.walk(k.root, dst).st_ino, name, value, 0)
 
 
+def _set_meta(k, src, dst, a) -> None:
+    """A directory's or a node's end: times, owner, xattrs, the ACL attempts (EOPNOTSUPP from
+    the kernel after the walks), then chmod as the fallback."""
+    R = k.root
+    k.utimens(R, dst, atime_ns=a.st_atime_ns, mtime_ns=a.st_mtime_ns)
+    k.chown(R, dst, a.st_uid, a.st_gid)
+    _meta_tail(k, src, dst, a)
+    k.walk(R, src)                                  # getxattr(system.posix_acl_access)
+    k.walk(R, dst)                                  # setxattr(system.posix_acl_access)
+    k.chmod(R, dst, a.st_mode)
+
+
 def _dir(k, src, dst, a, links, counts) -> None:
     R = k.root
     counts["dirs"] += 1
@@ -118,12 +130,7 @@ def _dir(k, src, dst, a, links, counts) -> None:
     entries.sort(key=lambda e: e[1])
     for name, ino, kind in entries:
         _copy(k, src + [name], dst + [name], links, counts)
-    k.utimens(R, dst, atime_ns=a.st_atime_ns, mtime_ns=a.st_mtime_ns)
-    k.chown(R, dst, a.st_uid, a.st_gid)
-    _meta_tail(k, src, dst, a)
-    k.walk(R, src)                                  # getxattr(system.posix_acl_access)
-    k.walk(R, dst)                                  # setxattr(system.posix_acl_access)
-    k.chmod(R, dst, a.st_mode)
+    _set_meta(k, src, dst, a)
 
 
 def _copy(k, src, dst, links, counts, a=None) -> None:
@@ -163,12 +170,7 @@ def _copy(k, src, dst, links, counts, a=None) -> None:
     elif kind in (stat.S_IFIFO, stat.S_IFCHR, stat.S_IFBLK):
         counts["nodes"] += 1
         k.mknod(R, dst, kind | (a.st_mode & 0o700), a.st_rdev)
-        k.utimens(R, dst, atime_ns=a.st_atime_ns, mtime_ns=a.st_mtime_ns)
-        k.chown(R, dst, a.st_uid, a.st_gid)
-        _meta_tail(k, src, dst, a)
-        k.walk(R, src)                              # getxattr(system.posix_acl_access)
-        k.walk(R, dst)                              # setxattr(system.posix_acl_access)
-        k.chmod(R, dst, a.st_mode)
+        _set_meta(k, src, dst, a)
     elif kind == stat.S_IFLNK:
         counts["symlinks"] += 1
         target = k.readlink(R, src)
