@@ -10,18 +10,32 @@ import sys
 from simfs.cli.common import Fmt, fail
 
 
+EXIT_STATUS = """exit status:
+  0    clean (--repair: there was nothing to fix)
+  1    --repair fixed problems or marked the image clean, and it is clean now
+  2    bad input: no such image, a directory, not an ext2 file system, an image shorter
+       than its file system, e2fsck not installed, --repair on a mounted image
+  4    problems left uncorrected, or the image was not cleanly unmounted or has errors
+       recorded (--repair: still not clean)
+  8    e2fsck could not check (or repair) the image; e2fsck's 16 (usage error), 32
+       (cancelled) and 128 (shared-library error), or sums of these, are passed on too
+  130  interrupted"""
+
+
 def register(sub) -> None:
     s = sub.add_parser("fsck", help="check an (unmounted) image with e2fsck -fn, or repair it",
                        formatter_class=Fmt,
-                       description="Run `e2fsck -fn IMAGE` (read-only, forced) and summarise. Exit "
-                                   "status is e2fsck's: 0 clean, 4 errors left uncorrected.\n\n"
+                       description="Run `e2fsck -fn IMAGE` (read-only, forced) and summarise. An "
+                                   "image that e2fsck finds consistent but that was not cleanly "
+                                   "unmounted (a crash) or has errors recorded is not clean: simfs "
+                                   "mount and verb refuse it until `simfs fsck --repair`.\n\n"
                                    "--repair first finishes a commit a crash interrupted (the "
                                    "journal IMAGE.journal beside the image), then runs `e2fsck -fy` "
                                    "(fix everything; marks the image clean, so it mounts read-write "
-                                   "again) and checks the result with `e2fsck -fn`. Exit status: 0 "
-                                   "nothing to fix, 1 problems fixed and now clean, 4 not clean.",
+                                   "again) and checks the result with `e2fsck -fn`.",
                        epilog="examples:\n  simfs fsck disk.img\n  simfs fsck -v disk.img\n"
-                              "  simfs fsck --repair disk.img     # after a crash: mount refuses until then")
+                              "  simfs fsck --repair disk.img     # after a crash: mount refuses until then\n\n"
+                              + EXIT_STATUS)
     s.add_argument("image", metavar="IMAGE")
     s.add_argument("--repair", "-y", action="store_true",
                    help="finish an interrupted commit, then repair with e2fsck -fy")
@@ -38,6 +52,40 @@ def _e2fsck(image: str, mode: str) -> tuple[int, list[str], list[str], str]:
     problems = [ln for ln in out.splitlines()
                 if ln.strip() and not ln.startswith(("Pass ", "e2fsck ")) and ln != summary]
     return r.returncode, out.splitlines(), problems, summary
+
+
+def not_ext2(image: str) -> str | None:
+    """Why IMAGE is no ext2 file system e2fsck could check (too short for a superblock, no
+    ext2 magic, shorter than the file system its superblock describes), as Volume.open says
+    it; None if it is one."""
+    from simfs.ondisk.constants import EXT2_MAGIC, SUPERBLOCK_OFFSET
+    from simfs.ondisk.superblock import Superblock
+    try:
+        with open(image, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            raw = os.pread(f.fileno(), 1024, SUPERBLOCK_OFFSET)
+    except OSError as e:
+        return f"cannot read {image}: {e.strerror}"
+    if len(raw) < 1024:
+        return f"{image}: not an ext2 file system (file is only {size} bytes)"
+    sb = Superblock(raw)
+    if sb.magic != EXT2_MAGIC:
+        return f"{image}: not an ext2 file system (bad magic 0x{sb.magic:04x})"
+    if sb.log_block_size <= 6 and sb.blocks_count * sb.block_size > size:
+        return (f"{image}: image is shorter ({size} bytes) than its file system ({sb.blocks_count} "
+                f"blocks of {sb.block_size}): a truncated copy?")
+    return None
+
+
+def unclean(image: str) -> str | None:
+    """Why the superblock's state says IMAGE is not clean (a crash, errors recorded), in the
+    words simfs mount refuses it with; None if it is clean."""
+    from simfs.fs.volume import _is_clean, _unclean_reason
+    from simfs.ondisk.constants import SUPERBLOCK_OFFSET
+    from simfs.ondisk.superblock import Superblock
+    with open(image, "rb") as f:
+        sb = Superblock(os.pread(f.fileno(), 1024, SUPERBLOCK_OFFSET))
+    return None if _is_clean(sb) else _unclean_reason(sb)
 
 
 def _print_lines(lines: list[str], verbose: bool) -> None:
@@ -57,6 +105,9 @@ def cmd_fsck(a) -> int:
         check_image(a.image)          # missing, a symlink loop, a directory, unreadable
     except UsageError as e:
         return fail(str(e), "fsck")
+    why = not_ext2(a.image)
+    if why:
+        return fail(why, "fsck")
     if shutil.which("e2fsck") is None:
         return fail("e2fsck not found (apt-get install e2fsprogs)", "fsck")
     if a.repair:
@@ -84,11 +135,12 @@ def cmd_fsck(a) -> int:
                     if lines else "marked clean")
             print(f"{'clean' if rc2 == 0 else 'NOT clean'} after e2fsck -fy ({what}): {summary or a.image}")
             _print_lines(lines, a.verbose)
-            return rc if rc2 == 0 else 4
+            return min(rc, 1) if rc2 == 0 else 4        # (e2fsck's 2, "reboot", is 1 here: 2 is bad input)
         print(f"NOT repaired (e2fsck -fy exit status {rc}): {summary}")
         _print_lines(lines, a.verbose)
         return rc
-    if image_locked(a.image):
+    mounted = image_locked(a.image)
+    if mounted:
         print(f"simfs fsck: warning: {a.image} is mounted; results may be inconsistent",
               file=sys.stderr)
     if pending_journal(a.image) == "complete":
@@ -97,9 +149,16 @@ def cmd_fsck(a) -> int:
     rc, output, lines, summary = _e2fsck(a.image, "n")
     if a.verbose:
         print("\n".join(output))
+    state = None if mounted else unclean(a.image)     # (mounted read-write: not clean meanwhile)
+    if rc == 0 and state:
+        print(f"NOT clean: {state}; e2fsck -fn finds nothing else ({summary or a.image}): "
+              f"`simfs fsck --repair {a.image}` marks it clean")
+        return 4
     if rc == 0:
         print(f"clean: {summary or a.image}")
     else:
+        if state:
+            print(f"{a.image}: {state}")
         print(f"NOT clean (e2fsck -fn exit status {rc}): {summary}")
         if not a.verbose:
             _print_lines(lines, False)

@@ -208,3 +208,55 @@ def test_pagecache_values_in_range_pass():
 def test_verb_mmap_fill_refuses_a_bad_pagecache(image, capsys, override):
     refused(capsys, "verb", "mmap-fill", image[0], "f", "--size", "1M", "--writes", "mmap",
             "--pagecache", f"linux-2.6.29,{override}", "--json", words=("page-cache model", override))
+
+
+# simfs fsck ----------------------------------------------------------------------------------------
+from tests.helpers import needs_e2fsprogs  # noqa: E402
+
+
+@needs_e2fsprogs
+@pytest.mark.parametrize("content, words", [
+    (os.urandom(200_000), "not an ext2 file system (bad magic"),
+    (b"", "not an ext2 file system (file is only 0 bytes)"),
+    (b"\0" * 1500, "not an ext2 file system (file is only 1500 bytes)"),
+    (None, "image is shorter (2097152 bytes) than its file system (8192 blocks of 4096)"),
+])
+@pytest.mark.parametrize("repair", [False, True])
+def test_fsck_on_a_file_that_is_no_ext2_image(image, tmp_path, capsys, content, words, repair):
+    f = tmp_path / "x.img"
+    f.write_bytes(content if content is not None else image[0].read_bytes()[:2 << 20])
+    before = f.read_bytes()
+    refused(capsys, "fsck", *(["--repair"] if repair else []), f, words=(words,))
+    assert f.read_bytes() == before
+
+
+def _crashed(src, dst):
+    """A copy of the image whose superblock says "not clean" (s_state 0), as a crash leaves it;
+    no journal beside it."""
+    raw = bytearray(src.read_bytes())
+    raw[1024 + 58:1024 + 60] = b"\0\0"
+    dst.write_bytes(raw)
+    return dst
+
+
+@needs_e2fsprogs
+def test_fsck_reports_an_image_not_cleanly_unmounted(image, tmp_path, capsys):
+    img = _crashed(image[0], tmp_path / "c.img")
+    assert main(["fsck", str(img)]) == 4
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("NOT clean: file system was not cleanly unmounted"), out
+    assert f"simfs fsck --repair {img}" in out[0]
+    assert main(["fsck", "--repair", str(img)]) == 1
+    assert capsys.readouterr().out.startswith("clean after e2fsck -fy")
+    assert main(["fsck", str(img)]) == 0
+    assert capsys.readouterr().out.startswith("clean: ")
+
+
+def test_fsck_help_lists_every_exit_status(capsys):
+    with pytest.raises(SystemExit):
+        main(["fsck", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for words in ("0 clean", "1 --repair fixed", "2 bad input", "not an ext2 file system",
+                  "4 problems left uncorrected, or the image was not cleanly unmounted", "8 e2fsck could not check",
+                  "130 interrupted"):
+        assert words in text, words
