@@ -43,7 +43,8 @@ def add_arguments(p) -> None:
     p.add_argument("job", metavar="JOB.toml", type=Path, help="the job file (experiments/jobs/, examples/jobs/)")
     p.add_argument("--quick", action="store_true", help="the job's [quick] version (CI: seconds to minutes)")
     p.add_argument("--out", type=Path, default=None,
-                   help="results directory (default results/<job name>[-quick]-<time>)")
+                   help="results directory, made if missing (its parent must exist; default "
+                        "results/<job name>[-quick]-<time>)")
     p.add_argument("--resume", metavar="DIR", type=Path, default=None,
                    help="add to the results in DIR: run only the configurations x repetitions "
                         "DIR/configs/ does not hold yet (same job and options)")
@@ -111,6 +112,9 @@ def cmd_run(a) -> int:
         return 2
     except SelectionError as e:
         return fail(str(e))
+    why = _dirs_problem(a)
+    if why:
+        return fail(why)
     mounted = jobfile.needs_mount(probe)
     if mounted and a.workers is None and a.scheduler is None:
         why = jobrun.fuse_problem()
@@ -228,6 +232,35 @@ def cmd_run(a) -> int:
             err.print(f"work directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _dirs_problem(a) -> str | None:
+    """Why --work-dir, --out or --resume cannot be used, or None: checked before anything is
+    made, so a run does not fail after preparing the workload. --out may be missing (it is
+    made, as mkdir makes it) but not its parent."""
+    import os
+    if a.work_dir is not None:
+        if not a.work_dir.is_dir():
+            return f"--work-dir {a.work_dir}: " + ("not a directory" if a.work_dir.exists() else "no such directory")
+        if not os.access(a.work_dir, os.W_OK | os.X_OK):
+            return f"--work-dir {a.work_dir}: not writable"
+    for flag, d in (("--out", a.out), ("--resume", a.resume)):
+        if d is None:
+            continue
+        if d.exists() and not d.is_dir():
+            return f"{flag} {d}: exists and is not a directory"
+        if d.is_dir():
+            if not os.access(d, os.W_OK | os.X_OK):
+                return f"{flag} {d}: not writable"
+        elif flag == "--resume":
+            return f"--resume {d}: no such directory"
+        else:
+            parent = d.absolute().parent
+            if not parent.is_dir():
+                return f"--out {d}: directory {parent} does not exist (the results directory is made, its parent is not)"
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"--out {d}: cannot make it in {parent} (not writable)"
+    return None
 
 
 def _close(client, cluster) -> None:

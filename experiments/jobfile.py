@@ -219,6 +219,10 @@ def load(path, quick: bool = False) -> Job:
         text = path.read_text()
     except OSError as e:
         raise JobError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[:e.start].count(b"\n") + 1
+        raise JobError(f"{path}:{line}: not a job file: not UTF-8 text (byte 0x{e.object[e.start]:02x} "
+                       f"at offset {e.start}); a job file is TOML") from None
     return loads(text, path, quick)
 
 
@@ -259,6 +263,9 @@ def check(job: Job) -> None:
     _unknown(src, ("job",), j, JOB_KEYS, "[job]")
     if not isinstance(j.get("name"), str) or not j.get("name"):
         raise src.error(("job", "name"), "[job] needs name = \"...\" (the results directory's name)")
+    why = _name_problem(j["name"])
+    if why:
+        raise src.error(("job", "name"), f"name = {_toml(j['name'])}: {why}")
     reps = j.get("repetitions", 1)
     if not isinstance(reps, int) or reps < 1:
         raise src.error(("job", "repetitions"), f"repetitions must be a whole number >= 1, not {reps!r}")
@@ -271,6 +278,11 @@ def check(job: Job) -> None:
     if kind == "dir":
         if not isinstance(w.get("path"), str):
             raise src.error(("workload", "kind"), "a workload of kind \"dir\" needs path = \"DIR\"")
+    if kind == "tree":
+        for k, v in w.items():
+            why = _tree_value(k, v)
+            if why:
+                raise src.error(("workload", k), f"[workload] {k} = {_toml(v)}: {why}")
     mkfs_keys, mount_keys = _mkfs_keys(), _mount_keys()
     _unknown(src, ("mkfs",), _table(job, "mkfs"), mkfs_keys, "[mkfs] (simfs mkfs keywords)")
     if "size" not in _table(job, "mkfs"):
@@ -313,6 +325,19 @@ def check(job: Job) -> None:
         if "builtin" in p and p["builtin"] not in builtins:
             raise src.error(("phase", i, "builtin"), f"unknown builtin {p['builtin']!r}; valid: "
                             f"{', '.join(BUILTIN_NAMES)}")
+        if "args" in p and "run" in p:
+            raise src.error(("phase", i, "args"), f"phase {p['name']!r}: args = is for verb = and builtin = "
+                            "phases (a run = phase's command says everything)")
+        if "args" in p:
+            if not isinstance(p["args"], dict):
+                raise src.error(("phase", i, "args"), f"phase {p['name']!r}: args must be a table, "
+                                "e.g. {type = \"d\"}")
+            what = f"verb {p['verb']!r}" if "verb" in p else f"builtin {p['builtin']!r}"
+            valid = verb_args(p["verb"]) if "verb" in p else builtin_args(builtins[p["builtin"]])
+            for k in p["args"]:
+                if k not in valid:
+                    raise src.error(("phase", i, "args", k), f"phase {p['name']!r}: {what} takes no argument "
+                                    f"{k!r}; valid: {', '.join(sorted(valid)) or 'none'}")
         if p.get("cold") is False and (i == 0 or "run" not in phases[i - 1] or "run" not in p):
             raise src.error(("phase", i, "cold"), f"phase {p['name']!r}: cold = false continues the previous "
                             "phase's mount, so both must be run = phases")
@@ -344,7 +369,8 @@ def check(job: Job) -> None:
                     _axis_value(src, ("matrix", which, i, k), k, e[k], mkfs_keys, mount_keys)
             if which == "add" and not isinstance(e.get("name"), str):
                 raise src.error(("matrix", which, i), "[[matrix.add]] needs name = \"...\"")
-    _configs(job, 1 << 30)          # the mount options of every configuration, as simfs mount checks them
+    _configs(job, 1 << 30, check_mkfs=True)   # every configuration's mount options and mkfs geometry,
+                                               # as simfs mount and simfs mkfs check them
     cnames = [n for n, _, _ in expand(job)]
     known = set(cnames) | set(job.full_names)
     for i, r in enumerate(doc.get("ratio", [])):
@@ -362,6 +388,72 @@ def check(job: Job) -> None:
             raise src.error(("ratio", i, "expect"), f"expect must be \">\", \"<\" or \"\", not {r['expect']!r}")
     for i, p in enumerate(doc.get("panel", [])):
         _unknown(src, ("panel", i), p, PANEL_KEYS, "[[panel]]")
+
+
+NAME_MAX_BYTES = 200        # [job] name: a directory name with "-quick-YYYYmmdd-HHMMSS" after it
+
+
+def _name_problem(name: str) -> str | None:
+    """Why a job's name cannot name its results directory, or None: a plain file name (no
+    "/", not "." or ".."), as --out's default results/NAME-TIME and the work directory use it."""
+    if "/" in name or name in (".", "..") or "\0" in name:
+        return "the name of the results directory must be a plain file name (no \"/\", not \".\" or \"..\")"
+    if not name.strip():
+        return "the name is blank"
+    if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
+        return f"at most {NAME_MAX_BYTES} bytes (it names the results directory)"
+    return None
+
+
+def _toml(v) -> str:
+    return f'"{v}"' if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else repr(v)
+
+
+def _tree_value(k: str, v) -> str | None:
+    """Why `v` is no value for generate_tree's keyword `k` (TREE_KEYS), or None."""
+    def whole(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool)
+    if k in ("seed", "max_depth", "mtime"):
+        if not whole(v) or (k != "mtime" and v < 0):
+            return "must be a whole number >= 0" if k != "mtime" else "must be a whole number (seconds since 1970)"
+    elif k == "files":
+        if not whole(v) or v < 1:
+            return "must be a whole number >= 1 (the tree's regular files)"
+    elif k in ("total_size", "max_file_size"):
+        from simfs.units import parse_size
+        try:
+            n = parse_size(v) if not isinstance(v, bool) else None
+        except (ValueError, TypeError):
+            n = None
+        if n is None:
+            return "not a size (e.g. \"50M\", or a number of bytes)"
+        if n < 1:
+            return "must be at least 1 byte"
+    elif k == "fanout":
+        if not (isinstance(v, list) and len(v) == 2 and all(whole(x) for x in v) and 1 <= v[0] <= v[1]):
+            return "must be [LO, HI], whole numbers with 1 <= LO <= HI (subdirectories per directory)"
+    elif k != "kind" and not isinstance(v, bool):
+        return "must be true or false"
+    return None
+
+
+def verb_args(verb: str) -> set[str]:
+    """The args = keys a verb phase takes: the verb's own keywords (simfs.engine.verbs), and what
+    the phase runner takes for every verb (mkdir, mark, options, oplog); unpack's source is
+    `from` (a directory or an archive; default the workload's tarball)."""
+    from simfs.engine.verbs import VERBS
+    own = {n for n, q in inspect.signature(VERBS[verb]).parameters.items()
+           if n not in ("k", "where") and q.kind not in (q.VAR_KEYWORD, q.VAR_POSITIONAL)}
+    if verb == "unpack":
+        own = (own - {"source"}) | {"from"}
+    return own | {"mkdir", "mark", "options", "oplog"}
+
+
+def builtin_args(fn) -> set[str]:
+    """The args = keys a builtin phase takes: its function's keywords but those the phase's own
+    keys set (name, drain, trace, setup)."""
+    return {n for n, q in inspect.signature(fn).parameters.items()
+            if q.kind not in (q.VAR_KEYWORD, q.VAR_POSITIONAL)} - {"name", "drain", "trace", "setup"}
 
 
 def _verb_names() -> list[str]:
@@ -477,8 +569,9 @@ def expand(job: Job) -> list[tuple[str, dict, tuple]]:
     return out
 
 
-def _configs(job: Job, wl_bytes: int) -> tuple[list[Config], dict]:
-    """The matrix expanded: (configurations in the file's order, sizes used for notes)."""
+def _configs(job: Job, wl_bytes: int, check_mkfs: bool = False) -> tuple[list[Config], dict]:
+    """The matrix expanded: (configurations in the file's order, sizes used for notes). With
+    `check_mkfs`, each configuration's mkfs keywords are checked as simfs mkfs checks them."""
     src, doc = job.src, job.doc
     mkfs_keys = _mkfs_keys()
     base_mkfs = {k: _resolve(v, "size" if k == "size" else k, wl_bytes, src, ("mkfs", k))
@@ -500,10 +593,16 @@ def _configs(job: Job, wl_bytes: int) -> tuple[list[Config], dict]:
                     mount[k] = _mount_value(k, _resolve(x, k, wl_bytes, src, where), src, where)
             if isinstance(v, dict):
                 params.update(v.get("columns", {}))
-        mkfs_kw["size_bytes"] = _size(mkfs_kw.pop("size"), src, ("mkfs", "size"))
+        size_where = where_of.get("size", ("mkfs", "size"))
+        mkfs_kw["size_bytes"] = _size(mkfs_kw.pop("size"), src, size_where)
         for k, x in list(mkfs_kw.items()):
             if _looks_size(x):
-                mkfs_kw[k] = _size(x, src, ("mkfs", k))
+                mkfs_kw[k] = _size(x, src, where_of.get(k, ("mkfs", k)))
+        if check_mkfs:
+            raw = next((v.get("size") if isinstance(v, dict) else v for a, v in choice.items()
+                        if (v if isinstance(v, dict) else {a: v}).get("size") is not None),
+                       doc.get("mkfs", {}).get("size"))
+            _check_mkfs(src, mkfs_kw, where_of, relative=isinstance(raw, dict))
         _check_mount(src, mount, where_of)
         return Config(name, mount=mount, mkfs=mkfs_kw, params=params)
 
@@ -511,6 +610,37 @@ def _configs(job: Job, wl_bytes: int) -> tuple[list[Config], dict]:
     sizes = {"size_mib": base_mkfs.get("size", 0), "cache_mib": base_mount.get("cache", 0)}
     sizes = {k: (_size(v, src, ("mkfs",)) if v else 0) >> 20 for k, v in sizes.items()}
     return configs, sizes
+
+
+# which mkfs keyword an ImageError of simfs.ondisk.mkfs.plan is about (its words)
+_MKFS_ERRORS = (("block size", "block_size"), ("inode size", "inode_size"), ("reserved", "reserved_ratio"),
+                ("label", "label"), ("bytes per inode", "bytes_per_inode"), ("blocks per group", "blocks_per_group"),
+                ("inodes per group", "inodes_per_group"), ("image too", "size"))
+
+
+def _check_mkfs(src: Source, kw: dict, where_of: dict, relative: bool) -> None:
+    """The image's geometry as simfs mkfs checks it (simfs.ondisk.mkfs.plan: nothing written):
+    a size too small or too large, a block size other than 1K or 4K, ... A size that follows
+    the workload is checked when the workload is known (here 1 GiB stands in for it)."""
+    from simfs.errors import ImageError
+    from simfs.ondisk.mkfs import plan
+    kw = dict(kw)
+    size = kw.pop("size_bytes")
+    if relative:
+        size = 1 << 30
+    for k, v in kw.items():
+        if k == "label":
+            if not isinstance(v, str):
+                raise src.error(where_of.get(k, ("mkfs", k)), f"mkfs {k} must be a string, not {_toml(v)}")
+            kw[k] = v.encode()
+        elif isinstance(v, bool) or not isinstance(v, (int, float)) or (k != "reserved_ratio" and
+                                                                          not isinstance(v, int)):
+            raise src.error(where_of.get(k, ("mkfs", k)), f"mkfs {k} must be a number, not {_toml(v)}")
+    try:
+        plan(size, **kw)
+    except ImageError as e:
+        key = next((k for words, k in _MKFS_ERRORS if words in str(e)), None)
+        raise src.error(where_of.get(key, ("mkfs", key) if key else ("mkfs",)), f"mkfs: {e}") from None
 
 
 POLICY_OPTIONS = {"alloc": ("policies", "ALLOCATORS"), "inode_placement": ("policies", "INODE_PLACERS"),

@@ -260,3 +260,108 @@ def test_fsck_help_lists_every_exit_status(capsys):
                   "4 problems left uncorrected, or the image was not cleanly unmounted", "8 e2fsck could not check",
                   "130 interrupted"):
         assert words in text, words
+
+
+# simfs run JOB.toml (experiments/jobfile.py, experiments/jobcli.py) ----------------------------------
+JOB = """\
+[job]
+name = "t"
+
+[workload]
+kind = "tree"
+seed = 1
+files = 20
+
+[mkfs]
+size = "64M"
+
+[mount]
+alloc = "ext2"
+
+[[phase]]
+name = "unpack"
+verb = "unpack"
+path = "tree"
+setup = true
+
+[[phase]]
+name = "cp"
+verb = "cp-a"
+path = "tree"
+args = {dst = "copy"}
+"""
+
+
+def _job_file(tmp_path, old="", new="", text=None):
+    assert old in JOB
+    p = tmp_path / "job.toml"
+    if text is None:
+        text = JOB.replace(old, new, 1)
+    p.write_bytes(text) if isinstance(text, bytes) else p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("old, new, line, words", [
+    ("files = 20", "files = 0", 7, "[workload] files = 0: must be a whole number >= 1"),
+    ("files = 20", "files = -5", 7, "[workload] files = -5: must be a whole number >= 1"),
+    ("files = 20", 'files = "many"', 7, '[workload] files = "many": must be a whole number >= 1'),
+    ("seed = 1", "seed = true", 6, "[workload] seed = true: must be a whole number >= 0"),
+    ("files = 20", 'files = 20\nfanout = [3, 2]', 8, "must be [LO, HI]"),
+    ("files = 20", 'files = 20\nmax_file_size = "big"', 8, "not a size"),
+    ("files = 20", 'files = 20\nsvn = "yes"', 8, "must be true or false"),
+    ('name = "t"', 'name = "../../escape"', 2, "must be a plain file name"),
+    ('name = "t"', 'name = ".."', 2, "must be a plain file name"),
+    ('size = "64M"', 'size = "0"', 10, "mkfs: image too small: 0 bytes"),
+    ('size = "64M"', "size = 5", 10, "mkfs: image too small: 5 bytes"),
+    ('size = "64M"', 'size = "100P"', 10, "mkfs: image too large"),
+    ('size = "64M"', 'size = "64M"\nblock_size = 2048', 11, "mkfs: block size must be 1024 or 4096, not 2048"),
+    ('size = "64M"', 'size = "64M"\ninode_size = "big"', 11, 'mkfs inode_size must be a number, not "big"'),
+    ('alloc = "ext2"', 'alloc = "ext2"\n\n[matrix]\nblock_size = [1024, 2048]', 16,
+     "mkfs: block size must be 1024 or 4096, not 2048"),
+    ('args = {dst = "copy"}', 'args = {dst = "copy", bogus = 1}', 25,
+     "verb 'cp-a' takes no argument 'bogus'; valid: dst, mark, mkdir, oplog, options"),
+    ('path = "tree"\nsetup = true', 'path = "tree"\nsetup = true\nargs = {source = "x"}', 20,
+     "verb 'unpack' takes no argument 'source'; valid: dot,"),
+])
+def test_job_checked_up_front(tmp_path, old, new, line, words):
+    from experiments import jobfile
+    p = _job_file(tmp_path, old, new)
+    with pytest.raises(jobfile.JobError) as e:
+        jobfile.load(p)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"{p}:{line}: "), msg
+    assert words in msg, msg
+
+
+def test_job_builtin_args_checked(tmp_path):
+    from experiments import jobfile
+    p = _job_file(tmp_path, text=JOB.split("[[phase]]")[0] + '[[phase]]\nname = "mk"\nbuiltin = "mkfs"\n'
+                                                               'args = {bogus = 1}\n')
+    with pytest.raises(jobfile.JobError, match=r"builtin 'mkfs' takes no argument 'bogus'; valid: none"):
+        jobfile.load(p)
+
+
+def test_job_size_following_the_workload_is_left_to_the_run(tmp_path):
+    from experiments import jobfile
+    jobfile.load(_job_file(tmp_path, 'size = "64M"', 'size = {workload = 0.001, min = "1M"}'))
+
+
+def test_run_binary_job_file(tmp_path, capsys):
+    p = _job_file(tmp_path, text=b"\x89PNG\r\n\x1a\n" + os.urandom(300))
+    refused(capsys, "run", p, words=(f"{p}:1: not a job file: not UTF-8 text",))
+
+
+@pytest.mark.parametrize("flag, where, words", [
+    ("--work-dir", "nonexistent", "--work-dir {p}: no such directory"),
+    ("--work-dir", "file", "--work-dir {p}: not a directory"),
+    ("--out", "file", "--out {p}: exists and is not a directory"),
+    ("--out", "nonexistent/x", "directory {d}/nonexistent does not exist"),
+    ("--resume", "nonexistent", "--resume {p}: no such directory"),
+])
+def test_run_directories_checked_up_front(tmp_path, capsys, flag, where, words):
+    job = _job_file(tmp_path)
+    (tmp_path / "file").write_text("keep")
+    p = tmp_path / where
+    refused(capsys, "run", job, flag, p, "--no-plots", words=(words.format(p=p, d=tmp_path),))
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["file", "job.toml"]
+    assert (tmp_path / "file").read_text() == "keep"
