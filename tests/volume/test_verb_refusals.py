@@ -241,3 +241,15 @@ def test_cli_rm_rf_dot_exits_2_with_one_line(img):
     assert r.stdout == ""
     assert _digest(img) == before
     assert _listing(img) == FULL
+
+
+def test_a_bad_page_cache_model_is_refused_before_the_file_is_made(tmp_path):
+    img = tmp_path / "m.img"
+    mkfs(str(img), 16 << 20, block_size=4096, uuid=UUID)
+    with pytest.raises(ValueError, match="fault_us"):
+        verbs.run(str(img), VolumeOptions(), "mmap-fill", "f", size=1 << 20, writes="mmap",
+                  pagecache="linux-2.6.29,fault_us=nan")
+    with Volume.open(str(img), VolumeOptions(read_only=True)) as vol:
+        with pytest.raises(OSError):
+            vol.lookup(vol.root_ino, b"f")
+    assert_fsck_clean(img)

@@ -68,6 +68,7 @@ def refuse(path: str, **_) -> None:
 def run(k, where: list[bytes], size: int = 64 << 20, order: str = "alloctest", seed: int = 0,
         mode: int = 0o644, writes: str = "pwrite", pagecache: str = "linux-2.6.29", **_) -> dict:
     refuse("/".join(n.decode(errors="surrogateescape") for n in where))
+    params = WritebackParams.parse(pagecache) if writes == "mmap" else None  # a bad one: before any change
     try:
         f = k.create(k.root, where, mode)
         created = True
@@ -79,7 +80,7 @@ def run(k, where: list[bytes], size: int = 64 << 20, order: str = "alloctest", s
     k.ftruncate(f, size)
     npages = (size + PAGE - 1) // PAGE
     if writes == "mmap":
-        return {"created": created, "pages": npages, **_fill_mapping(k, f, npages, order, seed, pagecache)}
+        return {"created": created, "pages": npages, **_fill_mapping(k, f, npages, order, seed, params)}
     page = bytes(PAGE)
     written = 0
     for p in page_order(npages, order, seed):
@@ -90,10 +91,10 @@ def run(k, where: list[bytes], size: int = 64 << 20, order: str = "alloctest", s
     return {"created": created, "pages": npages, "bytes": written}
 
 
-def _fill_mapping(k, f, npages: int, order: str, seed: int, spec: str) -> dict:
+def _fill_mapping(k, f, npages: int, order: str, seed: int, params: WritebackParams) -> dict:
     """Stores into every page through the modelled page cache, msync(MS_SYNC), close."""
     vol = k.vol
-    pc = PageWriteback(vol.clock, vol.writepages, WritebackParams.parse(spec))
+    pc = PageWriteback(vol.clock, vol.writepages, params)
     t0 = vol.clock.now
     for p in page_order(npages, order, seed):
         pc.dirty(f.ino, p, npages)
