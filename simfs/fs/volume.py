@@ -183,6 +183,9 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             raise ImageError(f"{name}: is a directory, not an image file") from None
         except OSError as e:
             raise ImageError(f"{name}: cannot open image: {e.strerror}") from None
+        if stat.S_ISDIR(os.fstat(fd).st_mode):          # (read-only, a directory opens)
+            os.close(fd)
+            raise ImageError(f"{name}: is a directory, not an image file")
         try:
             try:
                 fcntl.flock(fd, (fcntl.LOCK_SH if options.read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)

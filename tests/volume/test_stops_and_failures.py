@@ -150,3 +150,10 @@ def test_a_verb_warns_as_a_mount_would(tmp_path):
     r = _simfs("verb", "find", img, ".")
     assert r.returncode == 0
     assert "simfs verb: warning: image was mounted data-less before" in r.stderr
+
+
+def test_a_directory_is_not_an_image_even_read_only(tmp_path):
+    from simfs.errors import ImageError
+    for ro in (True, False):
+        with pytest.raises(ImageError, match="is a directory"):
+            Volume.open(str(tmp_path), VolumeOptions(read_only=ro))
