@@ -64,13 +64,13 @@ def run_phase(image: Path, order: str, phase: str, source=None) -> dict:
     from simfs.engine import verbs
     t0, c0 = time.perf_counter(), time.process_time()
     if phase == "unpack":
-        out = verbs.run(str(image), options(order), "unpack", "tree", source=source, mkdir=True)
+        out = verbs.run(str(image), options(order), "unpack", "tree", source=source, mkdir=True, mark=phase)
     elif phase in ("find-d", "find-f"):
-        out = verbs.run(str(image), options(order), "find", "tree", type=phase[-1])
+        out = verbs.run(str(image), options(order), "find", "tree", type=phase[-1], mark=phase)
     elif phase == "cp-a":
-        out = verbs.run(str(image), options(order), "cp-a", "tree", dst="copy")
+        out = verbs.run(str(image), options(order), "cp-a", "tree", dst="copy", mark=phase)
     else:
-        out = verbs.run(str(image), options(order), "rm-rf", "tree")
+        out = verbs.run(str(image), options(order), "rm-rf", "tree", mark=phase)
     return {"phase": phase, "order": order, "sim": out["sim_cmd"], "sim_umount": out["time"]["now"],
             "real": time.perf_counter() - t0, "cpu": time.process_time() - c0, "result": out["result"],
             "counters": out["time"]["total"]["counters"],

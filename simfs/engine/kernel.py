@@ -113,10 +113,10 @@ class Kernel:
         system meanwhile (with the zero attribute timeout nothing is cached either)."""
 
     def ctl(self) -> None:
-        """`simfs ctl MNT mark|drop-caches|...`: three GETATTRs of the root on its way to
-        .simfs (the control files themselves never reach the volume)."""
-        for _ in range(3):
-            self.vol.getattr(self.root)
+        """A write of MNT/.simfs/NAME, as the experiments' runner marks a phase: the open's walk
+        asks one GETATTR of the root (the control file itself never reaches the volume).
+        (`simfs ctl MNT ...` asks three: it checks the mount point first.)"""
+        self.vol.getattr(self.root)
 
     def unmount(self) -> None:
         """`simfs umount`: five GETATTRs of the root (its checks of the mount point, then the

@@ -51,7 +51,8 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
     the set-up and the unmount's write-back (what the experiments time for phases without
     drain), "warnings": what a mount would have warned about (an unchecked or data-less image)}. `mkdir`: first `mkdir -p MNT/where` on the same mount, as the experiments prepare
     an unpack. `mark`: the statistics phase (and trace rows) the verb's work is recorded under,
-    as `simfs ctl MNT mark NAME` before a tool. `oplog`: record the operations the volume is
+    as the experiments' runner writes NAME to MNT/.simfs/mark before a tool (the
+    root's inode is then read before the phase, as on a mount). `oplog`: record the operations the volume is
     asked in the form `-o oplog=PATH` records a mount's (so the two can be compared line by
     line). FSError from the verb propagates after the volume is closed."""
     from simfs.engine.kernel import Kernel
