@@ -161,7 +161,7 @@ def cmd_verb(a) -> int:
     from simfs.cli.stats import show_stats
     from simfs.engine import verbs
     from simfs.errors import FSError, ImageError, VerbRefused
-    from simfs.fs.operation import Interrupted, deferred_signals
+    from simfs.fs.operation import Interrupted, deferred_signals, recorded_error
     from simfs.fuse import mountopts
     from simfs.fuse.checks import UsageError, check_distinct, check_image, check_output
     try:
@@ -195,7 +195,7 @@ def cmd_verb(a) -> int:
               file=sys.stderr)
         return 128 + e.signum
     except (ValueError, KeyError) as e:
-        if not getattr(e, "__notes__", None):   # before any operation: a policy or disk refused
+        if not recorded_error(e):               # not inside an operation: a policy or disk refused
             return fail(f"bad option value: {e}", "verb")
         return _stopped(a, e)
     except FSError as e:
@@ -216,9 +216,10 @@ def cmd_verb(a) -> int:
 
 def _stopped(a, e: Exception) -> int:
     """An operation stopped half-way (a policy's bug, say): one line, with what the image
-    recorded (verbs.run notes it on the exception)."""
-    notes = "; ".join(getattr(e, "__notes__", ()))
-    return fail(f"{a.verb} {a.path} stopped: {type(e).__name__}: {e}" + (f"; {notes}" if notes else ""), "verb")
+    recorded (the operation wrapper notes it on the exception)."""
+    from simfs.fs.operation import recorded_error
+    note = recorded_error(e)
+    return fail(f"{a.verb} {a.path} stopped: {type(e).__name__}: {e}" + (f"; {note}" if note else ""), "verb")
 
 
 def _source(path: str):

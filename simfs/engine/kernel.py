@@ -263,24 +263,23 @@ class Kernel:
                 return out
             out.extend(got)
 
-    def mkdir(self, d: int, path: list[bytes], mode: int, uid: int = 0, gid: int = 0):
+    def _make(self, d: int, path: list[bytes], make):
+        """mkdirat, mknodat, symlinkat: the new name looked up first (ENOENT), MAY_WRITE on the
+        parent, then `make(parent, name)`; the kernel keeps a reference to what it made."""
         p = self._parent(d, path)
         self.vol.getattr(p)
         self._negative(p, path[-1])
         self.vol.getattr(p)                             # may_create: MAY_WRITE
-        a = self.vol.mkdir(p, path[-1], stat.S_IFDIR | (mode & 0o7777), uid, gid)
+        a = make(p, path[-1])
         self._ref(a.st_ino)
         return a
 
+    def mkdir(self, d: int, path: list[bytes], mode: int, uid: int = 0, gid: int = 0):
+        return self._make(d, path, lambda p, name: self.vol.mkdir(p, name, stat.S_IFDIR | (mode & 0o7777), uid, gid))
+
     def mknod(self, d: int, path: list[bytes], mode: int, rdev: int = 0, uid: int = 0, gid: int = 0):
-        """mknodat: as mkdir (the new node's name looked up first, MAY_WRITE on the parent)."""
-        p = self._parent(d, path)
-        self.vol.getattr(p)
-        self._negative(p, path[-1])
-        self.vol.getattr(p)
-        a = self.vol.mknod(p, path[-1], mode, rdev, uid, gid)
-        self._ref(a.st_ino)
-        return a
+        return self._make(d, path, lambda p, name: self.vol.mknod(p, name, mode, rdev, uid, gid))
+
 
     def unlink(self, d: int, path: list[bytes]) -> None:
         self._remove(d, path, self.vol.unlink)
@@ -304,13 +303,7 @@ class Kernel:
             return True
 
     def symlink(self, d: int, path: list[bytes], target: bytes, uid: int = 0, gid: int = 0):
-        p = self._parent(d, path)
-        self.vol.getattr(p)
-        self._negative(p, path[-1])
-        self.vol.getattr(p)
-        a = self.vol.symlink(p, path[-1], target, uid, gid)
-        self._ref(a.st_ino)
-        return a
+        return self._make(d, path, lambda p, name: self.vol.symlink(p, name, target, uid, gid))
 
     def link(self, d: int, old: list[bytes], new: list[bytes]):
         ino = self.walk(d, old).st_ino

@@ -20,7 +20,8 @@ import os
 
 from simfs.engine.oplog import LogError, dec, errname, image_identity, iter_ops, read_header, scan
 from simfs.errors import FSError, ImageError
-from simfs.ondisk.constants import STATE_ERROR, SUPERBLOCK_OFFSET
+from simfs.fs.operation import recorded_error
+from simfs.ondisk.constants import SUPERBLOCK_OFFSET
 from simfs.ondisk.superblock import Superblock
 
 
@@ -157,7 +158,7 @@ class Replayer:
                                                       if isinstance(want, str) else
                                                       " where the recording succeeded")) from None
         except (TypeError, ValueError, IndexError, AttributeError) as e:
-            if self.vol.mount_state & STATE_ERROR:      # raised inside the volume, not by the record
+            if recorded_error(e):                       # raised inside the volume, not by the record
                 raise
             raise ReplayError(f"operation {self.index} (line {lineno}, {op}) is malformed: {e}") from None
         if isinstance(want, str):
@@ -265,9 +266,9 @@ def replay(log: str, image: str, options, *, force: bool = False, partial: bool 
     except BaseException as e:
         vol.options.stats = ""
         vol.close()
-        if isinstance(e, Exception) and vol.mount_state & STATE_ERROR:
+        if isinstance(e, Exception) and recorded_error(e):
             raise ReplayError(f"operation {r.index} ({r.op}) stopped half-way: {type(e).__name__}: {e}; "
-                              f"the image records a file-system error (simfs fsck --repair {image})") from e
+                              f"{recorded_error(e)}") from e
         raise
     vol.close()
     if progress is not None:

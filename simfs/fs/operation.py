@@ -26,6 +26,16 @@ from simfs.errors import FSError
 #: (commit_soon: fsync, a recorded error) is made when it ends, as before
 COMMIT_CHECK_EVERY = 64
 
+#: how the wrapper marks an exception that stopped an operation half-way (its note)
+RECORDED = "records a file-system error"
+
+
+def recorded_error(e: BaseException) -> str:
+    """The note an operation stopped half-way by `e` left on it ("" if none): the volume
+    recorded a file-system error, and the image needs `simfs fsck --repair`."""
+    return next((n for n in getattr(e, "__notes__", ()) if RECORDED in n), "")
+
+
 #: signals received while `deferred_signals` is in force, not yet acted on
 _pending: list[int] = []
 
@@ -79,6 +89,7 @@ def operation(fn):
         except BaseException as e:
             if self._depth == 1:    # stopped half-way: the image may be inconsistent (ext2_error)
                 self.fs_error(f"unexpected {type(e).__name__} in {name}: {e}")
+                e.add_note(f"{self.path} {RECORDED}: run simfs fsck --repair on it")
             raise
         finally:
             try:

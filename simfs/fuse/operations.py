@@ -39,6 +39,7 @@ import pyfuse3
 from simfs import __version__
 from simfs.fuse import control
 from simfs.errors import FSError
+from simfs.fs.operation import recorded_error
 
 log = logging.getLogger("simfs.fuse")
 
@@ -110,8 +111,8 @@ def _handler(fn):
             self.errors["EIO"] += 1
             self.unexpected += 1
             log.exception("unexpected exception in %s%r; answering EIO", op, _brief(args))
-            if not isinstance(e, InjectedFault):        # a real one: the image may be inconsistent
-                self.vol.fs_error(f"unexpected {type(e).__name__} in {op}")
+            if not isinstance(e, InjectedFault) and not recorded_error(e):   # a real one, outside any
+                self.vol.fs_error(f"unexpected {type(e).__name__} in {op}")    # operation's own record
             if op == "forget":
                 return None
             raise pyfuse3.FUSEError(errno.EIO) from None

@@ -56,9 +56,7 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
     asked in the form `-o oplog=PATH` records a mount's (so the two can be compared line by
     line). FSError from the verb propagates after the volume is closed."""
     from simfs.engine.kernel import Kernel
-    from simfs.errors import FSError
     from simfs.fs.volume import Volume
-    from simfs.ondisk.constants import STATE_ERROR
 
     fn = VERBS[verb]
     if verb in REFUSE:
@@ -81,11 +79,9 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
             result = fn(k, split(where), **params)
             sim_cmd = vol.clock.now - start
             k.unmount()
-        except BaseException as e:
+        except BaseException:
             vol.options.stats = ""              # no statistics file for a run that stopped
             vol.close()
-            if isinstance(e, Exception) and not isinstance(e, FSError) and vol.mount_state & STATE_ERROR:
-                e.add_note(f"{image} records a file-system error: run simfs fsck --repair on it")
             raise
         vol.close()
     return {"result": result, "time": vol.stats_snapshot(), "counters": vol.counters,

@@ -31,6 +31,8 @@ import stat
 
 from simfs.errors import FSError, VerbRefused
 
+from .operands import quote, text
+
 
 def _resolved(names: list) -> list:
     out: list = []
@@ -45,16 +47,12 @@ def _resolved(names: list) -> list:
     return out
 
 
-def _quote(path: str) -> str:
-    return "'" + path.replace("'", "'\\''") + "'"
-
-
 def _refused(src: str, dst: str, src_names: list, dst_names: list) -> None:
     s, d = _resolved(src_names), _resolved(dst_names)
     if d == s:
-        raise VerbRefused(f"cp: {_quote(src)} and {_quote(dst)} are the same file")
+        raise VerbRefused(f"cp: {quote(src)} and {quote(dst)} are the same file")
     if d[:len(s)] == s:
-        raise VerbRefused(f"cp: cannot copy a directory, {_quote(src)}, into itself, {_quote(dst)}")
+        raise VerbRefused(f"cp: cannot copy a directory, {quote(src)}, into itself, {quote(dst)}")
 
 
 def refuse(path: str, dst: str | bytes | list = "copy", **_) -> None:
@@ -67,15 +65,11 @@ def refuse(path: str, dst: str | bytes | list = "copy", **_) -> None:
     _refused(path, dst, path.split("/"), dst.split("/"))
 
 
-def _text(names: list[bytes]) -> str:
-    return "/".join(n.decode(errors="surrogateescape") for n in names)
-
-
 def run(k, where: list[bytes], dst: list[bytes] | str = b"copy", **_) -> dict:
     if isinstance(dst, (str, bytes)):
         from . import split
         dst = split(dst if isinstance(dst, str) else dst.decode())
-    _refused(_text(where), _text(dst), list(where), list(dst))
+    _refused(text(where), text(dst), list(where), list(dst))
     counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "nodes": 0, "bytes": 0}
     _absent(k, dst)                                 # target_directory_operand: stat(DST)
     a = k.stat(k.root, where)
@@ -135,7 +129,7 @@ def _dir(k, src, dst, a, links, counts) -> None:
 
 def _copy(k, src, dst, links, counts, a=None) -> None:
     R = k.root
-    a = a or k.stat(R, src)
+    a = a if a is not None else k.stat(R, src)
     kind = stat.S_IFMT(a.st_mode)
     if kind == stat.S_IFDIR:
         _dir(k, src, dst, a, links, counts)

@@ -37,6 +37,8 @@ import random
 from simfs.errors import FSError, VerbRefused
 from simfs.engine.pagecache import PageWriteback, WritebackParams
 
+from .operands import quote, text
+
 PAGE = 4096
 
 
@@ -51,23 +53,19 @@ def page_order(npages: int, order: str = "alloctest", seed: int = 0):
     return perm
 
 
-def _quote(path: str) -> str:
-    return "'" + path.replace("'", "'\\''") + "'"
-
-
 def refuse(path: str, **_) -> None:
     """Raise VerbRefused if PATH (as given, from the mount's root) names a directory whatever
     the image holds: open(PATH, O_RDWR|O_CREAT) would fail with EISDIR."""
     names = [n for n in path.split("/") if n]
     if not [n for n in names if n != "."]:
-        raise VerbRefused(f"mmap-fill: {_quote(path)}: Is a directory (the image's root)")
+        raise VerbRefused(f"mmap-fill: {quote(path)}: Is a directory (the image's root)")
     if path.endswith("/") or names[-1] in (".", ".."):
-        raise VerbRefused(f"mmap-fill: {_quote(path)}: Is a directory")
+        raise VerbRefused(f"mmap-fill: {quote(path)}: Is a directory")
 
 
 def run(k, where: list[bytes], size: int = 64 << 20, order: str = "alloctest", seed: int = 0,
         mode: int = 0o644, writes: str = "pwrite", pagecache: str = "linux-2.6.29", **_) -> dict:
-    refuse("/".join(n.decode(errors="surrogateescape") for n in where))
+    refuse(text(where))
     params = WritebackParams.parse(pagecache) if writes == "mmap" else None  # a bad one: before any change
     try:
         f = k.create(k.root, where, mode)

@@ -26,18 +26,15 @@ import stat
 from simfs.errors import VerbRefused
 
 from .fts import RING, batches, fs_type
-
-
-def _quote(path: str) -> str:
-    return "'" + path.replace("'", "'\\''") + "'"
+from .operands import quote, text
 
 
 def _refused(path: str, names: list[str]) -> None:
     """gnulib's dot_or_dotdot(last_component(PATH)), then the root check, on PATH's names."""
     if names and names[-1] in (".", ".."):
-        raise VerbRefused(f"rm: refusing to remove '.' or '..' directory: skipping {_quote(path)}")
+        raise VerbRefused(f"rm: refusing to remove '.' or '..' directory: skipping {quote(path)}")
     if not [n for n in names if n != "."]:
-        raise VerbRefused(f"rm: it is dangerous to operate recursively on {_quote(path)} "
+        raise VerbRefused(f"rm: it is dangerous to operate recursively on {quote(path)} "
                           "(the image's root, its '/' for --preserve-root)")
 
 
@@ -56,8 +53,7 @@ def _is_empty(k, f) -> bool:
 
 
 def run(k, where: list[bytes], **_) -> dict:
-    _refused("/".join(n.decode(errors="surrogateescape") for n in where),
-             [n.decode(errors="surrogateescape") for n in where])
+    refuse(text(where))
     a = k.stat(k.root, where)
     if not stat.S_ISDIR(a.st_mode):                 # fts: fstatat, then unlinkat
         k.unlink(k.root, where)

@@ -101,6 +101,13 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
     links: list[tuple] = []               # placeholders: (path, target, entry)
     pos = 0                               # archive offset
 
+    def fchmodat(p: list[bytes], mode: int) -> None:
+        """gnulib's fchmodat(AT_SYMLINK_NOFOLLOW): open O_PATH, fstat, chmod /proc/self/fd/N."""
+        f = k.open_path(c, p)
+        k.fstat(f)
+        k.fchmod(f, mode)
+        k.close(f)
+
     def set_dir(d: _Delayed, check: bool) -> None:
         p = _dotted(d.path) if d.path else [b"."]
         if check:
@@ -112,10 +119,7 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
                 return
         elif (d.mode ^ d.cur) & 0o777 == 0 and not d.mode & ~0o777:
             return
-        f = k.open_path(c, p)
-        k.fstat(f)
-        k.fchmod(f, d.mode)
-        k.close(f)
+        fchmodat(p, d.mode)
 
     def apply(path, after_links: bool = False) -> None:
         """apply_nonancestor_delayed_set_stat: once an entry held back for the links is
@@ -200,10 +204,7 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
             k.utimens(c, p, mtime_ns=e.mtime_ns)
             k.chown(c, p, e.uid, e.gid)
             if (mode ^ cur) or mode & ~0o777:
-                f = k.open_path(c, p)             # gnulib fchmodat(AT_SYMLINK_NOFOLLOW)
-                k.fstat(f)
-                k.fchmod(f, mode)
-                k.close(f)
+                fchmodat(p, mode)
         elif e.kind == "hardlink":
             counts["hardlinks"] += 1
             if links:
