@@ -41,10 +41,13 @@ def _split(name: str) -> list[bytes]:
 
 
 def from_tarball(path: str, *, with_data: bool = False):
-    """The members of a tar archive, in archive order (tarfile streams it)."""
+    """The members of a tar archive, in archive order. A regular file is opened for seeking,
+    so that the data the entries do not carry is skipped, not read; each member is dropped
+    from tarfile's list once read (it would otherwise keep one per member)."""
     first = True
-    with tarfile.open(path, "r|*") as tf:
-        for m in tf:
+    with tarfile.open(path, "r:*" if os.path.isfile(path) else "r|*") as tf:
+        while (m := tf.next()) is not None:
+            tf.members.clear()
             parts = _split(m.name)
             common = dict(mode=m.mode & 0o7777, mtime_ns=int(m.mtime) * 1_000_000_000,
                           uid=m.uid, gid=m.gid)
