@@ -31,6 +31,8 @@ def first_free(bits: np.ndarray, start: int, end: int) -> int:
     end = min(end, len(bits))
     if start >= end:
         return -1
+    if not bits[start]:         # the goal itself, most of the time: no scan of the rest
+        return start
     seg = bits[start:end]
     i = int(seg.argmin())
     return start + i if not seg[i] else -1

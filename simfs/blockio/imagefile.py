@@ -176,11 +176,15 @@ class ImageFile:
         bs = self.bs
         if self.dataless and kind == "data":
             return [bytearray(bs) for _ in range(count)]
-        raw = os.pread(self.fd, count * bs, blkno * bs)
-        out = []
-        for i in range(count):
-            noted = self.noted.get(blkno + i)
-            out.append(noted if noted is not None else bytearray(raw[i * bs:(i + 1) * bs].ljust(bs, b"\0")))
+        out = [bytearray(bs) for _ in range(count)]
+        for i in range(0, count, _IOV_MAX):      # into the buffers; zeros stay past the file's end
+            os.preadv(self.fd, out[i:i + _IOV_MAX], (blkno + i) * bs)
+        noted = self.noted
+        if noted:
+            for i in range(count):
+                newest = noted.get(blkno + i)
+                if newest is not None:
+                    out[i] = newest
         return out
 
     # noting changes ----------------------------------------------------------------------
