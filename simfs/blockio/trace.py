@@ -22,17 +22,29 @@ class TraceWriter:
         self.f.close()
 
 
+_TEXT = ("op", "cause", "phase")
+_INTS = ("lba", "sectors", "cache_hit", "ino")
+
+
 def read_trace(path) -> dict:
-    """Columns of a trace file as lists (numbers converted)."""
+    """Columns of a trace file as lists (numbers converted). A file that is not a trace, or
+    has a row cut short (a run stopped while writing it) or a field that does not parse,
+    raises ValueError naming the file and line."""
     with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    missing = set(FIELDS) - set(rows[0] if rows else FIELDS)
-    if missing:
-        raise ValueError(f"{path}: not a simfs trace (missing columns: {', '.join(sorted(missing))})")
-    cols = {k: [r[k] for r in rows] for k in FIELDS}
-    for k in FIELDS:
-        if k in ("op", "cause", "phase"):
-            continue
-        conv = int if k in ("lba", "sectors", "cache_hit", "ino") else float
-        cols[k] = [conv(v) for v in cols[k]]
+        rows = csv.reader(f)
+        head = next(rows, [])
+        missing = set(FIELDS) - set(head)
+        if missing:
+            raise ValueError(f"{path}: not a simfs trace (missing columns: {', '.join(sorted(missing))})")
+        at = [(k, head.index(k), int if k in _INTS else str if k in _TEXT else float) for k in FIELDS]
+        cols: dict = {k: [] for k in FIELDS}
+        for row in rows:
+            if len(row) != len(head):
+                raise ValueError(f"{path}:{rows.line_num}: {len(row)} fields where the header has "
+                                 f"{len(head)} (a trace cut short?)")
+            for k, i, conv in at:
+                try:
+                    cols[k].append(conv(row[i]))
+                except ValueError:
+                    raise ValueError(f"{path}:{rows.line_num}: {k} is {row[i]!r}, not a number") from None
     return cols

@@ -127,32 +127,6 @@ def _check_out(path: str, what: str, traces: list[str]) -> str | None:
     return None
 
 
-def _bad_row(path: str) -> str:
-    """Where a trace that read_trace refused goes wrong: the first row with another number of
-    fields than the header, or a number that does not parse."""
-    import csv
-    from simfs.blockio.trace import FIELDS
-    text = {"op", "cause", "phase"}
-    try:
-        with open(path, newline="") as f:
-            rows = csv.reader(f)
-            head = next(rows)
-            for row in rows:
-                line = rows.line_num
-                if len(row) != len(head):
-                    return (f"{path}:{line}: {len(row)} fields where the header has {len(head)} "
-                            "(a trace cut short?)")
-                for k, v in zip(head, row):
-                    if k in FIELDS and k not in text:
-                        try:
-                            int(v) if k in ("lba", "sectors", "cache_hit", "ino") else float(v)
-                        except ValueError:
-                            return f"{path}:{line}: {k} is {v!r}, not a number"
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        return f"{path}: cannot read as a trace: {e}"
-    return f"{path}: not a simfs trace"
-
-
 def cmd_plot(a) -> int:
     import json
     for path in a.traces:
@@ -185,14 +159,15 @@ def cmd_plot(a) -> int:
         if not FRAMES[0] <= a.frames <= FRAMES[1]:
             return _fail(f"--frames {a.frames}: give {FRAMES[0]} to {FRAMES[1]} (a minute at 8 per second)")
     labels = a.label or [os.path.basename(p) for p in a.traces]
+    import csv
     from simfs.blockio.trace import read_trace
     from simfs.cli.seekplot import movie, phase_series, phases_of, plot_series, boundaries
     traces = []
     for p in a.traces:
         try:
             traces.append(read_trace(p))
-        except (ValueError, TypeError):     # a row that does not parse, or one cut short
-            return _fail(f"bad trace: {_bad_row(p)}")
+        except (ValueError, UnicodeDecodeError, csv.Error) as e:   # cut short, or not a number
+            return _fail(f"bad trace: {e}")
     series = []
     for path, label, cols in zip(a.traces, labels, traces):
         have = phases_of(cols)

@@ -132,6 +132,18 @@ def test_plot_trace_cut_mid_row(image, tmp_path, capsys):
     refused(capsys, "plot", bad, "-o", tmp_path / "p.png", words=("bad.csv:6: issue", "not a number"))
 
 
+def test_read_trace_refuses_a_row_cut_short_in_one_error(image, tmp_path):
+    """Every reader of traces (plot, the lessons, seekplot) gets the file and line, not a
+    TypeError from a missing field."""
+    from simfs.blockio.trace import read_trace
+    text = image[1].read_text()
+    assert len(read_trace(image[1])["lba"]) == text.count("\n") - 1
+    cut = tmp_path / "cut.csv"
+    cut.write_text(text[:text.index("\n", 2000) - 30])
+    with pytest.raises(ValueError, match=r"cut\.csv:\d+: \d+ fields where the header has 17"):
+        read_trace(cut)
+
+
 # simfs disks probe ------------------------------------------------------------------------------
 def test_disks_probe_output_format(tmp_path, capsys):
     refused(capsys, "disks", "probe", "sata7200", "-o", tmp_path / "pr.xyz", words=("cannot write a .xyz picture",))
