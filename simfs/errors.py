@@ -14,6 +14,17 @@ class FSError(OSError):
         super().__init__(err, os.strerror(err) + (f": {detail}" if detail else ""))
 
 
+class ImageWriteError(OSError):
+    """The image file could not be written (its host file system is full, or failing): a
+    commit did not happen. The message is one line for the user. `in_place`: the journal of
+    that commit was complete, so the next mount (or `simfs fsck`) replays it; otherwise the
+    image is as it was at the last commit and the changes since are only in memory."""
+
+    def __init__(self, err: int, message: str, *, in_place: bool = False):
+        super().__init__(err, message)
+        self.in_place = in_place
+
+
 class ImageError(Exception):
     """The image cannot be used: missing, not ext2, corrupt, or with an unsupported feature.
 

@@ -24,6 +24,7 @@ offset, u32 length, the bytes; trailer u32 CRC-32 of everything before it, `COMM
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -32,6 +33,8 @@ import os
 import struct
 import time
 import zlib
+
+from simfs.errors import ImageWriteError
 
 HEADER = b"SIMFSJ1\0"
 TRAILER = b"COMMIT\0\0"
@@ -165,8 +168,11 @@ class ImageFile:
         self.dataless = dataless
         self.zeroed: set[int] = set()                 # data-less: data blocks to punch after the commit
         self.last_commit = time.monotonic()
+        self.committed_at = time.time()             # wall clock of the last commit that went out
         self.commits = 0
         self._journal_fd: int | None = None
+        self.failing = False                          # the last commit could not be written
+        self.stuck: ImageWriteError | None = None     # a complete journal awaits its replay
 
     # reading -----------------------------------------------------------------------------
     def read(self, blkno: int, count: int = 1, kind: str = "") -> list[bytearray]:
@@ -219,13 +225,23 @@ class ImageFile:
         is noted."""
         if not self.noted and not self.extra and not self.zeroed:
             return False
+        if self.failing:                               # try again once per interval, not sooner
+            return time.monotonic() - self.last_commit >= self.commit_interval
         return (self.noted_bytes >= COMMIT_MAX_BYTES or len(self.zeroed) >= PUNCH_MAX_BLOCKS
                 or time.monotonic() - self.last_commit >= self.commit_interval)
 
     # committing --------------------------------------------------------------------------
     def commit(self) -> int:
         """Write everything noted: journal, then in place; durable when this returns.
-        Returns the number of blocks written."""
+        Returns the number of blocks written.
+
+        If the host cannot take the journal (full, failing), the journal is emptied again
+        (its space back), nothing noted is dropped and ImageWriteError says so: the image is
+        as at the last commit, and a later commit can still write everything. If the journal
+        went out whole but the image cannot be written in place, ImageWriteError(in_place)
+        now and at every later commit: the journal must stay until it is replayed."""
+        if self.stuck is not None:
+            raise self.stuck
         self.last_commit = time.monotonic()
         if not self.writable or (not self.noted and not self.extra):
             self._punch()
@@ -250,16 +266,37 @@ class ImageFile:
         for piece in pieces:
             crc = zlib.crc32(piece, crc)
         pieces.append(struct.pack("<I", crc) + TRAILER)
-        jfd = self._journal()
-        os.ftruncate(jfd, 0)
-        _pwritev_all(jfd, pieces, 0)
-        os.fsync(jfd)
-        for off, bufs in records:
-            _pwritev_all(self.fd, bufs, off)
-        os.fsync(self.fd)
-        os.ftruncate(jfd, 0)
+        jpath = journal_path(self.image)
+        try:
+            jfd = self._journal()
+            os.ftruncate(jfd, 0)
+            _pwritev_all(jfd, pieces, 0)
+            os.fsync(jfd)
+        except OSError as e:
+            self.failing = True
+            if self._journal_fd is not None:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._journal_fd, 0)  # a partial journal is never replayed
+            at = time.strftime("%H:%M:%S", time.localtime(self.committed_at))
+            raise ImageWriteError(e.errno or errno.EIO, f"cannot write the journal {jpath}: "
+                                  f"{e.strerror or e}; {self.image} is as at its last commit ({at})") from None
+        try:
+            for off, bufs in records:
+                _pwritev_all(self.fd, bufs, off)
+            os.fsync(self.fd)
+        except OSError as e:
+            self.failing = True
+            self.stuck = ImageWriteError(
+                e.errno or errno.EIO, f"cannot write {self.image}: {e.strerror or e}; its journal "
+                f"{jpath} holds the last commit, which the next mount or simfs fsck replays",
+                in_place=True)
+            raise self.stuck from None
+        with contextlib.suppress(OSError):     # left whole, it is replayed once more: harmless
+            os.ftruncate(jfd, 0)
         self.noted.clear()
         self.extra.clear()
+        self.failing = False
+        self.committed_at = time.time()
         self.commits += 1
         self._punch()
         return len(blocks)
@@ -290,10 +327,12 @@ class ImageFile:
         return self._journal_fd
 
     def close(self) -> None:
-        """After a final commit: the journal is empty and goes."""
+        """After a final commit: the journal is empty and goes (kept if it awaits replay)."""
         if self._journal_fd is not None:
             os.close(self._journal_fd)
             self._journal_fd = None
+            if self.stuck is not None:
+                return
             try:
                 os.unlink(journal_path(self.image))
             except FileNotFoundError:

@@ -160,7 +160,7 @@ def cmd_verb(a) -> int:
     from simfs import __version__
     from simfs.cli.stats import show_stats
     from simfs.engine import verbs
-    from simfs.errors import FSError, ImageError, VerbRefused
+    from simfs.errors import FSError, ImageError, ImageWriteError, VerbRefused
     from simfs.fs.operation import Interrupted, deferred_signals, recorded_error
     from simfs.fuse import mountopts
     from simfs.fuse.checks import UsageError, check_distinct, check_image, check_output
@@ -202,6 +202,8 @@ def cmd_verb(a) -> int:
         return fail(f"{a.verb} {a.path}: {os.strerror(e.errno)}", "verb")
     except tarfile.TarError as e:
         return fail(f"cannot read {a.source}: {e}", "verb")
+    except ImageWriteError as e:     # at close: the host of the image is full or failing
+        return fail(f"{e.strerror}" + ("" if e.in_place else ": the changes since are lost"), "verb")
     except OSError as e:
         return fail(f"{e.filename or a.image}: {e.strerror or e}", "verb")
     except Exception as e:

@@ -19,7 +19,7 @@ import errno
 import os
 
 from simfs.engine.oplog import LogError, dec, errname, image_identity, iter_ops, read_header, scan
-from simfs.errors import FSError, ImageError
+from simfs.errors import FSError, ImageError, ImageWriteError
 from simfs.fs.operation import recorded_error
 from simfs.ondisk.constants import SUPERBLOCK_OFFSET
 from simfs.ondisk.superblock import Superblock
@@ -261,18 +261,27 @@ def replay(log: str, image: str, options, *, force: bool = False, partial: bool 
                 break
     except (ReplayError, LogError) as e:
         vol.options.stats = ""                  # no statistics file for a run that stopped
-        vol.close()
+        _close(vol, str(e))
         raise ReplayError(str(e)) from None
     except BaseException as e:
         vol.options.stats = ""
-        vol.close()
+        _close(vol)
         if isinstance(e, Exception) and recorded_error(e):
             raise ReplayError(f"operation {r.index} ({r.op}) stopped half-way: {type(e).__name__}: {e}; "
                               f"{recorded_error(e)}") from e
         raise
-    vol.close()
+    _close(vol)
     if progress is not None:
         progress(r.index, total)
     return {"operations": r.index, "time": vol.stats_snapshot(), "counters": vol.counters,
             "stats_file": stats_path or None, "header": head}
 
+
+def _close(vol, why: str = "") -> None:
+    """Close the volume; an image its host cannot take (full, failing) is one error line
+    saying what the image holds."""
+    try:
+        vol.close()
+    except ImageWriteError as e:
+        raise ReplayError((f"{why}; " if why else "") + e.strerror
+                          + ("" if e.in_place else ": the changes since are lost")) from None

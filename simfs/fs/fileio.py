@@ -289,5 +289,5 @@ class FileIO:
         if inode.file_acl:
             blocks.append(inode.file_acl)
         self.cache.flush_blocks(blocks)
-        self.commit_soon()                   # durable on the image when fsync returns
+        self.commit_soon(durable=True)       # durable on the image when fsync returns
 

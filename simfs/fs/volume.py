@@ -47,7 +47,7 @@ from simfs.blockio.clock import SimClock
 from simfs.blockio.imagefile import ImageFile, JournalError, journal_path, pending_journal, recover
 from simfs.blockio.stats import Stats
 from simfs.blockio.trace import TraceWriter
-from simfs.errors import FSError, ImageError
+from simfs.errors import FSError, ImageError, ImageWriteError
 from simfs.fs.delalloc import DelayedAllocation
 from simfs.fs.directory import Directories
 from simfs.fs.fileio import FileIO
@@ -155,6 +155,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         else:
             self.max_size = 2**31 - 1
         self.closed = False
+        self.unwritable: ImageWriteError | None = None  # the last commit failed: changes refused
+        self._durable_asked = False                     # an fsync waits for the next commit
         self.mount_state = sb.state          # written back at unmount, as the kernel does
         self.warnings = _mount_warnings(sb)
         if sb.dataless and not options.dataless:
@@ -168,7 +170,12 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             sb.mtime = int(time.time())
             self._write_super()
             self.cache.sync()
-            self.commit()                  # the image says "not clean" before any change
+            try:
+                self.commit()              # the image says "not clean" before any change
+            except ImageWriteError as e:
+                self.image.close()
+                raise ImageError(f"{path}: cannot be written ({os.strerror(e.errno)}): make room on "
+                                 "its file system first, or mount it read-only (-o ro)") from None
 
     # opening and closing -----------------------------------------------------------------
     @classmethod
@@ -260,23 +267,28 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
 
     def close(self) -> None:
         """Free orphans, write every dirty structure back, put back the state found at mount
-        (clean if it was clean and no error was seen), commit, unlock."""
+        (clean if it was clean and no error was seen), commit, unlock. If the image cannot
+        be written (ImageWriteError, raised on) it is closed and unlocked all the same, as it
+        was at its last commit (marked "not clean", as at mount), or with the journal that
+        completes it."""
         if self.closed:
             return
         before = (self.clock.now, self.stats.totals(), self.stats.disk_busy())
-        if self.image.writable:
-            self.sync()                      # places delayed blocks
-            self.stale.clear()
-            for ino in list(self.holds):
-                self.holds[ino] = 1
-                self.drop(ino)
-            self.sb.state = self.mount_state
-            self.sync()
+        try:
+            if self.image.writable:
+                self.sync()                      # places delayed blocks
+                self.stale.clear()
+                for ino in list(self.holds):
+                    self.holds[ino] = 1
+                    self.drop(ino)
+                self.sb.state = self.mount_state
+                self.sync()
+        finally:
+            self.closed = True
             self.image.close()
-        self.closed = True
-        os.close(self.fd)
-        if self.trace is not None:
-            self.trace.close()
+            os.close(self.fd)
+            if self.trace is not None:
+                self.trace.close()
         self.unmount_stats = self.stats.since(*before, self.clock.now)   # the final write-back
         if self.options.stats:
             with open(self.options.stats, "w") as f:
@@ -298,23 +310,48 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.commit()
 
     def commit(self) -> None:
-        """Make the image hold everything written so far (no simulated time passes)."""
+        """Make the image hold everything written so far (no simulated time passes).
+
+        If the image file cannot be written (ImageWriteError: its host file system is full,
+        say), the error goes on, and until a commit succeeds every change is refused with its
+        errno (ENOSPC: "No space left on device"): what was written stays in memory, nothing
+        is dropped, and a later commit (retried every `commit` seconds) writes it all."""
         if self.image.writable:
             sb = self.sb
             sb.free_blocks_count = self.space.free_blocks
             sb.free_inodes_count = self.space.free_inodes
             self.image.note_bytes(SUPERBLOCK_OFFSET, sb.pack())
-            self.image.commit()
+            try:
+                self.image.commit()
+            except ImageWriteError as e:
+                self.unwritable = e
+                raise
+            if self.unwritable is not None:
+                log.warning("%s written again: changes are accepted", self.path)
+                self.unwritable = None
 
     def commit_if_due(self) -> None:
-        """Commit if one is owed (called between requests, and by every operation at its end)."""
+        """Commit if one is owed (called between requests, and by every operation at its end).
+        An image that cannot be written is logged by commit and refuses changes meanwhile;
+        only an fsync waiting for this commit fails with it."""
         if not self._depth and (self._commit_asked or self.image.due()):
-            self._commit_asked = False
-            self.commit()
+            durable, self._commit_asked, self._durable_asked = self._durable_asked, False, False
+            first = self.unwritable is None
+            try:
+                self.commit()
+            except ImageWriteError as e:
+                if first:
+                    log.error("%s; changes are refused (%s) until a commit succeeds, what was "
+                              "written is kept in memory meanwhile", e.strerror,
+                              errno.errorcode.get(e.errno, e.errno))
+                if durable:
+                    raise FSError(e.errno or errno.EIO, str(e.strerror)) from None
 
-    def commit_soon(self) -> None:
-        """Commit at the end of the current operation (fsync; a recorded error)."""
+    def commit_soon(self, durable: bool = False) -> None:
+        """Commit at the end of the current operation (a recorded error; with `durable`, an
+        fsync: the operation fails if the commit does)."""
         self._commit_asked = True
+        self._durable_asked |= durable
         self.commit_if_due()
 
     def fs_error(self, what: str) -> None:
@@ -400,6 +437,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
     def _writable(self) -> None:
         if self.options.read_only:
             raise FSError(errno.EROFS)
+        if self.unwritable is not None:
+            raise FSError(self.unwritable.errno or errno.EIO)
 
     def _attr(self, inode) -> Attr:
         mode = inode.mode

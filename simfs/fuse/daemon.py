@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 
+from simfs.errors import ImageWriteError
 from simfs.fuse.checks import (
     UsageError, _check_outside, check_distinct, _path_options, _unescape_mountinfo, check_image,
     check_mountpoint, check_output, check_path, default_log_path, is_mounted,
@@ -189,6 +190,9 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, reco
         try:
             vol.close()
             log.info("image %s written back and closed; daemon exits", image)
+        except ImageWriteError as e:     # the host is full or failing: say what the image holds
+            log.error("%s%s", e.strerror, "" if e.in_place else ": the changes since are lost")
+            rc = 1
         except Exception as e:     # `simfs umount` finds this line in the log and reports it
             done = "the image was written back, but " if getattr(vol, "closed", False) else ""
             log.exception("%sclosing the volume failed: %s: %s", done, type(e).__name__, e)
@@ -421,6 +425,15 @@ def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None, report
     if info is None:
         print(f"simfs umount: {mnt} does not answer as simfs (daemon gone?); unmounting anyway",
               file=sys.stderr)
+    if info is not None and info.get("unwritable"):
+        if not lazy:
+            print(f"simfs umount: not unmounting {mnt}: {info['unwritable']}; the changes since "
+                  f"the last commit are only in the daemon's memory, and it tries again every few "
+                  f"seconds: free space there and run simfs umount again (--lazy unmounts, losing them)",
+                  file=sys.stderr)
+            return 1
+        print(f"simfs umount: warning: {info['unwritable']}: the changes since the last commit will "
+              "be lost", file=sys.stderr)
     log_path = (info or {}).get("log")
     log_start = _log_size(log_path)
     r = _unmount(mnt, lazy)

@@ -38,7 +38,7 @@ import pyfuse3
 
 from simfs import __version__
 from simfs.fuse import control
-from simfs.errors import FSError
+from simfs.errors import FSError, ImageWriteError
 from simfs.fs.operation import recorded_error
 
 log = logging.getLogger("simfs.fuse")
@@ -102,11 +102,11 @@ def _handler(fn):
             if op == "forget":
                 return None
             raise
-        except FSError as e:
+        except (FSError, ImageWriteError) as e:   # (the image's host full: not the file system's fault)
             self.errors[_errname(e.errno)] += 1
             if op == "forget":
                 return None
-            raise pyfuse3.FUSEError(e.errno) from None
+            raise pyfuse3.FUSEError(e.errno or errno.EIO) from None
         except Exception as e:
             self.errors["EIO"] += 1
             self.unexpected += 1
@@ -275,6 +275,9 @@ class Operations(pyfuse3.Operations):
 
     def _render_info(self) -> bytes:
         doc = dict(self.info)
+        unwritable = getattr(self.vol, "unwritable", None)
+        if unwritable is not None:      # `simfs umount` will not unmount meanwhile
+            doc["unwritable"] = str(unwritable.strerror)
         doc.update(pid=os.getpid(), simfs=__version__,
                    control_files={f.name.decode(): f.help for f in self.ctl.files.values()})
         return (json.dumps(doc, indent=1) + "\n").encode()

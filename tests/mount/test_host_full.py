@@ -1,0 +1,85 @@
+"""A mounted image whose own host file system fills up: a sparse image on a small tmpfs.
+
+The commit that cannot be written must cost nothing: the daemon goes on (it used to die, the
+mount with it), keeps what was written in memory, refuses changes with ENOSPC and fails the
+fsync that needed the commit; `simfs umount` will not unmount meanwhile (it would lose the
+changes) and says why in one line; once the host has room again, the next commit writes
+everything, and the unmount then leaves an e2fsck-clean image with every byte.
+"""
+
+import errno
+import os
+import random
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import SimfsMount, fuse_mounts, make_image, run_simfs
+
+pytestmark = pytest.mark.mount
+
+COMMIT = 1.0
+
+
+@pytest.fixture
+def small_host(tmp_path):
+    host = tmp_path / "host"
+    host.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48M", "tmpfs", str(host)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+    yield host
+    subprocess.run(["umount", "-l", str(host)], capture_output=True)
+
+
+def test_a_full_host_loses_nothing_the_mount_holds(small_host, tmp_path):
+    img = make_image(small_host / "i.img", "1G")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    m = SimfsMount(img, mnt, f"commit={COMMIT:g}")
+    m.mount()
+    try:
+        (mnt / "kept").write_bytes(b"kept\n")
+        time.sleep(COMMIT + 1)                                # committed
+        st = os.statvfs(small_host)
+        filler = small_host / "filler"                        # leave the host 8 MB
+        with open(filler, "wb") as f:
+            f.truncate(0)
+            os.posix_fallocate(f.fileno(), 0, st.f_bavail * st.f_frsize - (8 << 20))
+        data = random.Random(1).randbytes(16 << 20)
+        with pytest.raises(OSError) as e:                     # its commit needs 32 MB
+            with open(mnt / "big", "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        assert e.value.errno == errno.ENOSPC
+        assert (mnt / "kept").read_bytes() == b"kept\n"      # the daemon is alive
+        assert (mnt / "big").read_bytes() == data            # and holds what was written
+        with pytest.raises(OSError) as e:
+            (mnt / "new").write_bytes(b"x")
+        assert e.value.errno == errno.ENOSPC
+        r = run_simfs("umount", mnt, check=False)
+        assert r.returncode == 1 and "not unmounting" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+        assert os.path.realpath(mnt) in fuse_mounts()
+        assert "No space left on device" in m.log_text()
+
+        filler.unlink()                                       # room again: the retried commit
+        deadline = time.monotonic() + 10 * COMMIT
+        while True:
+            try:
+                (mnt / "new").write_bytes(b"x")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "no commit after the host had room again"
+                time.sleep(0.2)
+        m.umount()
+        m.assert_clean()
+        m.mount()
+        assert (mnt / "big").read_bytes() == data
+        assert (mnt / "kept").read_bytes() == b"kept\n" and (mnt / "new").read_bytes() == b"x"
+        m.umount()
+    finally:
+        m.force_cleanup()

@@ -1,0 +1,158 @@
+"""The image's own host file system full (or failing) while a volume is open.
+
+A sparse image on a small disk meets ENOSPC when a commit writes the journal or the image in
+place. Nothing written may be lost while the volume stays open, and the image must stay a
+consistent ext2: a failed journal is emptied (its space back; never replayed), nothing noted
+is dropped, every change is refused with ENOSPC until a commit succeeds (an fsync waiting for
+the commit fails with it), reads go on; a later commit writes everything. A journal that went
+out whole before the in-place writes failed stays for the next open to replay. The host's
+failure is injected at the one place the image is written (imagefile._pwritev_all).
+"""
+
+import errno
+import os
+
+import pytest
+
+from simfs.blockio import imagefile
+from simfs.blockio.imagefile import journal_path
+from simfs.errors import FSError, ImageWriteError
+from simfs.fs.volume import Volume, VolumeOptions
+from simfs.ondisk.mkfs import mkfs
+from tests.helpers import assert_fsck_clean, needs_e2fsprogs
+
+pytestmark = needs_e2fsprogs
+
+DATA = bytes(range(256)) * 64          # 16 KiB
+
+
+@pytest.fixture
+def img(tmp_path):
+    path = str(tmp_path / "h.img")
+    mkfs(path, 32 << 20, block_size=1024, inodes_per_group=512)
+    return path
+
+
+@pytest.fixture
+def host(monkeypatch):
+    """`host.full = "journal"` (or "image"): writes to that file fail with ENOSPC."""
+    real = imagefile._pwritev_all
+
+    class Host:
+        full = ""
+        image_fd = -1
+
+        @staticmethod
+        def pwritev_all(fd, pieces, offset):
+            to_image = fd == Host.image_fd
+            if (Host.full == "image" and to_image) or (Host.full == "journal" and not to_image):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            real(fd, pieces, offset)
+
+    monkeypatch.setattr(imagefile, "_pwritev_all", Host.pwritev_all)
+    return Host
+
+
+def _open(img, host) -> Volume:
+    vol = Volume.open(img, VolumeOptions(commit=3600.0))
+    host.image_fd = vol.image.fd
+    return vol
+
+
+def _read_all(vol, ino: int, size: int) -> bytes:
+    return vol.read(ino, 0, size)
+
+
+def test_a_full_journal_loses_nothing_while_open(img, host):
+    vol = _open(img, host)
+    a = vol.create(vol.root_ino, b"a", 0o100644, 0, 0)
+    vol.write(a.st_ino, 0, DATA)
+    vol.commit_soon()                                    # `a` is on the image
+    before = open(img, "rb").read()
+    b = vol.create(vol.root_ino, b"b", 0o100644, 0, 0)
+    vol.write(b.st_ino, 0, DATA[::-1])
+
+    host.full = "journal"
+    with pytest.raises(ImageWriteError, match="cannot write the journal"):
+        vol.commit()
+    assert open(img, "rb").read() == before              # the image: as at the last commit
+    assert os.path.getsize(journal_path(img)) == 0       # the partial journal: its space back
+    assert vol.unwritable is not None
+    with pytest.raises(FSError) as e:                    # changes refused, with the host's errno
+        vol.write(a.st_ino, 0, b"x")
+    assert e.value.errno == errno.ENOSPC
+    with pytest.raises(FSError):
+        vol.create(vol.root_ino, b"c", 0o100644, 0, 0)
+    with pytest.raises(FSError) as e:                    # an fsync cannot be made good
+        vol.fsync(b.st_ino)
+    assert e.value.errno == errno.ENOSPC
+    assert _read_all(vol, b.st_ino, len(DATA)) == DATA[::-1]     # reads go on
+    assert open(img, "rb").read() == before
+
+    host.full = ""                                       # space again: the next commit
+    vol.fsync(b.st_ino)                                  # writes everything kept
+    assert vol.unwritable is None
+    vol.write(b.st_ino, len(DATA), b"tail")              # and changes are accepted again
+    vol.close()
+    assert_fsck_clean(img)
+    vol = Volume.open(img, VolumeOptions(read_only=True))
+    ino = vol.lookup(vol.root_ino, b"b").st_ino
+    assert _read_all(vol, ino, len(DATA) + 4) == DATA[::-1] + b"tail"
+    vol.close()
+
+
+def test_closing_on_a_full_host_leaves_the_last_commit(img, host):
+    vol = _open(img, host)
+    a = vol.create(vol.root_ino, b"a", 0o100644, 0, 0)
+    vol.write(a.st_ino, 0, DATA)
+    vol.commit_soon()
+    vol.create(vol.root_ino, b"lost", 0o100644, 0, 0)
+    host.full = "journal"
+    with pytest.raises(ImageWriteError) as e:
+        vol.close()
+    assert not e.value.in_place and "is as at its last commit" in e.value.strerror
+    assert vol.closed and not os.path.exists(journal_path(img))   # closed, unlocked, no journal
+    assert_fsck_clean(img)                               # consistent ("not clean": never unmounted)
+    vol = Volume.open(img, VolumeOptions(read_only=True, force=True))
+    assert vol.lookup(vol.root_ino, b"a").st_size == len(DATA)
+    with pytest.raises(FSError):
+        vol.lookup(vol.root_ino, b"lost")
+    vol.close()
+
+
+def test_a_whole_journal_is_kept_when_the_image_cannot_be_written(img, host):
+    vol = _open(img, host)
+    a = vol.create(vol.root_ino, b"a", 0o100644, 0, 0)
+    vol.write(a.st_ino, 0, DATA)
+    host.full = "image"
+    with pytest.raises(ImageWriteError) as e:
+        vol.commit()
+    assert e.value.in_place and "replays" in e.value.strerror
+    host.full = ""
+    with pytest.raises(ImageWriteError):                 # never again over that journal
+        vol.close()
+    assert os.path.getsize(journal_path(img)) > 0
+    vol = Volume.open(img, VolumeOptions(force=True))    # the open replays it
+    ino = vol.lookup(vol.root_ino, b"a").st_ino
+    assert _read_all(vol, ino, len(DATA)) == DATA
+    vol.close()
+    assert_fsck_clean(img)
+
+
+def test_an_operation_that_took_effect_is_not_failed_by_a_commit(img, host):
+    """The commit due at the end of a write fails: the write took effect and returns its
+    count (it is in memory, and will be committed); the error is the next change's."""
+    vol = _open(img, host)
+    a = vol.create(vol.root_ino, b"a", 0o100644, 0, 0)
+    host.full = "journal"
+    vol.image.commit_interval = 0.0                      # a commit is due, and checked for at
+    vol._commit_countdown = 1                            # the end of the next operation
+    assert vol.write(a.st_ino, 0, DATA) == len(DATA)
+    assert vol.unwritable is not None
+    assert vol.getattr(a.st_ino).st_size == len(DATA)
+    host.full = ""
+    vol._commit_countdown = 1
+    vol.getattr(a.st_ino)                                # the next commit, due again: it goes
+    assert vol.unwritable is None
+    vol.close()
+    assert_fsck_clean(img)
