@@ -43,9 +43,11 @@ def _split(name: str) -> list[bytes]:
 def from_tarball(path: str, *, with_data: bool = False):
     """The members of a tar archive, in archive order. A regular file is opened for seeking,
     so that the data the entries do not carry is skipped, not read; each member is dropped
-    from tarfile's list once read (it would otherwise keep one per member)."""
+    from tarfile's list once read (it would otherwise keep one per member). A large read
+    buffer keeps most seeks to the next header inside it (no system call)."""
     first = True
-    with tarfile.open(path, "r:*" if os.path.isfile(path) else "r|*") as tf:
+    with open(path, "rb", buffering=1 << 20) as f, \
+            tarfile.open(fileobj=f, mode="r:*" if os.path.isfile(path) else "r|*") as tf:
         while (m := tf.next()) is not None:
             tf.members.clear()
             parts = _split(m.name)
