@@ -217,6 +217,11 @@ class ImageFile:
         self.zeroed.discard(blkno)
 
     @property
+    def drops_data(self) -> bool:
+        """Data-less: file data the next commit leaves out (and punches)."""
+        return bool(self.zeroed)
+
+    @property
     def noted_bytes(self) -> int:
         return len(self.noted) * self.bs
 

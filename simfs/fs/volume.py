@@ -163,8 +163,6 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             self.warnings.append("image was mounted data-less before: file data written then "
                                  "was not stored (reads as zeros)")
         if not options.read_only:
-            if options.dataless:
-                sb.mark_dataless()         # in the first commit, before any data is dropped
             sb.state &= ~STATE_VALID       # "not clean" while mounted, as the kernel marks it
             sb.mnt_count = (sb.mnt_count + 1) & 0xFFFF
             sb.mtime = int(time.time())
@@ -320,6 +318,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             sb = self.sb
             sb.free_blocks_count = self.space.free_blocks
             sb.free_inodes_count = self.space.free_inodes
+            if self.image.drops_data:          # in the commit before the first data is dropped:
+                sb.mark_dataless()             # a data-less run that writes no data marks nothing
             self.image.note_bytes(SUPERBLOCK_OFFSET, sb.pack())
             try:
                 self.image.commit()

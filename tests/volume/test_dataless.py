@@ -263,4 +263,27 @@ def test_dataless_mount_reads_zeros_over_stored_data(tmp_path):
         assert vol.getattr(ino).st_size == 100000
     with Volume.open(img) as vol:
         assert vol.read(ino, 0, 100000) == b"\xaa" * 100000
-        assert any("data-less" in w for w in vol.warnings)
+        assert not vol.warnings          # the data-less mount dropped nothing: nothing to warn of
+
+
+def test_only_dropped_data_marks_the_image_data_less(tmp_path):
+    """The mark is what makes a later mount warn that file data reads as zeros: a data-less
+    run that writes no file data (a find, a metadata-only change) leaves the image unmarked;
+    the commit before the first dropped data block marks it."""
+    img = _image(tmp_path / "img")
+    with Volume.open(img, VolumeOptions()) as vol:
+        ino = vol.create(vol.root_ino, b"f", 0o100644, 0, 0).st_ino
+        vol.write(ino, 0, b"kept" * 2048)
+    with Volume.open(img, VolumeOptions(dataless=True)) as vol:
+        vol.mkdir(vol.root_ino, b"d", 0o40755, 0, 0)
+        assert vol.read(ino, 0, 4) == bytes(4)           # reads as zeros, drops nothing
+        vol.commit()
+    assert not Superblock(open(img, "rb").read()[1024:2048]).dataless
+    with Volume.open(img, VolumeOptions()) as vol:
+        assert not vol.warnings and vol.read(ino, 0, 4) == b"kept"
+    with Volume.open(img, VolumeOptions(dataless=True)) as vol:
+        g = vol.create(vol.root_ino, b"g", 0o100644, 0, 0).st_ino
+        vol.write(g, 0, b"dropped" * 1000)
+        vol.commit()
+        assert Superblock(open(img, "rb").read()[1024:2048]).dataless
+    assert_fsck_clean(img)

@@ -146,7 +146,8 @@ def test_a_verb_warns_as_a_mount_would(tmp_path):
     """An image used data-less before: the verb says so (a mount warns the same)."""
     img = tmp_path / "w.img"
     mkfs(str(img), 16 << 20, block_size=4096)
-    verbs.run(str(img), VolumeOptions(dataless=True), "find", ".")
+    with Volume.open(str(img), VolumeOptions(dataless=True)) as vol:   # drops file data
+        vol.write(vol.create(vol.root_ino, b"f", 0o100644, 0, 0).st_ino, 0, b"x" * 8192)
     r = _simfs("verb", "find", img, ".")
     assert r.returncode == 0
     assert "simfs verb: warning: image was mounted data-less before" in r.stderr
