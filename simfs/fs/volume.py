@@ -281,16 +281,22 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
                     self.drop(ino)
                 self.sb.state = self.mount_state
                 self.sync()
-        finally:
-            self.closed = True
-            self.image.close()
-            os.close(self.fd)
-            if self.trace is not None:
-                self.trace.close()
+        except ImageWriteError:
+            self._release()
+            raise
+        self._release()
         self.unmount_stats = self.stats.since(*before, self.clock.now)   # the final write-back
         if self.options.stats:
             with open(self.options.stats, "w") as f:
                 json.dump(self.stats_snapshot(), f, indent=1)
+
+    def _release(self) -> None:
+        """The image file, its journal and the trace closed; the image unlocked."""
+        self.closed = True
+        self.image.close()
+        os.close(self.fd)
+        if self.trace is not None:
+            self.trace.close()
 
     def __enter__(self):
         return self
@@ -332,7 +338,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
 
     def commit_if_due(self) -> None:
         """Commit if one is owed (called between requests, and by every operation at its end).
-        An image that cannot be written is logged by commit and refuses changes meanwhile;
+        An image that cannot be written is logged here (once) and refuses changes meanwhile;
         only an fsync waiting for this commit fails with it."""
         if not self._depth and (self._commit_asked or self.image.due()):
             durable, self._commit_asked, self._durable_asked = self._durable_asked, False, False
