@@ -29,6 +29,8 @@ class Entry:
     link: list[bytes] | None = None     # a hard link's existing path, same form as `path`
     data: bytes | None = None      # a file's bytes, when the source has them (None: filler)
     rdev: int = 0                  # a device's number, as FUSE's MKNOD carries it (fuse_rdev)
+    dotted: bool | None = None     # an archive member named "./a/b" (True) or "a/b" (False);
+                                   # None: not from an archive, named as `tar -C SRC .` does
 
 
 def fuse_rdev(major: int, minor: int) -> int:
@@ -52,7 +54,7 @@ def from_tarball(path: str, *, with_data: bool = False):
             tf.members.clear()
             parts = _split(m.name)
             common = dict(mode=m.mode & 0o7777, mtime_ns=int(m.mtime) * 1_000_000_000,
-                          uid=m.uid, gid=m.gid)
+                          uid=m.uid, gid=m.gid, dotted=m.name.startswith("./"))
             if not parts:
                 if m.isdir() and first:
                     yield Entry([], "dir", **common)

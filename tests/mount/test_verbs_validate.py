@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import stat
+import subprocess
 import sysconfig
 from pathlib import Path
 
@@ -95,6 +96,26 @@ def test_the_verb_asks_the_volume_what_the_mount_asks(verb, work):
     why = verbcheck.oplog_difference(*logs)
     assert not why, f"{verb}: {why}"
 
+
+
+def test_an_archive_without_dot_names_unpacks_as_tar_unpacks_it(work):
+    """`tar -cf T -C SRC b a c` names its members "b/f", not "./b/f", and has no "./" member:
+    tar then walks no "." (no permission GETATTR per path) and sets no metadata on the unpack
+    directory. Unsorted, with a hard link and a placeholder symbolic link."""
+    d = work / "nodot"
+    src = d / "src"
+    for sub in ("a/x", "a/y", "b", "c/z/w"):
+        (src / sub).mkdir(parents=True)
+    for i, sub in enumerate(("a", "a/x", "a/y", "b", "c/z/w")):
+        for j in range(5):
+            (src / sub / f"f{j}").write_bytes(b"x" * (j * 3000 + i))
+    os.link(src / "a" / "f1", src / "b" / "hard")
+    os.symlink("../a/f2", src / "b" / "up")
+    os.symlink("f3", src / "a" / "near")
+    tarball = d / "t.tar"
+    subprocess.run(["tar", "-cf", str(tarball), "-C", str(src), "b", "a", "c"], check=True)
+    logs = verbcheck.oplogs(verbcheck.CASES["unpack"], "alloc=ext2,dirorder=hash,disk=sas10k", tarball, d)
+    assert not verbcheck.oplog_difference(*logs)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """`tar -xpf ARCHIVE -C DIR` as root (GNU tar 1.34), from any tree description.
 
 The system calls, read off `strace -f` of tar on a local copy and on a mount (member names
-are relative to DIR's descriptor, "./a/b"):
+are relative to DIR's descriptor, "./a/b" as `tar -C SRC .` writes them, or "a/b" without the
+"." walk and without the "./" member when the archive was made so):
 
 - openat(DIR, O_DIRECTORY); the archive's "./" member: mkdirat(".") fails with EEXIST, then
   two fstatat(".") and "." joins the delayed directories with its current mode, marked to be
@@ -54,18 +55,19 @@ def _long(name: bytes) -> int:
 
 
 class _Delayed:
-    __slots__ = ("path", "mode", "cur", "mtime", "uid", "gid", "after_links", "dot")
+    __slots__ = ("path", "walk", "mode", "cur", "mtime", "uid", "gid", "after_links", "dot")
 
-    def __init__(self, path, mode, cur, mtime, uid, gid, dot=False):
-        self.path, self.mode, self.cur, self.mtime = path, mode, cur, mtime
+    def __init__(self, path, walk, mode, cur, mtime, uid, gid, dot=False):
+        self.path, self.walk, self.mode, self.cur, self.mtime = path, walk, mode, cur, mtime
         self.uid, self.gid, self.dot = uid, gid, dot
         # delay_set_stat marks "." at once (must_be_dot_or_slash -> mark_after_links): it is
         # set after the delayed links, with an fstatat first
         self.after_links = dot
 
 
-def _dotted(path: list[bytes]) -> list[bytes]:
-    return [b"."] + path
+def _walk(path: list[bytes], dotted: bool) -> list[bytes]:
+    """The path tar hands the kernel: "./a/b" walks "." first (a permission GETATTR)."""
+    return [b"."] + path if dotted else path
 
 
 def _ancestor(d: list[bytes], path: list[bytes]) -> bool:
@@ -77,15 +79,15 @@ def _unsafe(target: bytes) -> bool:
 
 
 def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = True,
-        prefix: str = "./", dot_mode: int | None = None, dot_mtime_ns: int = 0,
-        dot_uid: int = 0, dot_gid: int = 0, **_) -> dict:
+        dot_mode: int | None = None, dot_mtime_ns: int = 0, dot_uid: int = 0, dot_gid: int = 0,
+        **_) -> dict:
     """Unpack `source` (an iterable of treedesc.Entry) into the existing directory `where`.
     `dot`: the archive starts with a "./" member (what `tar -C SRC .` writes); its metadata
-    are `dot_*` (the mode defaults to DIR's). `prefix`: how member names start in the
-    archive (only their lengths matter: long names take extra records). A first entry with
-    an empty path is that "./" member (from_tarball and from_directory yield it): its
-    metadata are the `dot_*` not given."""
-    pre = prefix.encode()
+    are `dot_*` (the mode defaults to DIR's). A first entry with an empty path is that "./"
+    member (from_tarball and from_directory yield it): its metadata are the `dot_*` not
+    given; a first entry from an archive (`Entry.dotted` set) that is not says there is none.
+    Each member is walked as its name is written: "./a/b" through "." (`Entry.dotted`; as
+    `tar -C SRC .` writes names unless the entry says otherwise), "a/b" without."""
     source = iter(source)
     first = next(source, None)
     if first is not None and not first.path:
@@ -93,6 +95,8 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
         dot_mtime_ns = dot_mtime_ns or first.mtime_ns
         dot_uid, dot_gid = dot_uid or first.uid, dot_gid or first.gid
     elif first is not None:
+        if first.dotted is not None:      # an archive whose first member is not "./"
+            dot = False
         source = itertools.chain([first], source)
     cwd = k.open(k.root, where, directory=True)
     c = cwd.ino
@@ -109,7 +113,7 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
         k.close(f)
 
     def set_dir(d: _Delayed, check: bool) -> None:
-        p = _dotted(d.path) if d.path else [b"."]
+        p = d.walk
         if check:
             k.stat(c, p)                  # check_for_renamed_directories
         k.utimens(c, p, mtime_ns=d.mtime)
@@ -147,9 +151,11 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
         k.vol.getattr(c)                  # mkdirat(".") -> EEXIST
         a = k.stat(c, [b"."])
         k.stat(c, [b"."])
-        delayed.append(_Delayed([], a.st_mode & 0o7777 if dot_mode is None else dot_mode,
+        delayed.append(_Delayed([], [b"."], a.st_mode & 0o7777 if dot_mode is None else dot_mode,
                                 a.st_mode & 0o7777, dot_mtime_ns, dot_uid, dot_gid, dot=True))
     for e in source:
+        dotted = e.dotted is not False
+        pre = b"./" if dotted else b""
         name = pre + b"/".join(e.path) + (b"/" if e.kind == "dir" else b"")
         pos += _long(name)
         if e.kind == "symlink":
@@ -157,14 +163,14 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
         elif e.kind == "hardlink":
             pos += _long(pre + b"/".join(e.link))
         pos += BLOCK
-        p = _dotted(e.path)
+        p = _walk(e.path, dotted)
         apply(e.path)
         mode = e.mode & 0o7777
         if e.kind == "dir":
             counts["dirs"] += 1
             cur = mode & 0o700
             k.mkdir(c, p, cur, 0, 0)
-            delayed.append(_Delayed(e.path, mode, cur, e.mtime_ns, e.uid, e.gid))
+            delayed.append(_Delayed(e.path, p, mode, cur, e.mtime_ns, e.uid, e.gid))
         elif e.kind == "file":
             counts["files"] += 1
             cur = mode & 0o700
@@ -192,7 +198,7 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
                     if d.dot or d.after_links:
                         break
                     d.after_links = True
-                    k.stat(c, _dotted(d.path))
+                    k.stat(c, d.walk)
                 links.append((p, e))
             else:
                 k.symlink(c, p, e.target, e.uid, e.gid)
@@ -207,11 +213,12 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
                 fchmodat(p, mode)
         elif e.kind == "hardlink":
             counts["hardlinks"] += 1
+            old = _walk(e.link, dotted)
             if links:
-                k.stat(c, _dotted(e.link))
-            k.link(c, _dotted(e.link), p)
+                k.stat(c, old)
+            k.link(c, old, p)
             if links:
-                k.stat(c, _dotted(e.link))
+                k.stat(c, old)
     apply([])                                    # extract_finish: what no link holds back
     for p, e in reversed(links):                 # apply_delayed_links
         k.stat(c, p)
