@@ -63,7 +63,7 @@ from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them fr
 from simfs.fs.xattrs import Xattrs
 from simfs.ondisk.constants import (
     ERRORS_CONTINUE, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
-    SUPERBLOCK_OFFSET,
+    SUPERBLOCK_OFFSET, ext2_max_size,
 )
 from simfs.ondisk.dirhash import DirHasher
 from simfs.ondisk.groupdesc import unpack_table
@@ -151,7 +151,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self._evict: list[int] = []             # unlinked inodes to free when the operation ends
         self.generation = sb.wtime
         if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
-            self.max_size = min(self.filemap.max_blocks * geo.block_size, 2**41 - geo.block_size)
+            self.max_size = ext2_max_size(geo.block_size)
         else:
             self.max_size = 2**31 - 1
         self.closed = False

@@ -96,3 +96,29 @@ _FT_OF_MODE = {
 
 def file_type_of_mode(mode: int) -> int:
     return _FT_OF_MODE.get(stat.S_IFMT(mode), FT_UNKNOWN)
+
+
+def ext2_max_size(block_size: int) -> int:
+    """The largest file (bytes) Linux accepts on ext2 with large_file and without huge_file
+    (fs/ext2/super.c ext2_max_size; ext4_max_bitmap_size, which mounts ext2 images, is the same
+    for them): the block tree's reach, unless the file's data and indirect blocks would pass
+    2^32 - 1 sectors in i_blocks (4 KiB blocks), in which case that bound less the indirect
+    blocks needed to address it. A larger i_size makes the kernel call the inode corrupt."""
+    bits = block_size.bit_length() - 1
+    ppb = 1 << (bits - 2)
+    upper = ((1 << 32) - 1) >> (bits - 9)
+    res = NDIR_BLOCKS + ppb + ppb ** 2 + ppb ** 3
+    meta = 1 + (1 + ppb) + (1 + ppb + ppb ** 2)
+    if res + meta > upper:
+        res = upper
+        upper -= NDIR_BLOCKS + ppb
+        meta = 1
+        if upper < ppb * ppb:
+            meta += 1 + -(-upper // ppb)
+        else:
+            meta += 1 + ppb
+            upper -= ppb * ppb
+            meta += 1 + -(-upper // ppb) + -(-upper // (ppb * ppb))
+        res -= meta
+    return res << bits
+

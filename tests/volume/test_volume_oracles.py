@@ -122,6 +122,43 @@ def test_kernel_sees_the_same_tree(tmp_path, block_size):
 
 
 @pytest.mark.parametrize("block_size", [1024, 4096])
+def test_the_largest_file_is_the_kernels(tmp_path, block_size):
+    """Linux's ext2_max_size, and the kernel reading an inode of exactly that size: one byte
+    more is EFBIG (for 4 KiB blocks simfs used to allow 2 TiB - 4 KiB, an i_size the kernel
+    then called corrupt, "bad i_size value", while e2fsck passed it)."""
+    from simfs.ondisk.constants import ext2_max_size
+    kernel = {1024: 17247252480, 2048: 275415851008, 4096: 2196873666560}   # fs/ext2/super.c
+    assert {b: ext2_max_size(b) for b in kernel} == kernel
+    img = tmp_path / "img"
+    mkfs(img, 32 << 20, block_size=block_size)
+    with Volume.open(img) as vol:
+        assert vol.max_size == kernel[block_size]
+        f = vol.create(vol.root_ino, b"big", 0o100644, 0, 0).st_ino
+        with pytest.raises(FSError) as e:
+            vol.setattr(f, size=vol.max_size + 1)
+        assert e.value.errno == errno.EFBIG
+        vol.setattr(f, size=vol.max_size)
+        vol.write(f, vol.max_size - 1, b"z")               # the last byte: a triple-indirect block
+    assert_fsck_clean(img)
+    why = _can_loop_mount()
+    if why:
+        pytest.skip(why)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-o", "loop,ro", "-t", "ext2", str(img), str(mnt)], capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip(f"kernel refused the loop mount here: {r.stderr.strip()}")
+    try:
+        size = os.stat(mnt / "big").st_size                # "Structure needs cleaning" if too big
+        with open(mnt / "big", "rb") as fh:
+            fh.seek(size - 1)
+            last = fh.read(1)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    assert size == kernel[block_size] and last == b"z"
+
+
+@pytest.mark.parametrize("block_size", [1024, 4096])
 @pytest.mark.parametrize("features", ["^resize_inode,^dir_index", None])
 def test_images_from_mkfs_ext2(tmp_path, block_size, features):
     img = tmp_path / "img"
