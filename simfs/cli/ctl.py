@@ -66,5 +66,9 @@ def cmd_ctl(a) -> int:
         if e.errno == errno.EIO:
             print(f"simfs ctl: {a.action} failed inside the daemon (see its log)", file=sys.stderr)
             return 1
+        if e.errno == errno.EROFS:
+            return fail(f"{a.action}: {a.mountpoint} is mounted read-only, and the kernel refuses "
+                        "writes to its control files too; every mount starts cold, and phases need "
+                        "a read-write mount", "ctl")
         return fail(f"{a.action}: {e.strerror}", "ctl")
     return 0

@@ -275,3 +275,15 @@ def test_paths_that_cannot_be_looked_up(image, tmp_path, empty_dir):
     _refused("mount", f"{image}/x", empty_dir, match="Not a directory")
     _refused("mount", image, f"{image}/x", match="Not a directory")
     _refused("mount", image, tmp_path / "nowhere", match="does not exist")
+
+
+def test_ctl_on_a_read_only_mount_says_why(image, empty_dir):
+    """The kernel refuses writes to .simfs/ on a read-only mount: one line that says so."""
+    run_simfs("mount", image, empty_dir, "-o", "ro")
+    try:
+        for action in (["mark", "p"], ["drop-caches"]):
+            r = run_simfs("ctl", empty_dir, *action, check=False)
+            assert r.returncode == 2 and "mounted read-only" in r.stderr, r.stderr
+            assert len(r.stderr.strip().splitlines()) == 1
+    finally:
+        run_simfs("umount", empty_dir)
