@@ -89,6 +89,10 @@ RANGES = {
     "commit": (0.05, 86400.0),
 }
 
+# Fields that must be whole multiples: maxio is a number of blocks of any block size (a
+# remainder would be dropped without a word).
+MULTIPLES = {"maxio": 4 << 10}
+
 _TRUE = {"1", "yes", "y", "true", "on"}
 _FALSE = {"0", "no", "n", "false", "off"}
 
@@ -217,6 +221,10 @@ def _check_range(key: str, text: str, val, f: dataclasses.Field | None) -> None:
     rng = _range(key, f)
     if rng is not None and not rng[0] <= val <= rng[1]:
         raise OptionError(f"bad value for mount option {key}: {text!r} (valid: {rng[2]})")
+    step = MULTIPLES.get(key)
+    if step and val % step:
+        raise OptionError(f"bad value for mount option {key}: {text!r} (give a multiple of "
+                          f"{units.option_size(step)}, e.g. {units.option_size(max(step, val // step * step))})")
 
 
 def _check(key: str, value, f: dataclasses.Field | None) -> None:
