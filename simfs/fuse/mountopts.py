@@ -213,6 +213,8 @@ def _range(key: str, f: dataclasses.Field | None):
     low, high = (b() if callable(b) else b for b in rng)
     show = units.option_size if isinstance(low, int) and isinstance(high, int) else (lambda v: f"{v:.15g}")
     note = ", the machine's memory" if rng[1] is machine_memory else ""
+    if key in MULTIPLES:
+        note += f", a multiple of {units.option_size(MULTIPLES[key])}"
     return low, high, f"{show(low)} to {show(high)}{note}"
 
 
