@@ -153,8 +153,8 @@ def test_ranges_are_inclusive():
     ("cache=0", "(valid: 256K to "),
     ("cache=-1", "(valid: 256K to "),
     ("cache=99999999999999G", "the machine's memory"),
-    ("maxio=0", "(valid: 4K to 64M)"),
-    ("maxio=1K", "(valid: 4K to 64M)"),
+    ("maxio=0", "(valid: 4K to 64M, a multiple of 4K)"),
+    ("maxio=1K", "(valid: 4K to 64M, a multiple of 4K)"),
     ("maxio=5000", "(give a multiple of 4K, e.g. 4K)"),      # was rounded to one block, unsaid
     ("maxio=130K", "(give a multiple of 4K, e.g. 128K)"),
     ("cpu_op_us=-5", "(valid: 0 to 1000000)"),
