@@ -175,8 +175,12 @@ class Replayer:
                     raise self._stop(f"does not list {dec(name)!r}, which the recording's did "
                                      "(another directory order?)")
                 self._bind(h, here[dec(name)])
-        elif op == "write" and got != want:     # a short write: the volume ran out of space
-            raise self._stop(f"ran out of space (wrote {got} of {want} bytes)")
+        elif op == "write" and got != want:
+            raise self._stop(f"ran out of space (wrote {got} of {want} bytes)" if got < want else
+                             f"wrote {got} bytes where the recording wrote {want}")
+        elif op == "read" and isinstance(want, int) and len(got) != want:
+            raise self._stop(f"read {len(got)} bytes where the recording read {want} "
+                             "(the file is not what it was when recorded)")
 
     # the operations: the log's arguments in, the volume's result out -------------------------------
     def op_lookup(self, p, name): return self.vol.lookup(self.ino(p), dec(name))

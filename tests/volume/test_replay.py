@@ -259,3 +259,21 @@ def test_a_run_that_diverges_stops_at_the_operation(tmp_path):
                                           r"recording succeeded$"):
         replay(str(tmp_path / "l"), str(other), VolumeOptions(disk="ideal"))
     assert_fsck_clean(other)
+
+
+def test_a_read_or_write_of_another_length_stops_the_replay(recorded, tmp_path):
+    """Each read's and write's recorded length is checked: a read that returns another length
+    (a write edited into a read: the file stays empty) or a write that writes more than the
+    recording did stops the replay there, with what differs."""
+    lines = recorded[2].read_text().splitlines()
+    w = next(i for i, line in enumerate(lines) if line.startswith('["write",'))
+    rec = json.loads(lines[w])
+    for name, edit, match in (
+            ("as-read", ["read"] + rec[1:], r"\(read\) read 0 bytes where the recording read"),
+            ("short", ["write", rec[1] - 1] + rec[2:], r"\(write\) wrote \d+ bytes where the recording wrote")):
+        log = tmp_path / f"{name}.log"
+        log.write_text("\n".join(lines[:w] + [json.dumps(edit)] + lines[w + 1:]) + "\n")
+        img = _copy(recorded, f"{name}.img")
+        with pytest.raises(ReplayError, match=rf"^operation {w} {match}"):
+            replay(str(log), str(img), _opts(recorded))
+        assert_fsck_clean(img)
