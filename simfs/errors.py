@@ -24,6 +24,11 @@ class ImageWriteError(OSError):
         super().__init__(err, message)
         self.in_place = in_place
 
+    @property
+    def at_close(self) -> str:
+        """One line for a close that failed so: what the image holds from now on."""
+        return self.strerror + ("" if self.in_place else ": the changes since are lost")
+
 
 class ImageError(Exception):
     """The image cannot be used: missing, not ext2, corrupt, or with an unsupported feature.

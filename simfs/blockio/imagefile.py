@@ -171,8 +171,7 @@ class ImageFile:
         self.committed_at = time.time()             # wall clock of the last commit that went out
         self.commits = 0
         self._journal_fd: int | None = None
-        self.failing = False                          # the last commit could not be written
-        self.stuck: ImageWriteError | None = None     # a complete journal awaits its replay
+        self.failure: ImageWriteError | None = None   # why the last commit could not be written
 
     # reading -----------------------------------------------------------------------------
     def read(self, blkno: int, count: int = 1, kind: str = "") -> list[bytearray]:
@@ -230,7 +229,7 @@ class ImageFile:
         is noted."""
         if not self.noted and not self.extra and not self.zeroed:
             return False
-        if self.failing:                               # try again once per interval, not sooner
+        if self.failure is not None:                   # try again once per interval, not sooner
             return time.monotonic() - self.last_commit >= self.commit_interval
         return (self.noted_bytes >= COMMIT_MAX_BYTES or len(self.zeroed) >= PUNCH_MAX_BLOCKS
                 or time.monotonic() - self.last_commit >= self.commit_interval)
@@ -245,8 +244,8 @@ class ImageFile:
         as at the last commit, and a later commit can still write everything. If the journal
         went out whole but the image cannot be written in place, ImageWriteError(in_place)
         now and at every later commit: the journal must stay until it is replayed."""
-        if self.stuck is not None:
-            raise self.stuck
+        if self.failure is not None and self.failure.in_place:   # a whole journal awaits replay
+            raise self.failure
         self.last_commit = time.monotonic()
         if not self.writable or (not self.noted and not self.extra):
             self._punch()
@@ -278,29 +277,28 @@ class ImageFile:
             _pwritev_all(jfd, pieces, 0)
             os.fsync(jfd)
         except OSError as e:
-            self.failing = True
             if self._journal_fd is not None:
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._journal_fd, 0)  # a partial journal is never replayed
             at = time.strftime("%H:%M:%S", time.localtime(self.committed_at))
-            raise ImageWriteError(e.errno or errno.EIO, f"cannot write the journal {jpath}: "
-                                  f"{e.strerror or e}; {self.image} is as at its last commit ({at})") from None
+            self.failure = ImageWriteError(e.errno or errno.EIO, f"cannot write the journal {jpath}: "
+                                           f"{e.strerror or e}; {self.image} is as at its last commit ({at})")
+            raise self.failure from None
         try:
             for off, bufs in records:
                 _pwritev_all(self.fd, bufs, off)
             os.fsync(self.fd)
         except OSError as e:
-            self.failing = True
-            self.stuck = ImageWriteError(
+            self.failure = ImageWriteError(
                 e.errno or errno.EIO, f"cannot write {self.image}: {e.strerror or e}; its journal "
                 f"{jpath} holds the last commit, which the next mount or simfs fsck replays",
                 in_place=True)
-            raise self.stuck from None
+            raise self.failure from None
         with contextlib.suppress(OSError):     # left whole, it is replayed once more: harmless
             os.ftruncate(jfd, 0)
         self.noted.clear()
         self.extra.clear()
-        self.failing = False
+        self.failure = None
         self.committed_at = time.time()
         self.commits += 1
         self._punch()
@@ -336,7 +334,7 @@ class ImageFile:
         if self._journal_fd is not None:
             os.close(self._journal_fd)
             self._journal_fd = None
-            if self.stuck is not None:
+            if self.failure is not None and self.failure.in_place:
                 return
             try:
                 os.unlink(journal_path(self.image))

@@ -203,7 +203,7 @@ def cmd_verb(a) -> int:
     except tarfile.TarError as e:
         return fail(f"cannot read {a.source}: {e}", "verb")
     except ImageWriteError as e:     # at close: the host of the image is full or failing
-        return fail(f"{e.strerror}" + ("" if e.in_place else ": the changes since are lost"), "verb")
+        return fail(e.at_close, "verb")
     except OSError as e:
         return fail(f"{e.filename or a.image}: {e.strerror or e}", "verb")
     except Exception as e:

@@ -280,7 +280,6 @@ class Kernel:
     def mknod(self, d: int, path: list[bytes], mode: int, rdev: int = 0, uid: int = 0, gid: int = 0):
         return self._make(d, path, lambda p, name: self.vol.mknod(p, name, mode, rdev, uid, gid))
 
-
     def unlink(self, d: int, path: list[bytes]) -> None:
         self._remove(d, path, self.vol.unlink)
 

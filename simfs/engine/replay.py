@@ -287,5 +287,4 @@ def _close(vol, why: str = "") -> None:
     try:
         vol.close()
     except ImageWriteError as e:
-        raise ReplayError((f"{why}; " if why else "") + e.strerror
-                          + ("" if e.in_place else ": the changes since are lost")) from None
+        raise ReplayError((f"{why}; " if why else "") + e.at_close) from None

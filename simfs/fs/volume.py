@@ -155,7 +155,6 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         else:
             self.max_size = 2**31 - 1
         self.closed = False
-        self.unwritable: ImageWriteError | None = None  # the last commit failed: changes refused
         self._durable_asked = False                     # an fsync waits for the next commit
         self.mount_state = sb.state          # written back at unmount, as the kernel does
         self.warnings = _mount_warnings(sb)
@@ -327,14 +326,15 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             if self.image.drops_data:          # in the commit before the first data is dropped:
                 sb.mark_dataless()             # a data-less run that writes no data marks nothing
             self.image.note_bytes(SUPERBLOCK_OFFSET, sb.pack())
-            try:
-                self.image.commit()
-            except ImageWriteError as e:
-                self.unwritable = e
-                raise
-            if self.unwritable is not None:
+            failed = self.unwritable
+            self.image.commit()
+            if failed is not None:
                 log.warning("%s written again: changes are accepted", self.path)
-                self.unwritable = None
+
+    @property
+    def unwritable(self) -> ImageWriteError | None:
+        """Why the last commit could not be written (changes are refused meanwhile), or None."""
+        return self.image.failure
 
     def commit_if_due(self) -> None:
         """Commit if one is owed (called between requests, and by every operation at its end).

@@ -191,7 +191,7 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, reco
             vol.close()
             log.info("image %s written back and closed; daemon exits", image)
         except ImageWriteError as e:     # the host is full or failing: say what the image holds
-            log.error("%s%s", e.strerror, "" if e.in_place else ": the changes since are lost")
+            log.error("%s", e.at_close)
             rc = 1
         except Exception as e:     # `simfs umount` finds this line in the log and reports it
             done = "the image was written back, but " if getattr(vol, "closed", False) else ""
