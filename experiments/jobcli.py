@@ -96,13 +96,14 @@ def cmd_run(a) -> int:
         return fail("--resume DIR is also the results directory; leave --out out")
     try:
         job = jobfile.load(a.job, quick=a.quick)
+        jobfile.check_paths(job, workload=a.source is None)
         spec = job.workload_spec()
         if a.source is not None:
             if spec["kind"] != "tree":
                 return fail(f"{a.job} has no tree workload ([workload] kind = \"none\"); --source is for trees")
+            if not a.source.expanduser().is_dir():
+                return fail(f"--source {a.source}: " + ("not a directory" if a.source.exists() else "no such directory"))
             spec = {"kind": "tree", "path": str(a.source.expanduser().resolve())}
-        if "path" in spec and not Path(spec["path"]).is_dir():
-            return fail(f"the workload directory {spec['path']} is not a directory")
         # compiled once against a nominal workload: the phases' kinds and the --only patterns
         probe = jobfile.compile_job(job, runner.Workload(spec["kind"], bytes=1 << 30))
         if a.only:

@@ -28,16 +28,21 @@ experiments/jobs/*.toml are the five seeds, examples/jobs/*.toml more):
     [[ratio]]   num, den (configuration names), phase (default: every phase), label, metric,
                 published, source, expect (">" or "<": the direction expected; default "": none),
                 check (flag a wrong direction in capitals; default false), explain, headline
-    [[panel]]   title, phase, configs (seekwatcher plots); [plots] blockmap = [patterns],
+    [[panel]]   phase (required), title, configs (seekwatcher plots); [plots] blockmap = [patterns],
                 blockmap_files
-    [quick]     any of the above, merged over the job with --quick (tables merge, lists replace)
+    [quick]     any of the above, merged over the job with --quick (tables merge, lists replace);
+                the merged job is checked on every run, so a broken [quick] is found early
 
 Sizes are strings ("512M") or, for mkfs.size and mount.cache, `{workload = 16, min = "512M"}`:
 a multiple of the workload's bytes (experiments/sizing.py: image_for, cache_for). Notes,
 descriptions and titles may use {cache_mib}, {size_mib}, {repetitions}.
 
 Errors are `JobError`s whose message is one line `FILE:LINE: ...` (tomllib does not give the
-positions of keys; the line is found by searching the text for the key).
+positions of keys; the line is found by searching the text for the key, inside [quick] for what
+[quick] gave). Every documented key has a type (TYPES); names that refer to configurations,
+phases or axis values must match one, placeholders must be known ones: a typo is refused with
+the valid names, not silently ignored or found only after mounting. `check_paths` (simfs run)
+checks the paths of this machine the job reads.
 """
 
 from __future__ import annotations
@@ -74,6 +79,37 @@ PLOTS_KEYS = {"blockmap", "blockmap_files"}
 MATRIX_SPECIAL = {"name", "exclude", "add"}
 VALUE_KEYS = {"label", "columns"}          # besides options, in a labelled axis value
 RUNNER_OWNED = {"stats", "trace", "log", "oplog"}   # the runner sets these per phase
+PLACEHOLDERS = ("mnt", "source", "tarball", "work", "image")      # run = and prepare = ({params.KEY} too)
+TEXT_VARS = ("cache_mib", "size_mib", "repetitions")               # title, description, notes
+
+
+# the type of every documented key: (test, what the message says it must be)
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+TEXT = (lambda v: isinstance(v, str), "a string")
+FLAG = (lambda v: isinstance(v, bool), "true or false")
+WHOLE = (_whole, "a whole number")
+NUMBER = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
+TEXTS = (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings, e.g. [\"a\", \"b\"]")
+TABLE = (lambda v: isinstance(v, dict), "a table, e.g. {key = value}")
+TABLES = (lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v), "a list of tables ([[...]] sections)")
+TYPES = {
+    "job": {"name": TEXT, "title": TEXT, "description": TEXT, "repetitions": WHOLE, "notes": TEXTS,
+            "seed": (lambda v: isinstance(v, str) or _whole(v), "a string or a whole number")},
+    "workload": {"kind": TEXT, "path": TEXT, "describe": TEXT},
+    "phase": {"name": TEXT, "run": TEXT, "verb": TEXT, "builtin": TEXT, "prepare": TEXT, "path": TEXT, "args": TABLE,
+              "cold": FLAG, "drain": FLAG, "writes": FLAG, "trace": FLAG, "setup": FLAG, "description": TEXT,
+              "metrics": TEXTS},
+    "ratio": {"num": TEXT, "den": TEXT, "phase": TEXT, "label": TEXT, "metric": TEXT, "published": NUMBER,
+              "source": TEXT, "expect": TEXT, "check": FLAG, "explain": TEXT, "headline": FLAG},
+    "panel": {"title": TEXT, "phase": TEXT, "configs": TEXTS},
+    "plots": {"blockmap": TEXTS, "blockmap_files": TEXT},
+    "matrix": {"name": TEXT, "exclude": TABLES, "add": TABLES},
+    "": {"job": TABLE, "workload": TABLE, "params": TABLE, "mkfs": TABLE, "mount": TABLE, "matrix": TABLE,
+         "plots": TABLE, "quick": TABLE, "phase": TABLES, "ratio": TABLES, "panel": TABLES},
+}
 
 
 def _mkfs_keys() -> set[str]:
@@ -108,10 +144,29 @@ BUILTIN_NAMES = ("mkfs", "newfs", "fsck-scan", "mmap-write", "dd-read", "mmap-fi
 
 # positions ---------------------------------------------------------------------------------------
 class Source:
-    """The job file's text, for finding the line of a key (tomllib gives no positions)."""
+    """The job file's text, for finding the line of a key (tomllib gives no positions).
+    `overlay`: the [quick] table when the job checked is the one merged with it, so that a
+    value [quick] gave is named at its own line, not at the job's."""
 
-    def __init__(self, path: Path, text: str):
-        self.path, self.lines = path, text.splitlines()
+    def __init__(self, path: Path, text: str, overlay: dict | None = None):
+        self.path, self.lines, self.overlay = path, text.splitlines(), overlay
+
+    def merged(self, overlay: dict) -> "Source":
+        out = Source(self.path, "", overlay)
+        out.lines = self.lines
+        return out
+
+    def from_overlay(self, where: tuple) -> bool:
+        """Whether the merged job has `where` from [quick] (lists and values replace, tables
+        merge: see _merge)."""
+        node = self.overlay
+        for depth, w in enumerate(where):
+            if not (isinstance(node, dict) and w in node):
+                return False
+            node = node[w]
+            if not isinstance(node, dict) or (depth == 0 and w == "workload" and "kind" in node):
+                return True
+        return True
 
     def line_of(self, where: tuple) -> int:
         """The line of `where` = ("phase", 2, "verb"): the table's header (the n-th `[[phase]]`),
@@ -151,7 +206,11 @@ class Source:
         return (header_line + 1) if header_line is not None else 1
 
     def error(self, where: tuple, msg: str) -> JobError:
-        return JobError(f"{self.path}:{self.line_of(where)}: {msg}")
+        if self.overlay is None:
+            return JobError(f"{self.path}:{self.line_of(where)}: {msg}")
+        if self.from_overlay(where):
+            return JobError(f"{self.path}:{self.line_of(('quick',) + where)}: in [quick]: {msg}")
+        return JobError(f"{self.path}:{self.line_of(where)}: with [quick] merged: {msg}")
 
 
 # loading -----------------------------------------------------------------------------------------
@@ -182,7 +241,35 @@ def _looks_size(v) -> bool:
 def _unknown(src: Source, where: tuple, got, allowed: set, what: str) -> None:
     for k in got:
         if k not in allowed:
-            raise src.error(where + (k,), f"unknown key {k!r} in {what}; valid: {', '.join(sorted(allowed))}")
+            raise src.error(where + (k,), f"unknown key {k!r} in {what}; valid: {', '.join(sorted(allowed))}"
+                            + _suggest(k, allowed))
+
+
+def _suggest(word, choices, show=repr) -> str:
+    """ " (did you mean 'x'?)" for a near miss among `choices`, else "": typos are the usual mistake."""
+    import difflib
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f" (did you mean {show(close[0])}?)" if close else ""
+
+
+def _types(src: Source, where: tuple, table: dict, section: str, what: str) -> None:
+    """Every documented key of `table` of the type TYPES says, before anything uses it: a wrong
+    type found here is one line, not a crash or a failure after mounting."""
+    for k, v in table.items():
+        ok, want = TYPES[section].get(k, (None, ""))
+        if ok is not None and not ok(v):
+            raise src.error(where + (k,), f"{what + ' ' if what else ''}{k} = {_toml(v)}: must be {want}")
+
+
+def _placeholders(src: Source, where: tuple, text: str, allowed, what: str) -> None:
+    """Every {NAME} in `text` is one `allowed` names: an unknown one would be left in the command
+    (or title) as it is, found only when the command fails. Shell's ${VAR} and find's {} are not
+    placeholders."""
+    for m in re.finditer(r"(?<![$\\])\{([A-Za-z_][\w.]*)\}", text):
+        if m.group(1) not in allowed:
+            shown = ", ".join("{" + a + "}" for a in allowed) or "none"
+            raise src.error(where, f"{what}: unknown placeholder {m.group(0)}; the placeholders are {shown}"
+                            + _suggest(m.group(1), allowed, show=lambda a: "{" + a + "}"))
 
 
 @dataclass
@@ -193,6 +280,7 @@ class Job:
     quick: bool
     src: Source = field(repr=False, default=None)
     full_names: list = field(default_factory=list)   # with --quick: the full job's configurations
+    base: "Job | None" = field(repr=False, default=None)  # with --quick: the full job
 
     @property
     def name(self) -> str:
@@ -236,17 +324,19 @@ def loads(text: str, path, quick: bool = False) -> Job:
         m = re.search(r"line (\d+)", str(e))
         raise JobError(f"{path}:{m.group(1) if m else 1}: not TOML: {str(e).split(' (at')[0]}") from None
     _unknown(src, (), doc, TOP, "the job file")
-    if "quick" in doc:
-        _unknown(src, ("quick",), doc["quick"], TOP - {"quick"}, "[quick]")
-    full = {k: v for k, v in doc.items() if k != "quick"}
-    full_names = []
-    if quick and "quick" in doc:
-        check(Job(path, full, False, src))
-        full_names = [n for n, _, _ in expand(Job(path, full, False, src))]
-        doc = _merge(full, doc["quick"])
-    job = Job(path, {k: v for k, v in doc.items() if k != "quick"}, quick, src, full_names)
-    check(job)
-    return job
+    full = Job(path, {k: v for k, v in doc.items() if k != "quick"}, quick and "quick" not in doc, src)
+    check(full)
+    if "quick" not in doc:
+        return full
+    # the job with [quick] merged is checked on every run, so a broken [quick] is found before
+    # the --quick run that would use it
+    if not isinstance(doc["quick"], dict):
+        raise src.error(("quick",), "[quick] must be a table")
+    _unknown(src, ("quick",), doc["quick"], TOP - {"quick"}, "[quick]")
+    merged = Job(path, _merge(full.doc, doc["quick"]), True, src.merged(doc["quick"]),
+                 [n for n, _, _ in expand(full)], base=full)
+    check(merged)
+    return merged if quick else full
 
 
 def _table(job: Job, key: str) -> dict:
@@ -259,8 +349,10 @@ def _table(job: Job, key: str) -> dict:
 def check(job: Job) -> None:
     """Every key known, every value valid: raise JobError at the first problem."""
     src, doc = job.src, job.doc
+    _types(src, (), doc, "", "")
     j = _table(job, "job")
     _unknown(src, ("job",), j, JOB_KEYS, "[job]")
+    _types(src, ("job",), j, "job", "[job]")
     if not isinstance(j.get("name"), str) or not j.get("name"):
         raise src.error(("job", "name"), "[job] needs name = \"...\" (the results directory's name)")
     why = _name_problem(j["name"])
@@ -269,7 +361,12 @@ def check(job: Job) -> None:
     reps = j.get("repetitions", 1)
     if not isinstance(reps, int) or reps < 1:
         raise src.error(("job", "repetitions"), f"repetitions must be a whole number >= 1, not {reps!r}")
+    for k in ("title", "description"):
+        _placeholders(src, ("job", k), j.get(k, ""), TEXT_VARS, f"[job] {k}")
+    for n in j.get("notes", []):
+        _placeholders(src, ("job", "notes"), n, TEXT_VARS, "[job] notes")
     w = _table(job, "workload")
+    _types(src, ("workload",), w, "workload", "[workload]")
     kind = w.get("kind", "none")
     if kind not in WORKLOAD_KINDS:
         raise src.error(("workload", "kind"), f"unknown workload kind {kind!r}; valid: tree, dir, none")
@@ -285,20 +382,28 @@ def check(job: Job) -> None:
                 raise src.error(("workload", k), f"[workload] {k} = {_toml(v)}: {why}")
     mkfs_keys, mount_keys = _mkfs_keys(), _mount_keys()
     _unknown(src, ("mkfs",), _table(job, "mkfs"), mkfs_keys, "[mkfs] (simfs mkfs keywords)")
+    for k, v in _table(job, "mkfs").items():
+        _option_value(src, ("mkfs", k), k, v)
     if "size" not in _table(job, "mkfs"):
         raise src.error(("mkfs",), "[mkfs] needs size = \"512M\" (or {workload = 16, min = \"512M\"})")
-    for k in _table(job, "mount"):
+    for k, v in _table(job, "mount").items():
         _mount_key(src, ("mount", k), k, mount_keys)
-    _table(job, "params")
+        _option_value(src, ("mount", k), k, v)
+    for k, v in _table(job, "params").items():
+        if not _scalar(v):
+            raise src.error(("params", k), f"[params] {k} = {_toml(v)}: must be a string, a number or true/false")
     _unknown(src, ("plots",), _table(job, "plots"), PLOTS_KEYS, "[plots]")
+    _types(src, ("plots",), _table(job, "plots"), "plots", "[plots]")
     phases = doc.get("phase", [])
     if not isinstance(phases, list) or not phases:
         raise src.error(("phase",), "the job has no [[phase]]: nothing to run")
     names = set()
     verbs = _verb_names()
     builtins = _builtins()
+    placeholders = PLACEHOLDERS + tuple(f"params.{k}" for k in _table(job, "params"))
     for i, p in enumerate(phases):
         _unknown(src, ("phase", i), p, PHASE_KEYS, "[[phase]]")
+        _types(src, ("phase", i), p, "phase", "[[phase]]")
         if not isinstance(p.get("name"), str) or not p["name"]:
             raise src.error(("phase", i), f"[[phase]] number {i + 1} has no name")
         if p["name"] in names or p["name"] in ("mkfs", "layout") and p.get("builtin") != "mkfs":
@@ -309,8 +414,12 @@ def check(job: Job) -> None:
             raise src.error(("phase", i, "name"), f"phase {p['name']!r} needs one of run = \"COMMAND\", "
                             f"verb = \"VERB\" or builtin = \"NAME\"" + (f" (has {', '.join(how)})" if how else
                                                                       " (it has no command)"))
-        if "run" in p and (not isinstance(p["run"], str) or not p["run"].strip()):
+        if "run" in p and not p["run"].strip():
             raise src.error(("phase", i, "run"), f"phase {p['name']!r}: run = is empty")
+        for k in ("run", "prepare"):
+            _placeholders(src, ("phase", i, k), p.get(k, ""), placeholders, f"phase {p['name']!r}, {k}")
+        if "prepare" in p and "builtin" in p:
+            raise src.error(("phase", i, "prepare"), f"phase {p['name']!r}: prepare = is for run = phases")
         if "verb" in p:
             if p["verb"] not in verbs:
                 raise src.error(("phase", i, "verb"), f"unknown verb {p['verb']!r}; valid: {', '.join(verbs)}")
@@ -345,6 +454,8 @@ def check(job: Job) -> None:
             if b in p and not isinstance(p[b], bool):
                 raise src.error(("phase", i, b), f"{b} must be true or false, not {p[b]!r}")
     m = _table(job, "matrix")
+    _types(src, ("matrix",), m, "matrix", "[matrix]")
+    _placeholders(src, ("matrix", "name"), m.get("name", ""), axes(job), "[matrix] name")
     for k, v in m.items():
         if k in MATRIX_SPECIAL:
             continue
@@ -367,6 +478,8 @@ def check(job: Job) -> None:
                 labels = [x["label"] for x in (m[k] if isinstance(m[k], list) else [m[k]]) if isinstance(x, dict)]
                 if which == "add" and e[k] not in labels:
                     _axis_value(src, ("matrix", which, i, k), k, e[k], mkfs_keys, mount_keys)
+                if which == "exclude":
+                    _excluded_value(src, job, i, k, e[k])
             if which == "add" and not isinstance(e.get("name"), str):
                 raise src.error(("matrix", which, i), "[[matrix.add]] needs name = \"...\"")
     _configs(job, 1 << 30, check_mkfs=True)   # every configuration's mount options and mkfs geometry,
@@ -375,19 +488,77 @@ def check(job: Job) -> None:
     known = set(cnames) | set(job.full_names)
     for i, r in enumerate(doc.get("ratio", [])):
         _unknown(src, ("ratio", i), r, RATIO_KEYS, "[[ratio]]")
+        _types(src, ("ratio", i), r, "ratio", "[[ratio]]")
         for k in ("num", "den"):
             if not isinstance(r.get(k), str):
                 raise src.error(("ratio", i), f"[[ratio]] needs {k} = \"CONFIGURATION NAME\"")
             if r[k] not in known:
                 raise src.error(("ratio", i, k), f"[[ratio]] {k} = {r[k]!r} is no configuration; "
-                                f"configurations: {', '.join(cnames)}")
+                                f"configurations: {', '.join(cnames)}" + _suggest(r[k], known))
         if "phase" in r and r["phase"] not in names | {"mkfs"}:
             raise src.error(("ratio", i, "phase"), f"[[ratio]]: unknown phase {r['phase']!r}; phases: "
-                            f"{', '.join(sorted(names | {'mkfs'}))}")
+                            f"{', '.join(sorted(names | {'mkfs'}))}" + _suggest(r["phase"], names | {"mkfs"}))
         if r.get("expect", ">") not in (">", "<", ""):
             raise src.error(("ratio", i, "expect"), f"expect must be \">\", \"<\" or \"\", not {r['expect']!r}")
     for i, p in enumerate(doc.get("panel", [])):
         _unknown(src, ("panel", i), p, PANEL_KEYS, "[[panel]]")
+        _types(src, ("panel", i), p, "panel", "[[panel]]")
+        if "phase" not in p:
+            raise src.error(("panel", i), "[[panel]] needs phase = \"PHASE NAME\" (the traced phase it draws)")
+        if p["phase"] not in names:
+            raise src.error(("panel", i, "phase"), f"[[panel]]: unknown phase {p['phase']!r}; phases: "
+                            f"{', '.join(sorted(names))}" + _suggest(p["phase"], names))
+        for c in p.get("configs", []):
+            if c not in known:
+                raise src.error(("panel", i, "configs"), f"[[panel]] configs: {c!r} is no configuration; "
+                                f"configurations: {', '.join(cnames)}" + _suggest(c, known))
+    for pat in _table(job, "plots").get("blockmap", []):
+        if not any(fnmatchcase(n, pat) for n in known):
+            raise src.error(("plots", "blockmap"), f"[plots] blockmap: {pat!r} matches no configuration; "
+                            f"configurations: {', '.join(cnames)}" + _suggest(pat, known))
+
+
+def check_paths(job: Job, workload: bool = True) -> None:
+    """The directories and archives the job reads on this machine exist: the workload's
+    directory (unless `workload` is False: --source replaces it) and each unpack verb's
+    args.from. Apart from `check`, because a Dask worker loads the job where they may not be."""
+    src, w = job.src, job.doc.get("workload", {})
+    if workload and w.get("kind") == "dir":
+        why = _path_problem(w["path"], want_dir=True)
+        if why:
+            raise src.error(("workload", "path"), f"[workload] path = {_toml(w['path'])}: {why}")
+    for i, p in enumerate(job.doc.get("phase", [])):
+        frm = p.get("args", {}).get("from") if "verb" in p else None
+        why = isinstance(frm, str) and _path_problem(frm, want_dir=False)
+        if why:
+            raise src.error(("phase", i, "args", "from"), f"phase {p['name']!r}: from = {_toml(frm)}: {why}")
+
+
+def _path_problem(path: str, want_dir: bool) -> str | None:
+    p = Path(path).expanduser()
+    if not p.exists():
+        return "no such " + ("directory" if want_dir else "directory or archive")
+    if want_dir and not p.is_dir():
+        return "not a directory"
+    return None
+
+
+def _axis_values(doc: dict, axis: str) -> list:
+    v = doc.get("matrix", {}).get(axis, [])
+    return v if isinstance(v, list) else [v]
+
+
+def _excluded_value(src: Source, job: Job, i: int, axis: str, value) -> None:
+    """A [[matrix.exclude]] value must be one of the axis's (a label for a labelled axis): one
+    that matches nothing excludes nothing, silently. With [quick] merged the full job's values
+    count too (an exclusion of the job's that [quick]'s shorter axis does not need)."""
+    values = _axis_values(job.doc, axis) + (_axis_values(job.base.doc, axis) if job.base else [])
+    if any(value == x or _label(value) == _label(x) for x in values):
+        return
+    shown = list(dict.fromkeys(_toml(_label(x)) for x in values))
+    raise src.error(("matrix", "exclude", i, axis), f"[[matrix.exclude]] {axis} = {_toml(value)} matches no "
+                    f"value of the axis; its values: {', '.join(shown)}"
+                    + _suggest(_label(value), [_label(x) for x in values]))
 
 
 NAME_MAX_BYTES = 200        # [job] name: a directory name with "-quick-YYYYmmdd-HHMMSS" after it
@@ -406,7 +577,16 @@ def _name_problem(name: str) -> str | None:
 
 
 def _toml(v) -> str:
-    return f'"{v}"' if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else repr(v)
+    """`v` as the job file writes it."""
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {_toml(x)}" for k, x in v.items()) + "}"
+    return repr(v)
 
 
 def _tree_value(k: str, v) -> str | None:
@@ -472,16 +652,35 @@ def _axis_value(src, where, axis, val, mkfs_keys, mount_keys) -> None:
     if isinstance(val, dict):
         if "label" not in val:
             raise src.error(where, f"matrix axis {axis!r}: a table value needs label = ...")
+        if not _scalar(val["label"]):
+            raise src.error(where + ("label",), f"matrix axis {axis!r}: label = {_toml(val['label'])}: must be "
+                            "a string or a number")
         for k in val:
             if k in VALUE_KEYS:
                 continue
             if k not in mkfs_keys:
                 _mount_key(src, where + (k,), k, mount_keys)
+            _option_value(src, where + (k,), k, val[k])
         if "columns" in val and not isinstance(val["columns"], dict):
             raise src.error(where + ("columns",), "columns must be a table, e.g. {aligned = \"yes\"}")
     elif axis not in mkfs_keys and axis not in mount_keys:
         raise src.error(where, f"unknown key {axis!r} in [matrix]: an axis of plain values must be a mount "
                         f"option or an mkfs key (or give labelled values: [{{label = ..., OPTION = ...}}])")
+    else:
+        _option_value(src, where, axis, val)
+
+
+def _scalar(v) -> bool:
+    return isinstance(v, (str, int, float))
+
+
+def _option_value(src: Source, where: tuple, k: str, v) -> None:
+    """A mount option's or mkfs key's value is a string, a number or true/false, as on the
+    command line; a table only where a size may follow the workload (mkfs size, mount cache)."""
+    if _scalar(v) or (isinstance(v, dict) and k in ("size", "cache")):
+        return
+    raise src.error(where, f"[{where[0]}] {k} = {_toml(v)}: must be a string, a number or true/false"
+                    + (" ({workload = ...} is for mkfs size and mount cache)" if isinstance(v, dict) else ""))
 
 
 def axes(job: Job) -> list[str]:

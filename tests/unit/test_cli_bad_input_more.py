@@ -377,3 +377,35 @@ def test_run_directories_checked_up_front(tmp_path, capsys, flag, where, words):
     refused(capsys, "run", job, flag, p, "--no-plots", words=(words.format(p=p, d=tmp_path),))
     assert sorted(x.name for x in tmp_path.iterdir()) == ["file", "job.toml"]
     assert (tmp_path / "file").read_text() == "keep"
+
+
+RUN_LS = '\n[[phase]]\nname = "ls"\nrun = "ls {mnt}"\n'        # lines 27-29 after JOB
+
+
+@pytest.mark.parametrize("old, new, line, words", [
+    ("", RUN_LS + "prepare = 3\n", 30, "[[phase]] prepare = 3: must be a string"),
+    ("", RUN_LS.replace("{mnt}", "{mount}"), 29, "phase 'ls', run: unknown placeholder {mount}; the placeholders "
+                                                 "are {mnt}, {source}, {tarball}, {work}, {image}"),
+    ("", '\n[quick]\nworkload = {files = 0}\n', 28, "in [quick]: [workload] files = 0: must be a whole number"),
+    ('kind = "tree"\nseed = 1\nfiles = 20', 'kind = "dir"\npath = "{tmp}/nope"', 6,
+     '[workload] path = "{tmp}/nope": no such directory'),
+    ('kind = "tree"\nseed = 1\nfiles = 20', 'kind = "dir"\npath = "{tmp}/job.toml"', 6, "not a directory"),
+    ("setup = true", 'setup = true\nargs = {from = "{tmp}/nope.tar"}', 20,
+     "phase 'unpack': from = \"{tmp}/nope.tar\": no such directory or archive"),
+])
+def test_run_refuses_a_bad_job_at_its_line_before_anything(tmp_path, capsys, old, new, line, words):
+    """Wrong types, unknown placeholders, a broken [quick] (without --quick) and paths that do
+    not exist: JOB.toml:LINE, exit status 2, nothing made (they failed after mounting, or
+    without a line). --work-dir names a missing directory: only the job can be refused first."""
+    new, words = new.replace("{tmp}", str(tmp_path)), words.replace("{tmp}", str(tmp_path))
+    p = _job_file(tmp_path, text=JOB.replace(old, new, 1) if old else JOB + new)
+    msg = refused(capsys, "run", p, "--work-dir", tmp_path / "nonexistent", "--out", tmp_path / "out",
+                  "--no-plots", words=(words,))
+    assert msg.startswith(f"{p}:{line}: "), msg
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["job.toml"]
+
+
+def test_run_source_that_does_not_exist(tmp_path, capsys):
+    p = _job_file(tmp_path)
+    refused(capsys, "run", p, "--source", tmp_path / "nope", "--work-dir", tmp_path / "nonexistent",
+            words=(f"--source {tmp_path / 'nope'}: no such directory",))

@@ -211,3 +211,121 @@ def test_the_readme_job_file_loads(tmp_path):
 def test_warm_phase_needs_a_mounted_phase_before_it(tmp_path):
     with pytest.raises(jobfile.JobError, match=r"job.toml:\d+: phase 'du': cold = false continues"):
         _job(tmp_path, extra='\n[[phase]]\nname = "du"\nrun = "du -s {mnt}"\ncold = false\n')
+
+
+# wrong types, unknown placeholders and names that match nothing: refused up front (QA) -----------
+def _refused(tmp_path, text, line, words, quick=False):
+    with pytest.raises(jobfile.JobError) as e:
+        _job(tmp_path, text=text, quick=quick)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"{tmp_path / 'job.toml'}:{line}: "), msg
+    for w in words:
+        assert w in msg, msg
+    return msg
+
+
+RUN = '\n[[phase]]\nname = "ls"\nrun = "ls {mnt}"\n'       # lines 23-25 after BASE
+
+
+TYPES = [
+    # (extra text after BASE, expected line, words)
+    (RUN + "prepare = 3\n", 26, ["[[phase]] prepare = 3: must be a string"]),
+    (RUN.replace("{mnt}", "{mount}"), 25, ["unknown placeholder {mount}", "{mnt}, {source}, {tarball}, {work}, "
+                                           "{image}", "did you mean {mnt}?"]),
+    (RUN + 'prepare = "mkdir {mnt}/{dir}"\n', 26, ["phase 'ls', prepare: unknown placeholder {dir}"]),
+    (RUN + "description = 5\n", 26, ["[[phase]] description = 5: must be a string"]),
+    (RUN + 'metrics = "mb_s"\n', 26, ['[[phase]] metrics = "mb_s": must be a list of strings']),
+    ('\n[[phase]]\nname = "b"\nbuiltin = ["mkfs"]\n', 25, ['[[phase]] builtin = ["mkfs"]: must be a string']),
+    ('\n[[phase]]\nname = "v"\nverb = 3\npath = "tree"\n', 25, ["[[phase]] verb = 3: must be a string"]),
+    ('\n[[ratio]]\nnum = "alloc=cg block=4K"\nden = "alloc=ext2 block=4K"\npublished = "2x"\n', 26,
+     ['[[ratio]] published = "2x": must be a number']),
+    ('\n[[ratio]]\nnum = "alloc=cg block=4K"\nden = "alloc=ext2 block=4K"\nheadline = 1\n', 26,
+     ["[[ratio]] headline = 1: must be true or false"]),
+    ('\n[[panel]]\nphase = "find"\ntitle = 3\n', 25, ["[[panel]] title = 3: must be a string"]),
+    ('\n[plots]\nblockmap = "*"\n', 24, ['[plots] blockmap = "*": must be a list of strings']),
+    ('\n[params]\nsize = [1]\n', 24, ["[params] size = [1]: must be a string, a number or true/false"]),
+]
+
+
+@pytest.mark.parametrize("extra,line,words", TYPES, ids=[t[2][0][:40] for t in TYPES])
+def test_wrong_types_and_placeholders_refused_at_their_line(tmp_path, extra, line, words):
+    """Every documented key's type, and run = / prepare = placeholders, checked before anything
+    runs (they failed only after mounting, exit status 1)."""
+    _refused(tmp_path, BASE.replace("{extra}", extra).replace("{extra_matrix}", ""), line, words)
+
+
+@pytest.mark.parametrize("old,new,line,words", [
+    ('name = "t"', 'name = "t"\nrepetitions = true', 3, ["[job] repetitions = true: must be a whole number"]),
+    ('name = "t"', 'name = "t"\ntitle = "cache {cache}"', 3, ["[job] title: unknown placeholder {cache}",
+                                                             "did you mean {cache_mib}?"]),
+    ('name = "t"', 'name = "t"\nnotes = "n"', 3, ['[job] notes = "n": must be a list of strings']),
+    ('kind = "none"', 'kind = ["none"]', 5, ['[workload] kind = ["none"]: must be a string']),
+    ('disk = "sata7200"', 'disk = "sata7200"\nalloc = ["ext2"]', 12, ['[mount] alloc = ["ext2"]: must be a string']),
+    ('disk = "sata7200"', 'maxio = {workload = 1}', 11, ["{workload = ...} is for mkfs size and mount cache"]),
+    ('size = "256M"', 'size = "256M"\nblock_size = {workload = 1}', 9, ["[mkfs] block_size = {workload = 1}"]),
+    ('alloc = ["ext2", "cg"]', 'alloc = [["ext2"], "cg"]', 14, ['[matrix] alloc = ["ext2"]: must be a string']),
+    ('{label = "1K"', '{label = ["1K"]', 15, ["label = [\"1K\"]: must be a string or a number"]),
+    ('[matrix]', '[matrix]\nname = "{alloc} {blok}"', 14, ["[matrix] name: unknown placeholder {blok}",
+                                                          "did you mean {block}?"]),
+])
+def test_wrong_types_in_tables_refused_at_their_line(tmp_path, old, new, line, words):
+    text = BASE.replace("{extra}", "").replace("{extra_matrix}", "")
+    assert old in text
+    _refused(tmp_path, text.replace(old, new, 1), line, words)
+
+
+def test_shell_braces_are_not_placeholders(tmp_path):
+    """${VAR}, find's {} and {params.KEY} stay allowed in run = commands."""
+    _job(tmp_path, extra='\n[params]\nn = 3\n' + RUN.replace("ls {mnt}", 'find {mnt} -exec ls {} + ; echo ${HOME} '
+                                                             '{params.n}'))
+
+
+NAMES = [
+    # a name another table refers to that matches nothing: (extra, extra_matrix, line, words)
+    ('\n[[panel]]\nphase = "fnd"\n', "", 24, ["[[panel]]: unknown phase 'fnd'; phases: find", "did you mean 'find'?"]),
+    ('\n[[panel]]\nphase = "find"\nconfigs = ["alloc=cg block=8K"]\n', "", 25,
+     ["[[panel]] configs: 'alloc=cg block=8K' is no configuration; configurations: alloc=ext2 block=1K,",
+      "did you mean 'alloc=cg block=4K'?"]),
+    ('\n[[panel]]\ntitle = "x"\n', "", 23, ["[[panel]] needs phase ="]),
+    ('\n[[ratio]]\nnum = "alloc=cg block=4k"\nden = "alloc=ext2 block=4K"\n', "", 24,
+     ["is no configuration", "did you mean 'alloc=cg block=4K'?"]),
+    ("", '[[matrix.exclude]]\nalloc = "cgg"\n', 18, ['[[matrix.exclude]] alloc = "cgg" matches no value of the '
+                                                    'axis; its values: "ext2", "cg"', "did you mean 'cg'?"]),
+    ("", '[[matrix.exclude]]\nblock = "2K"\n', 18, ['block = "2K" matches no value', 'its values: "1K", "4K"']),
+    ("", '[[matrix.exclude]]\nblok = "1K"\n', 18, ["'blok' is not an axis of the matrix"]),
+    ('\n[plots]\nblockmap = ["* 8K"]\n', "", 24, ["[plots] blockmap: '* 8K' matches no configuration"]),
+]
+
+
+@pytest.mark.parametrize("extra,extra_matrix,line,words", NAMES, ids=[n[3][0][:40] for n in NAMES])
+def test_names_that_match_nothing_refused_with_the_valid_ones(tmp_path, extra, extra_matrix, line, words):
+    """Typos in configuration names ([[panel]], [[ratio]], [plots]), phase names ([[panel]]) and
+    [[matrix.exclude]] values were accepted silently (the panel or exclusion did nothing)."""
+    _refused(tmp_path, BASE.replace("{extra}", extra).replace("{extra_matrix}", extra_matrix), line, words)
+
+
+QUICK = "\n[quick]\nmatrix = {alloc = [\"ext2\"]}\n"     # lines 23-24 after BASE
+
+
+@pytest.mark.parametrize("quick", [False, True], ids=["full", "quick"])
+@pytest.mark.parametrize("extra,line,words", [
+    (QUICK + 'workload = {kind = "tree", files = 0}\n', 25, ["in [quick]: [workload] files = 0: must be"]),
+    (QUICK.replace('"ext2"', '"ext9"'), 24, ["in [quick]: bad value for mount option alloc"]),
+    (QUICK + '\n[[quick.phase]]\nname = "ls"\nrun = "ls {mount}"\n', 28, ["in [quick]: phase 'ls', run: unknown "
+                                                                        "placeholder {mount}"]),
+    (QUICK + '\n[quick.mount]\ncolour = 1\n', 27, ["in [quick]: unknown mount option 'colour'"]),
+    ('\n[quick]\nmkfs = {block_size = 1024}\nmatrix = {block = [{label = "x", size = "1K"}]}\n', 25,
+     ["in [quick]: mkfs: image too small"]),
+    ('\n[quick]\nphase = 3\n', 24, ["in [quick]: phase = 3: must be a list of tables"]),
+])
+def test_quick_checked_on_every_run_at_its_own_line(tmp_path, quick, extra, line, words):
+    """The job merged with [quick] is checked without --quick too, and its errors name the line
+    in [quick] (they named the job's line for the same key, or nothing until --quick)."""
+    _refused(tmp_path, BASE.replace("{extra}", extra).replace("{extra_matrix}", ""), line, words, quick=quick)
+
+
+def test_quick_may_narrow_an_axis_the_job_excludes_on(tmp_path):
+    """An exclusion of the job's stays valid when [quick] leaves out the value it names."""
+    job = _job(tmp_path, extra=QUICK.replace('"ext2"', '"cg"'),
+               extra_matrix='[[matrix.exclude]]\nalloc = "ext2"\nblock = "1K"\n', quick=True)
+    assert [c.name for c in _compile(job).configs] == ["block=1K", "block=4K"]
