@@ -89,6 +89,14 @@ def check_trace(path: str) -> str | None:
     return None
 
 
+def _bad_op(path: str, cols: dict) -> str | None:
+    """A request is a read or a write (R, W): any other op would be drawn as neither."""
+    for i, op in enumerate(cols["op"]):
+        if op not in ("R", "W"):
+            return f"{path}:{i + 2}: op is {op!r}, not R or W"
+    return None
+
+
 def summary_rows(summaries: list[dict]) -> list[tuple]:
     rows = []
     for s in summaries:
@@ -168,6 +176,12 @@ def cmd_plot(a) -> int:
             traces.append(read_trace(p))
         except (ValueError, UnicodeDecodeError, csv.Error) as e:   # cut short, or not a number
             return _fail(f"bad trace: {e}")
+        why = _bad_op(p, traces[-1])
+        if why:
+            return _fail(f"bad trace: {why}")
+    if a.output and not any(len(cols["start"]) for cols in traces):
+        shown = a.traces[0] if len(a.traces) == 1 else "the traces"
+        return _fail(f"{shown}: no requests (only the header row): nothing to draw; --json prints the summary")
     series = []
     for path, label, cols in zip(a.traces, labels, traces):
         have = phases_of(cols)

@@ -131,8 +131,12 @@ def plot_series(series: list[tuple[str, dict]], out, title: str | None = None,
         last = t
     axes[0].set_ylabel("disk offset (MB)", fontsize=12)
     axes[0].set_title(title or "Disk IO", fontsize=14)
-    axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, markerscale=2.5,
-                   title="requests", title_fontsize=10)
+    if axes[0].get_legend_handles_labels()[0]:      # a legend of nothing is a matplotlib warning
+        axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, markerscale=2.5,
+                       title="requests", title_fontsize=10)
+    else:
+        axes[0].text(0.5, 0.5, "no requests", transform=axes[0].transAxes, ha="center", va="center",
+                     fontsize=14, color="0.35")
     axes[1].set_ylabel("MB/s", fontsize=12)
     axes[2].set_ylabel("seeks/s", fontsize=12)
     axes[3].set_ylabel("IO/s", fontsize=12)
@@ -141,7 +145,7 @@ def plot_series(series: list[tuple[str, dict]], out, title: str | None = None,
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=10)
-    if len(series) > 1:
+    if len(series) > 1 and axes[1].get_legend_handles_labels()[0]:
         axes[1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, title="trace")
     fig.tight_layout()
     fig.savefig(out, dpi=100)

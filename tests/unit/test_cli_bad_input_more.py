@@ -144,6 +144,46 @@ def test_read_trace_refuses_a_row_cut_short_in_one_error(image, tmp_path):
         read_trace(cut)
 
 
+def _header_only(tmp_path):
+    from simfs.blockio.trace import FIELDS
+    empty = tmp_path / "empty.csv"
+    empty.write_text(",".join(FIELDS) + "\n")
+    return empty
+
+
+def test_plot_of_a_trace_with_only_its_header(tmp_path, capsys, recwarn):
+    """Nothing to draw is one line (it drew an empty picture and matplotlib warned "No artists
+    with labels found to put in legend"); --json still prints the summary, a zero row."""
+    empty = _header_only(tmp_path)
+    refused(capsys, "plot", empty, "-o", tmp_path / "e.png",
+            words=(f"{empty}: no requests (only the header row): nothing to draw",))
+    assert not (tmp_path / "e.png").exists() and not recwarn.list
+    assert main(["plot", str(empty), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"label": "empty.csv", "requests": 0}]
+
+
+def test_seekplot_draws_nothing_with_a_note_and_no_warning(tmp_path):
+    """The panels of series without requests (a lesson's or a job's): no legend warning."""
+    import warnings
+    from simfs.blockio.trace import read_trace
+    from simfs.cli.seekplot import phase_series, plot_series
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = plot_series([("a", phase_series(read_trace(_header_only(tmp_path)), None))] * 2, tmp_path / "e.png")
+    assert got == [{"label": "a", "requests": 0}] * 2 and (tmp_path / "e.png").exists()
+
+
+def test_plot_refuses_an_op_other_than_r_or_w(image, tmp_path, capsys):
+    rows = image[1].read_text().splitlines()
+    at = rows[0].split(",").index("op")
+    cells = rows[3].split(",")
+    cells[at] = "Q"
+    rows[3] = ",".join(cells)
+    bad = tmp_path / "q.csv"
+    bad.write_text("\n".join(rows) + "\n")
+    refused(capsys, "plot", bad, "--json", words=(f"bad trace: {bad}:4: op is 'Q', not R or W",))
+
+
 # simfs disks probe ------------------------------------------------------------------------------
 def test_disks_probe_output_format(tmp_path, capsys):
     refused(capsys, "disks", "probe", "sata7200", "-o", tmp_path / "pr.xyz", words=("cannot write a .xyz picture",))
