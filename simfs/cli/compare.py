@@ -3,7 +3,8 @@
 A and B are both results documents (`simfs run` / `simfs experiment run`: results.json) or
 both statistics documents (`simfs stats --json`, `-o stats=PATH`, `simfs verb --json`).
 Results rows are matched by configuration and phase (by phase alone when each file holds one
-configuration); statistics by phase name (`all` and each mark). The figures are the simulated
+configuration); statistics by phase name (`all` and each mark). Rows of one file the other has
+no partner for are named in a note on stderr, one line per file, not dropped silently. The figures are the simulated
 seconds and every counter: what differs is shown, the way people put two fio outputs side by side.
 Reading a results document needs only JSON: nothing here imports the experiments package.
 """
@@ -84,6 +85,11 @@ def _flat_stats(t: dict) -> dict:
 
 
 def rows(a_path: str, b_path: str, show_all: bool = False) -> list[dict]:
+    return compare(a_path, b_path, show_all)[0]
+
+
+def compare(a_path: str, b_path: str, show_all: bool = False) -> tuple[list[dict], list, list]:
+    """(rows, A's (config, phase) keys with no partner in B, B's with none in A)."""
     (ka, a), (kb, b) = _load(a_path), _load(b_path)
     if ka != kb:
         raise CompareError(f"{a_path} is a {ka} file and {b_path} a {kb} file: compare two of a kind")
@@ -95,7 +101,22 @@ def rows(a_path: str, b_path: str, show_all: bool = False) -> list[dict]:
             pairs = [(k, (next(iter(cb)), k[1])) for k in fa if (next(iter(cb)), k[1]) in fb]
     if not pairs:
         raise CompareError(f"{a_path} and {b_path} have no phase in common")
-    timekeys = TIME_METRICS if ka == "results" else ("elapsed", "waited")
+    paired_a, paired_b = {x for x, _ in pairs}, {y for _, y in pairs}
+    return (_rows(pairs, fa, fb, ka, show_all), [k for k in fa if k not in paired_a],
+            [k for k in fb if k not in paired_b])
+
+
+def unmatched_note(side: str, path: str, keys: list, other: str, most: int = 12) -> str:
+    """One line naming the rows of one input that the other has no partner for (they are left
+    out of the table, so say so rather than drop them silently)."""
+    names = [f"{c} / {p}" if c else p for c, p in keys]
+    shown = ", ".join(names[:most]) + (f", ... ({len(names) - most} more)" if len(names) > most else "")
+    what = "row" if len(keys) == 1 else "rows"
+    return f"note: {len(keys)} {what} of {side} ({path}) not in {other}, left out: {shown}"
+
+
+def _rows(pairs: list, fa: dict, fb: dict, kind: str, show_all: bool) -> list[dict]:
+    timekeys = TIME_METRICS if kind == "results" else ("elapsed", "waited")
     out = []
     for ka_, kb_ in pairs:
         ma, mb = fa[ka_], fb[kb_]
@@ -134,9 +155,12 @@ def markdown(rs: list[dict], a: str, b: str) -> str:
 
 def cmd_compare(a) -> int:
     try:
-        rs = rows(a.a, a.b, a.all)
+        rs, only_a, only_b = compare(a.a, a.b, a.all)
     except CompareError as e:
         return fail(str(e), "compare")
+    for side, path, keys, other in (("A", a.a, only_a, "B"), ("B", a.b, only_b, "A")):
+        if keys:
+            print(f"simfs compare: {unmatched_note(side, path, keys, other)}", file=sys.stderr)
     if a.json:
         json.dump(rs, sys.stdout, indent=1)
         sys.stdout.write("\n")
