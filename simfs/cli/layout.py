@@ -194,6 +194,18 @@ def max_cells(span: int, width: int) -> int:
     return max(1, -(-span // width))
 
 
+def groups(n: int) -> str:
+    return f"{n:,} group" + ("" if n == 1 else "s")
+
+
+def subtitle(m: BlockMap, group: int | None = None, blocks: tuple | None = None) -> str:
+    """The line under the map's title: the image's geometry and what is drawn."""
+    where = f"group {group}" if group is not None else (
+        f"blocks {blocks[0]:,}..{blocks[1] - 1:,}" if blocks is not None else groups(m.groups))
+    return (f"{m.blocks_count:,} blocks of {m.block_size} bytes, {groups(m.groups)} of "
+            f"{m.blocks_per_group:,} blocks; showing {where}")
+
+
 def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None, blocks=None,
          cells: int | None = None, color_by: str = "top", title: str | None = None,
          dpi: int = 100, max_rows: int = 768) -> dict:
@@ -204,6 +216,9 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
     from matplotlib.patches import Patch
 
     n = m.blocks_count
+    if group is not None and blocks is not None:
+        raise ValueError("--group and --blocks both say what to draw: give one (--blocks FIRST:END "
+                         "with block numbers inside the group draws part of it)")
     if group is not None:
         if not 0 <= group < m.groups:
             raise ValueError(f"--group {group}: the image has groups 0..{m.groups - 1}")
@@ -365,13 +380,10 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
                title_fontsize=11, frameon=False,
                bbox_to_anchor=((90 + map_w + 15) / u / fig_w, 1 - 60 / u / fig_h))
     name = os.path.basename(m.image)
-    where = f"group {group}" if group is not None else (
-        f"blocks {lo:,}..{hi - 1:,}" if blocks is not None else f"{m.groups} groups")
     head = f"{name}: {title}" if title else name
     fig.suptitle(head, x=90 / u / fig_w, ha="left", y=1 - 12 / u / fig_h, va="top", fontsize=14)
-    fig.text(90 / u / fig_w, 1 - 42 / u / fig_h,
-             f"{m.blocks_count:,} blocks of {bs} bytes, {m.groups} groups of {m.blocks_per_group:,}; "
-             f"showing {where}", fontsize=11, va="top")
+    fig.text(90 / u / fig_w, 1 - 42 / u / fig_h, subtitle(m, group, (lo, hi) if blocks is not None else None),
+             fontsize=11, va="top")
     fig.savefig(out, dpi=dpi)
     plt.close(fig)
     return {"first": lo, "end": hi, "cells_per_block": k, "width": width, "rows": rows,
@@ -398,7 +410,7 @@ def format_summary(m: BlockMap, info: dict | None = None) -> str:
     """Blocks by owner (the whole image), files and data runs per top-level directory."""
     counts = np.bincount(m.owner, minlength=TOP0 + len(m.tops))
     total = m.blocks_count
-    lines = [f"{os.path.basename(m.image)}: {total:,} blocks of {m.block_size} bytes, {m.groups} groups"]
+    lines = [f"{os.path.basename(m.image)}: {total:,} blocks of {m.block_size} bytes, {groups(m.groups)}"]
     for code in (FREE, SUPER, BITMAP, ITABLE, DIRS, INDIRECT, XATTR, UNOWNED):
         if counts[code]:
             lines.append(f"  {LABELS[code]:<26}{counts[code]:>12,}  {100 * counts[code] / total:5.1f}%")
@@ -439,8 +451,10 @@ def register(subparsers) -> None:
                    help="print blocks by owner and per top-level directory as JSON (no text summary)")
     p.add_argument("--width", type=int, default=None, help="cells per row, 1 to %d (default 256, or a "
                                                           "divisor of the group size near it)" % MAX_WIDTH)
-    p.add_argument("--group", type=int, default=None, metavar="N", help="draw only group N, one cell per block")
-    p.add_argument("--blocks", default=None, metavar="FIRST:END", help="draw only blocks FIRST..END-1")
+    p.add_argument("--group", type=int, default=None, metavar="N",
+                   help="draw only group N, one cell per block (not with --blocks)")
+    p.add_argument("--blocks", default=None, metavar="FIRST:END",
+                   help="draw only blocks FIRST..END-1 (not with --group)")
     p.add_argument("--cells", type=int, default=None, metavar="K",
                    help="blocks per cell (default: as few as keep the map under ~1000 rows); at most "
                         "the blocks drawn / cells per row, so the map fills one row at least")
@@ -465,6 +479,9 @@ def cmd_layout(a) -> int:
             rng = (int(first or 0), int(end) if end else None)
         except ValueError:
             return fail(f"--blocks {a.blocks!r}: expected FIRST:END (block numbers)", "layout")
+    if a.group is not None and rng is not None:
+        return fail("--group and --blocks both say what to draw: give one (--blocks FIRST:END with block "
+                    "numbers inside the group draws part of it)", "layout")
     if a.width is not None and a.width < 1:
         return fail("--width must be at least 1", "layout")
     if a.width is not None and a.width > MAX_WIDTH:

@@ -90,6 +90,27 @@ def test_layout_output_format_and_not_over_the_image(image, tmp_path, capsys):
     assert img.read_bytes() == image[0].read_bytes()
 
 
+def test_layout_group_with_blocks_refused(image, tmp_path, capsys):
+    """--group and --blocks each choose what to draw ("draw only ..."): together --blocks was
+    ignored silently."""
+    refused(capsys, "layout", image[0], "-o", tmp_path / "m.png", "--group", "0", "--blocks", "0:100",
+            words=("--group and --blocks both say what to draw: give one",))
+    assert not (tmp_path / "m.png").exists()
+
+
+def test_layout_one_group_is_singular(image, tmp_path, capsys):
+    """The 32 MiB image has one group: "1 group", not "1 groups" (summary and the map's subtitle)."""
+    from simfs.cli.layout import block_owners, subtitle
+    assert main(["layout", str(image[0]), "-o", str(tmp_path / "m.png"), "--group", "0"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith("8,192 blocks of 4096 bytes, 1 group"), first
+    m = block_owners(image[0])
+    assert subtitle(m, group=0) == "8,192 blocks of 4096 bytes, 1 group of 32,768 blocks; showing group 0"
+    assert subtitle(m).endswith("; showing 1 group")
+    m.groups = 3
+    assert subtitle(m, blocks=(0, 100)).endswith("3 groups of 32,768 blocks; showing blocks 0..99")
+
+
 # simfs frag --image ------------------------------------------------------------------------------
 def test_frag_refuses_a_directory_as_image(tmp_path, capsys):
     refused(capsys, "frag", "--image", tmp_path, "/x", words=("not a regular file",))
