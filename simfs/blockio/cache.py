@@ -235,6 +235,14 @@ class BufferCache:
         buf[:] = data
         self.mark_dirty(blkno, buf)
 
+    def in_use(self, blkno: int, used: bool) -> None:
+        """The file system took (used) or freed the block: the image writes a block that was
+        free at its last commit in place before the journal (ImageFile.allocated)."""
+        if used:
+            self.image.allocated(blkno)
+        else:
+            self.image.freed(blkno)
+
     def forget(self, blkno: int) -> None:
         """The block was freed: drop it, dirty or not (bforget)."""
         buf = self.buffers.pop(blkno, None)

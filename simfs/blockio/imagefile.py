@@ -8,8 +8,12 @@ system as it stood at the end of some operation. A commit first goes to a journa
 image (`IMAGE.journal`: the records, then a checksum), is made durable, and only then is
 written in place; a crash half-way through the in-place writes is finished at the next open
 by replaying the journal, and a torn journal is ignored (the image is then the previous
-commit, intact). Commits cost no simulated time: real durability and the modelled write-back
-are separate.
+commit, intact). Blocks that were free at the last commit (new file data, mostly) skip the
+journal, as data=ordered does: they are written in place and made durable before the
+journal, for nothing in the committed image points at them yet - a crash before the journal
+leaves the previous commit intact with only free blocks changed. The file system says which
+blocks it takes and frees (`allocated`, `freed`). Commits cost no simulated time: real
+durability and the modelled write-back are separate.
 
 Data-less images (`dataless=True`): blocks noted as kind "data" are not kept and never
 reach the journal or the image; reading a data block gives zeros without touching the file.
@@ -167,6 +171,8 @@ class ImageFile:
         self.extra: dict[int, bytes] = {}            # byte offset -> bytes (the superblock)
         self.dataless = dataless
         self.zeroed: set[int] = set()                 # data-less: data blocks to punch after the commit
+        self.fresh: set[int] = set()                  # free at the last commit, taken since
+        self.reused: set[int] = set()                 # in use at the last commit, freed since
         self.last_commit = time.monotonic()
         self.committed_at = time.time()             # wall clock of the last commit that went out
         self.commits = 0
@@ -210,6 +216,17 @@ class ImageFile:
         if self.writable:
             self.extra[offset] = bytes(data)
 
+    def allocated(self, blkno: int) -> None:
+        """The file system took the block: if it was free at the last commit, the next
+        commit writes it in place before the journal instead of through it."""
+        if self.writable and blkno not in self.reused:
+            self.fresh.add(blkno)
+
+    def freed(self, blkno: int) -> None:
+        """The file system freed the block (one still free at the last commit stays fresh)."""
+        if self.writable and blkno not in self.fresh:
+            self.reused.add(blkno)
+
     def discard(self, blkno: int) -> None:
         """The block was freed: its contents no longer matter."""
         self.noted.pop(blkno, None)
@@ -236,30 +253,26 @@ class ImageFile:
 
     # committing --------------------------------------------------------------------------
     def commit(self) -> int:
-        """Write everything noted: journal, then in place; durable when this returns.
-        Returns the number of blocks written.
+        """Write everything noted: blocks free at the last commit in place, then the rest
+        to the journal, then in place; durable when this returns. Returns the number of
+        blocks written.
 
-        If the host cannot take the journal (full, failing), the journal is emptied again
-        (its space back), nothing noted is dropped and ImageWriteError says so: the image is
-        as at the last commit, and a later commit can still write everything. If the journal
-        went out whole but the image cannot be written in place, ImageWriteError(in_place)
-        now and at every later commit: the journal must stay until it is replayed."""
+        If the host cannot take the fresh blocks or the journal (full, failing), the journal
+        is emptied again (its space back), nothing noted is dropped and ImageWriteError says
+        so: the image is as at the last commit (free blocks aside), and a later commit can
+        still write everything. If the journal went out whole but the image cannot be
+        written in place, ImageWriteError(in_place) now and at every later commit: the
+        journal must stay until it is replayed."""
         if self.failure is not None and self.failure.in_place:   # a whole journal awaits replay
             raise self.failure
         self.last_commit = time.monotonic()
         if not self.writable or (not self.noted and not self.extra):
             self._punch()
             return 0
-        bs = self.bs
         blocks = sorted(self.noted)
-        records: list[tuple[int, list]] = []           # (byte offset, the buffers written there)
-        i = 0
-        while i < len(blocks):                         # contiguous blocks become one record
-            j = i + 1
-            while j < len(blocks) and blocks[j] == blocks[j - 1] + 1 and j - i < 256:
-                j += 1
-            records.append((blocks[i] * bs, [self.noted[b] for b in blocks[i:j]]))
-            i = j
+        fresh = self.fresh
+        ordered = self._records([b for b in blocks if b in fresh])
+        records = self._records([b for b in blocks if b not in fresh])
         records.extend((off, [data]) for off, data in sorted(self.extra.items()))  # the superblock wins
         # the journal, without copying the blocks: its pieces in order, their CRC as they go
         pieces: list = [HEADER + struct.pack("<I", len(records))]
@@ -271,7 +284,13 @@ class ImageFile:
             crc = zlib.crc32(piece, crc)
         pieces.append(struct.pack("<I", crc) + TRAILER)
         jpath = journal_path(self.image)
+        target = self.image
         try:
+            if ordered:                                # nothing committed points at these yet
+                for off, bufs in ordered:
+                    _pwritev_all(self.fd, bufs, off)
+                os.fsync(self.fd)
+            target = f"the journal {jpath}"
             jfd = self._journal()
             os.ftruncate(jfd, 0)
             _pwritev_all(jfd, pieces, 0)
@@ -281,7 +300,7 @@ class ImageFile:
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._journal_fd, 0)  # a partial journal is never replayed
             at = time.strftime("%H:%M:%S", time.localtime(self.committed_at))
-            self.failure = ImageWriteError(e.errno or errno.EIO, f"cannot write the journal {jpath}: "
+            self.failure = ImageWriteError(e.errno or errno.EIO, f"cannot write {target}: "
                                            f"{e.strerror or e}; {self.image} is as at its last commit ({at})")
             raise self.failure from None
         try:
@@ -298,11 +317,25 @@ class ImageFile:
             os.ftruncate(jfd, 0)
         self.noted.clear()
         self.extra.clear()
+        self.fresh.clear()
+        self.reused.clear()
         self.failure = None
         self.committed_at = time.time()
         self.commits += 1
         self._punch()
         return len(blocks)
+
+    def _records(self, blocks: list[int]) -> list[tuple[int, list]]:
+        """(byte offset, the buffers written there) for sorted blocks: contiguous blocks
+        become one record (up to 256 blocks)."""
+        records, i = [], 0
+        while i < len(blocks):
+            j = i + 1
+            while j < len(blocks) and blocks[j] == blocks[j - 1] + 1 and j - i < 256:
+                j += 1
+            records.append((blocks[i] * self.bs, [self.noted[b] for b in blocks[i:j]]))
+            i = j
+        return records
 
     def _punch(self) -> None:
         """Data-less: make the data blocks noted since the last commit holes, in runs."""

@@ -99,6 +99,7 @@ class FreeSpace:
         geo = self.geometry
         g = geo.group_of_block(b)
         self.block_used[b] = used
+        self.cache.in_use(b, used)
         self._set_bit(self.descs[g].block_bitmap, b - geo.group_start(g), used)
         delta = -1 if used else 1
         self.descs[g].free_blocks += delta

@@ -85,13 +85,17 @@ def test_a_short_vectored_write_is_finished(tmp_path, monkeypatch):
 
 def _crash_before_the_image(commit, fd: int) -> None:
     """Run a commit that "crashes" after its journal, at its first write to the image fd
-    (pwrite or pwritev)."""
+    (pwrite or pwritev) after one to the journal (blocks free at the last commit go to the
+    image before the journal)."""
     real = os.pwrite, os.pwritev
+    journaled = []
 
     def guarded(write):
         def no_in_place(f, data, off):
-            if f == fd:
+            if f == fd and journaled:
                 raise KeyboardInterrupt
+            if f != fd:
+                journaled.append(f)
             return write(f, data, off)
         return no_in_place
 
@@ -124,6 +128,34 @@ def test_a_complete_journal_is_replayed(tmp_path):
     with open(path, "rb") as f:
         assert f.read()[5120:7168] == b"x" * 1024 + b"y" * 1024
     assert not os.path.exists(journal_path(path))
+
+
+def test_blocks_free_at_the_last_commit_skip_the_journal(tmp_path):
+    """data=ordered: a block taken since the last commit, free in the committed image, is
+    written in place (and made durable) before the journal, which holds only the rest; a block
+    in use at the last commit, freed and taken again, still goes through the journal."""
+    path, fd, im = _image_with_commit(tmp_path, {})
+    im.freed(7)                                     # in use at the last commit
+    for b in (5, 6, 7):
+        im.allocated(b)
+    im.freed(6)                                     # still free in the committed image
+    im.allocated(6)
+    for b in (3, 5, 6, 7):
+        im.note(b, bytearray(bytes([60 + b]) * 1024))
+    _crash_before_the_image(im.commit, fd)          # stops at the journal's in-place writes
+    with open(path, "rb") as f:
+        raw = f.read()
+    assert raw[5120:7168] == bytes([65]) * 1024 + bytes([66]) * 1024     # 5, 6 already there
+    assert raw[3072:4096] == raw[7168:8192] == bytes(1024)                # 3, 7 not yet
+    with open(journal_path(path), "rb") as f:
+        journal = f.read()
+    assert bytes([63]) * 1024 in journal and bytes([67]) * 1024 in journal
+    assert bytes([65]) * 1024 not in journal and bytes([66]) * 1024 not in journal
+    assert recover(path, fd) == 2
+    with open(path, "rb") as f:
+        raw = f.read()
+    assert [raw[b * 1024:(b + 1) * 1024] for b in (3, 5, 6, 7)] == [bytes([60 + b]) * 1024 for b in (3, 5, 6, 7)]
+    os.close(fd)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "bit flip", "foreign"])
@@ -207,6 +239,80 @@ def test_the_image_is_consistent_whenever_it_is_copied(tmp_path, img, writeback,
         rc, out = e2fsck(dst)
         assert rc == 0, f"{os.path.basename(dst)} (crash copy): e2fsck -fn exited {rc}:\n{out}"
         assert not _superblock(dst).state & STATE_VALID       # it was taken while mounted
+
+
+def _crash_at_write(commit, n: int) -> bool:
+    """Run a commit that "crashes" at its n-th write or fsync (of the image or the journal);
+    False if it finished first."""
+    real = os.pwrite, os.pwritev, os.fsync
+    calls = [0]
+
+    def counted(fn):
+        def call(*args):
+            calls[0] += 1
+            if calls[0] == n:
+                raise KeyboardInterrupt
+            return fn(*args)
+        return call
+
+    os.pwrite, os.pwritev, os.fsync = map(counted, real)
+    try:
+        commit()
+        return False
+    except KeyboardInterrupt:
+        return True
+    finally:
+        os.pwrite, os.pwritev, os.fsync = real
+
+
+def test_a_crash_anywhere_in_a_commit_leaves_one_commit_or_the_other(tmp_path, img):
+    """A commit with new files (their blocks skip the journal), a rewritten file and removed
+    ones (their blocks reused), crashed at each of its writes in turn: the image recovers
+    e2fsck-clean and holds the previous commit or this one, every byte."""
+    vol = Volume.open(img, VolumeOptions(commit=1e9, cache=256 << 10, disk="ideal"))
+    old = {b"a%d" % i: bytes([i + 1]) * (3000 * (i + 1)) for i in range(6)}
+    for name, data in old.items():
+        vol.write(vol.create(vol.root_ino, name, 0o644, 0, 0).st_ino, 0, data)
+    vol.close()
+    base = str(tmp_path / "base.img")
+    shutil.copyfile(img, base)
+    new = dict(old)
+    for i in range(4):
+        new[b"b%d" % i] = bytes([100 + i]) * 20000
+    new[b"a0"] = b"rewritten" * 1000
+    del new[b"a1"], new[b"a2"]
+    crashes = 0
+    for n in range(1, 100):
+        shutil.copyfile(base, img)
+        vol = Volume.open(img, VolumeOptions(commit=1e9, cache=256 << 10, disk="ideal"))
+        vol.unlink(vol.root_ino, b"a1")
+        vol.unlink(vol.root_ino, b"a2")
+        vol.setattr(vol.lookup(vol.root_ino, b"a0").st_ino, size=0)
+        vol.write(vol.lookup(vol.root_ino, b"a0").st_ino, 0, new[b"a0"])
+        for i in range(4):
+            vol.write(vol.create(vol.root_ino, b"b%d" % i, 0o644, 0, 0).st_ino, 0, new[b"b%d" % i])
+        crashed = _crash_at_write(vol.commit, n)
+        os.close(vol.fd)                                   # nothing else is written
+        if vol.image._journal_fd is not None:
+            os.close(vol.image._journal_fd)
+        if not crashed:
+            break
+        crashes += 1
+        fd = os.open(img, os.O_RDWR)
+        recover(img, fd)
+        os.close(fd)
+        rc, out = e2fsck(img)
+        assert rc == 0, f"crash at write {n}: e2fsck -fn exited {rc}:\n{out}"
+        _set_state(img, STATE_VALID)
+        vol = Volume.open(img, VolumeOptions(read_only=True))
+        names = {name for name, _, _ in vol.readdir(vol.root_ino)} - {b".", b"..", b"lost+found"}
+        want = new if b"b0" in names else old
+        assert names == set(want), f"crash at write {n}: {sorted(names)}"
+        for name, data in want.items():
+            ino = vol.lookup(vol.root_ino, name).st_ino
+            assert vol.read(ino, 0, len(data) + 1) == data, f"crash at write {n}: {name} differs"
+        vol.close()
+    assert crashes >= 4                 # in place before the journal, journal, its fsync, in place
 
 
 def test_commits_do_not_change_simulated_time(tmp_path):
