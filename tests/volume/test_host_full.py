@@ -63,6 +63,15 @@ def _read_all(vol, ino: int, size: int) -> bytes:
     return vol.read(ino, 0, size)
 
 
+def _as_at_the_last_commit(vol, img, before: bytes) -> None:
+    """The image holds the last commit: only blocks free in it (taken since, which a commit
+    writes before its journal) may differ, and it is e2fsck-clean."""
+    now, bs = open(img, "rb").read(), vol.block_size
+    changed = {i // bs for i in range(0, len(now), bs) if now[i:i + bs] != before[i:i + bs]}
+    assert changed <= vol.image.fresh, sorted(changed - vol.image.fresh)
+    assert_fsck_clean(img)
+
+
 def test_a_full_journal_loses_nothing_while_open(img, host):
     vol = _open(img, host)
     a = vol.create(vol.root_ino, b"a", 0o100644, 0, 0)
@@ -75,7 +84,7 @@ def test_a_full_journal_loses_nothing_while_open(img, host):
     host.full = "journal"
     with pytest.raises(ImageWriteError, match="cannot write the journal"):
         vol.commit()
-    assert open(img, "rb").read() == before              # the image: as at the last commit
+    _as_at_the_last_commit(vol, img, before)
     assert os.path.getsize(journal_path(img)) == 0       # the partial journal: its space back
     assert vol.unwritable is not None
     with pytest.raises(FSError) as e:                    # changes refused, with the host's errno
@@ -87,7 +96,7 @@ def test_a_full_journal_loses_nothing_while_open(img, host):
         vol.fsync(b.st_ino)
     assert e.value.errno == errno.ENOSPC
     assert _read_all(vol, b.st_ino, len(DATA)) == DATA[::-1]     # reads go on
-    assert open(img, "rb").read() == before
+    _as_at_the_last_commit(vol, img, before)
 
     host.full = ""                                       # space again: the next commit
     vol.fsync(b.st_ino)                                  # writes everything kept
@@ -120,10 +129,31 @@ def test_closing_on_a_full_host_leaves_the_last_commit(img, host):
     vol.close()
 
 
-def test_a_whole_journal_is_kept_when_the_image_cannot_be_written(img, host):
+def test_new_blocks_that_cannot_be_written_leave_the_last_commit(img, host):
+    """Blocks free at the last commit go to the image before the journal: if they cannot,
+    there is no journal, and the image is the last commit."""
     vol = _open(img, host)
     a = vol.create(vol.root_ino, b"a", 0o100644, 0, 0)
     vol.write(a.st_ino, 0, DATA)
+    host.full = "image"
+    with pytest.raises(ImageWriteError) as e:
+        vol.commit()
+    assert not e.value.in_place and "is as at its last commit" in e.value.strerror
+    assert not os.path.exists(journal_path(img)) or os.path.getsize(journal_path(img)) == 0
+    host.full = ""
+    vol.close()                                          # the next commit writes everything
+    assert_fsck_clean(img)
+    vol = Volume.open(img, VolumeOptions(read_only=True))
+    assert _read_all(vol, vol.lookup(vol.root_ino, b"a").st_ino, len(DATA)) == DATA
+    vol.close()
+
+
+def test_a_whole_journal_is_kept_when_the_image_cannot_be_written(img, host):
+    vol = _open(img, host)
+    a = vol.create(vol.root_ino, b"a", 0o100644, 0, 0)
+    vol.write(a.st_ino, 0, DATA[::-1])
+    vol.commit_soon()
+    vol.write(a.st_ino, 0, DATA)                         # no new block: all through the journal
     host.full = "image"
     with pytest.raises(ImageWriteError) as e:
         vol.commit()
