@@ -72,14 +72,24 @@ class Window:
 class BlockAllocInfo:
     """struct ext2_block_alloc_info (+ the branch being built by one get_block call)."""
 
-    __slots__ = ("last_lblk", "last_phys", "rsv", "branch_lblk", "branch_last", "__weakref__")
+    __slots__ = ("last_lblk", "last_phys", "rsv", "branch_lblk", "branch_last", "owner")
 
-    def __init__(self):
+    def __init__(self, owner=None):
         self.last_lblk = 0
         self.last_phys = 0
         self.rsv = Window()
         self.branch_lblk = -1
         self.branch_last = 0
+        self.owner = owner          # a weak reference to the allocator whose tree holds rsv
+
+    def __del__(self):
+        """The in-core inode (and its state) is gone: drop its window (ext2 does it in iput)."""
+        alloc = self.owner() if self.owner is not None else None
+        if alloc is not None and not self.rsv.empty:
+            try:
+                alloc.tree.remove(self.rsv)
+            except (IndexError, ValueError):
+                pass
 
 
 class WindowTree:
@@ -127,9 +137,7 @@ class Ext2(BlockAllocator):
 
     # per-inode state ------------------------------------------------------------------------
     def new_inode_state(self) -> BlockAllocInfo:
-        info = BlockAllocInfo()
-        weakref.finalize(info, _discard_window, weakref.ref(self), info.rsv)
-        return info
+        return BlockAllocInfo(weakref.ref(self))
 
     def release(self, state) -> None:
         """ext2_discard_reservation (truncate, last close of a writer)."""
@@ -475,13 +483,3 @@ class Ext2(BlockAllocator):
                 if here <= nxt < maxblocks:
                     return nxt
         return first_free(bits, here, maxblocks)
-
-
-def _discard_window(alloc_ref, w: Window) -> None:
-    """The in-core inode (and its state) is gone: drop its window (ext2 does it in iput)."""
-    alloc = alloc_ref()
-    if alloc is not None and not w.empty:
-        try:
-            alloc.tree.remove(w)
-        except (IndexError, ValueError):
-            pass

@@ -383,6 +383,7 @@ class Kernel:
         """pwrite: file_remove_privs, then WRITEs of at most max_write bytes."""
         self._caps(f.ino)
         done, total = 0, len(data)
+        data = memoryview(data)                         # the requests' slices copy nothing
         cached = f.ra.cached if f.ra is not None else ()
         while done < total:
             # fuse_fill_write_pages: a request ends at max_write and after a page this write

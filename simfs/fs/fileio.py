@@ -134,6 +134,7 @@ class FileIO:
         ino = inode.ino
         bs = self.block_size
         done = 0
+        data = memoryview(data)             # slices below copy nothing
         try:
             while done < len(data):
                 pos = offset + done

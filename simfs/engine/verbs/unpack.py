@@ -42,7 +42,7 @@ NODES = {"fifo": stat.S_IFIFO, "chr": stat.S_IFCHR, "blk": stat.S_IFBLK}
 BLOCK = 512
 NAME_FIELD = 100
 
-_FILLER = b"simfs-unpack-filler\n" * (RECORD // 20 + 1)
+_FILLER = memoryview(b"simfs-unpack-filler\n" * (RECORD // 20 + 1))   # sliced without a copy
 
 
 def _blocks(n: int) -> int:
