@@ -102,7 +102,8 @@ def cmd_run(a) -> int:
             if spec["kind"] != "tree":
                 return fail(f"{a.job} has no tree workload ([workload] kind = \"none\"); --source is for trees")
             if not a.source.expanduser().is_dir():
-                return fail(f"--source {a.source}: " + ("not a directory" if a.source.exists() else "no such directory"))
+                why = "not a directory" if a.source.exists() else "no such directory"
+                return fail(f"--source {a.source}: {why}")
             spec = {"kind": "tree", "path": str(a.source.expanduser().resolve())}
         # compiled once against a nominal workload: the phases' kinds and the --only patterns
         probe = jobfile.compile_job(job, runner.Workload(spec["kind"], bytes=1 << 30))
