@@ -19,7 +19,7 @@ endif
 SOAK_OPS       ?= 1000000
 SOAK_ALLOC_OPS ?= 100000
 
-.PHONY: all system venv tools test demo bench soak soak-alloc clean
+.PHONY: all system venv tools test demo bench soak soak-alloc soak-writeback clean
 
 all: venv
 
@@ -74,7 +74,8 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.run
 
 # fsx with $(SOAK_OPS) operations (mmap on) on a default mount, then unmount, e2fsck -fn and
-# the file read back from the image; soak-alloc: $(SOAK_ALLOC_OPS) operations for each allocator.
+# the file read back from the image; soak-alloc, soak-writeback: $(SOAK_ALLOC_OPS) operations for
+# each allocator, each write-back mode (alloc=ext2, a 256 KiB cache).
 soak: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
 	SIMFS_SOAK_OPS=$(SOAK_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
 	  tests/mount/test_fsx.py::test_fsx_soak
@@ -82,6 +83,10 @@ soak: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
 soak-alloc: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
 	SIMFS_SOAK_OPS=$(SOAK_ALLOC_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
 	  tests/mount/test_fsx.py::test_fsx_soak_alloc
+
+soak-writeback: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
+	SIMFS_SOAK_OPS=$(SOAK_ALLOC_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
+	  tests/mount/test_fsx.py::test_fsx_soak_writeback
 
 clean:
 	rm -rf $(VENV) $(TOOLS) *.egg-info $(EXAMPLE_PLUGINS)/*.egg-info $(EXAMPLE_PLUGINS)/build .pytest_cache .hypothesis

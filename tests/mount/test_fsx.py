@@ -25,7 +25,8 @@ known delayed-allocation bug pass that 256 KiB catches at once). Seeds are fixed
 A failure names the seed, the operation fsx stopped at, the fsx command line and the mount
 options; fsx's artifacts (FILE.fsxgood, the expected contents) stay in the test's tmp
 directory. `make soak` runs SIMFS_SOAK_OPS operations (1,000,000) on a default mount and
-`make soak-alloc` that many (100,000) for each allocator: test_fsx_soak*, skipped otherwise.
+`make soak-alloc` / `make soak-writeback` that many (100,000) for each allocator / write-back
+mode: test_fsx_soak*, skipped otherwise.
 """
 
 from __future__ import annotations
@@ -196,3 +197,13 @@ def test_fsx_soak_alloc(simfs_factory, tmp_path, alloc):
     """SIMFS_SOAK_OPS operations for each allocator (default write-back)."""
     run_fsx_case(simfs_factory, tmp_path, f"alloc={alloc}", _seed(f"soak alloc={alloc}"),
                  ops=SOAK_OPS, timeout=None, fallocate=SOAK_FALLOCATE)
+
+
+@soak
+@pytest.mark.parametrize("writeback", writeback_modes())
+def test_fsx_soak_writeback(simfs_factory, tmp_path, writeback):
+    """SIMFS_SOAK_OPS operations for each write-back mode, with the 256 KiB cache of
+    test_fsx_writeback (write-back and eviction in the middle of operations)."""
+    options = f"alloc=ext2,writeback={writeback},cache=256K"
+    run_fsx_case(simfs_factory, tmp_path, options, _seed(f"soak {options}"), ops=SOAK_OPS,
+                 timeout=None, fallocate=SOAK_FALLOCATE)
