@@ -50,6 +50,9 @@ COMMIT_MAX_BYTES = 64 << 20
 
 # Above this many data blocks waiting to be punched (data-less images) a commit is owed.
 PUNCH_MAX_BLOCKS = 1 << 18
+# Above this many blocks taken or freed since the last commit a commit is owed: the sets that
+# let new blocks skip the journal (fresh, reused) stay bounded through an rm -rf of millions.
+TRACKED_MAX_BLOCKS = 1 << 20
 _IOV_MAX = os.sysconf("SC_IOV_MAX")           # iovecs one pwritev takes (1024 on Linux)
 _PUNCH_HOLE = 0x02 | 0x01                  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
 _libc = None
@@ -249,6 +252,7 @@ class ImageFile:
         if self.failure is not None:                   # try again once per interval, not sooner
             return time.monotonic() - self.last_commit >= self.commit_interval
         return (self.noted_bytes >= COMMIT_MAX_BYTES or len(self.zeroed) >= PUNCH_MAX_BLOCKS
+                or len(self.fresh) + len(self.reused) >= TRACKED_MAX_BLOCKS
                 or time.monotonic() - self.last_commit >= self.commit_interval)
 
     # committing --------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import shutil
 import pytest
 
 from simfs.errors import FSError, ImageError
+from simfs.blockio import imagefile
 from simfs.blockio.imagefile import ImageFile, journal_path, pending_journal, recover
 from simfs.ondisk.constants import ERRORS_RO, STATE_ERROR, STATE_VALID, SUPERBLOCK_OFFSET
 from simfs.ondisk.mkfs import mkfs
@@ -155,6 +156,21 @@ def test_blocks_free_at_the_last_commit_skip_the_journal(tmp_path):
     with open(path, "rb") as f:
         raw = f.read()
     assert [raw[b * 1024:(b + 1) * 1024] for b in (3, 5, 6, 7)] == [bytes([60 + b]) * 1024 for b in (3, 5, 6, 7)]
+    os.close(fd)
+
+
+def test_a_commit_is_owed_when_many_blocks_changed_hands(tmp_path, monkeypatch):
+    """The blocks taken and freed since the last commit are remembered (which may skip the
+    journal) only up to a bound: past it a commit is owed, which empties them."""
+    monkeypatch.setattr(imagefile, "TRACKED_MAX_BLOCKS", 10)
+    path, fd, im = _image_with_commit(tmp_path, {3: b"a" * 1024})
+    for b in range(10, 19):
+        im.allocated(b)
+    assert not im.due()
+    im.freed(30)
+    assert im.due()
+    im.commit()
+    assert not im.fresh and not im.reused and not im.due()
     os.close(fd)
 
 
