@@ -4,8 +4,9 @@ A and B are both results documents (`simfs run` / `simfs experiment run`: result
 both statistics documents (`simfs stats --json`, `-o stats=PATH`, `simfs verb --json`).
 Results rows are matched by configuration and phase (by phase alone when each file holds one
 configuration); statistics by phase name (`all` and each mark). Rows of one file the other has
-no partner for are named in a note on stderr, one line per file, not dropped silently. The figures are the simulated
-seconds and every counter: what differs is shown, the way people put two fio outputs side by side.
+no partner for are named in a note on stderr, one line per file, not dropped silently. The
+figures are the simulated seconds and every counter: what differs is shown, the way people put
+two fio outputs side by side.
 Reading a results document needs only JSON: nothing here imports the experiments package.
 """
 

@@ -194,6 +194,10 @@ def max_cells(span: int, width: int) -> int:
     return max(1, -(-span // width))
 
 
+GROUP_AND_BLOCKS = ("--group and --blocks both say what to draw: give one (--blocks FIRST:END with "
+                    "block numbers inside the group draws part of it)")
+
+
 def groups(n: int) -> str:
     return f"{n:,} group" + ("" if n == 1 else "s")
 
@@ -217,8 +221,7 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
 
     n = m.blocks_count
     if group is not None and blocks is not None:
-        raise ValueError("--group and --blocks both say what to draw: give one (--blocks FIRST:END "
-                         "with block numbers inside the group draws part of it)")
+        raise ValueError(GROUP_AND_BLOCKS)
     if group is not None:
         if not 0 <= group < m.groups:
             raise ValueError(f"--group {group}: the image has groups 0..{m.groups - 1}")
@@ -480,8 +483,7 @@ def cmd_layout(a) -> int:
         except ValueError:
             return fail(f"--blocks {a.blocks!r}: expected FIRST:END (block numbers)", "layout")
     if a.group is not None and rng is not None:
-        return fail("--group and --blocks both say what to draw: give one (--blocks FIRST:END with block "
-                    "numbers inside the group draws part of it)", "layout")
+        return fail(GROUP_AND_BLOCKS, "layout")
     if a.width is not None and a.width < 1:
         return fail("--width must be at least 1", "layout")
     if a.width is not None and a.width > MAX_WIDTH:
