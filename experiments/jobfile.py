@@ -47,6 +47,7 @@ checks the paths of this machine the job reads.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import itertools
 import re
@@ -247,7 +248,6 @@ def _unknown(src: Source, where: tuple, got, allowed: set, what: str) -> None:
 
 def _suggest(word, choices, show=repr) -> str:
     """ " (did you mean 'x'?)" for a near miss among `choices`, else "": typos are the usual mistake."""
-    import difflib
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
     return f" (did you mean {show(close[0])}?)" if close else ""
 
@@ -450,9 +450,6 @@ def check(job: Job) -> None:
         if p.get("cold") is False and (i == 0 or "run" not in phases[i - 1] or "run" not in p):
             raise src.error(("phase", i, "cold"), f"phase {p['name']!r}: cold = false continues the previous "
                             "phase's mount, so both must be run = phases")
-        for b in ("cold", "drain", "writes", "trace", "setup"):
-            if b in p and not isinstance(p[b], bool):
-                raise src.error(("phase", i, b), f"{b} must be true or false, not {p[b]!r}")
     m = _table(job, "matrix")
     _types(src, ("matrix",), m, "matrix", "[matrix]")
     _placeholders(src, ("matrix", "name"), m.get("name", ""), axes(job), "[matrix] name")
