@@ -162,4 +162,5 @@ class AdvancedFormatDrive(RotatingDrive):
             t += s + r + L.stream_time(p, p + 8)
             self._cyl, self._head = L.track(p + 7)
             self._pre.add(p)
+        self.work_counters["sectors_preread"] += 8 * len(parts)
         return t

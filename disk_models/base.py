@@ -46,6 +46,11 @@ Contract (what a model class provides)
   flush(now) -> float    when every cached write is on the media (>= now).
   reset()     back to the power-on state.
   busy_until  property: when the drive accepts the next command.
+  work_counters, work_time   optional dicts: the drive's own work that belongs to no host
+              request, running totals since reset (name -> count, name -> simulated
+              seconds; the rotating models count their write cache's destaging there, under
+              WORK_COUNTERS and WORK_TIMES). The statistics show them per phase, beside the
+              counters and disk time; a model without background work leaves them out.
   derived() -> {name: (value, unit, how)}   figures the model computes, for
               ``simfs disks show``. Default: none.
 
@@ -60,6 +65,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 SECTOR = 512
+
+#: what a model's `work` counts: destage operations (write cache to media), the logical sectors
+#: they wrote, and the logical sectors read first to merge partly written physical sectors
+WORK_COUNTERS = ("drive_destages", "sectors_destaged", "sectors_preread")
+#: ... and where the mechanism's time went while destaging (simulated seconds)
+WORK_TIMES = ("destage_seek", "destage_rotation", "destage_transfer", "destage_rmw")
 
 
 @dataclass(slots=True, frozen=True)

@@ -17,7 +17,7 @@ few microseconds of Python per request.
 
 from __future__ import annotations
 
-from .base import DiskModel, DiskResult
+from .base import WORK_COUNTERS, WORK_TIMES, DiskModel, DiskResult
 from .params import PARAMS, validate
 from .drive_cache import SegmentCache, WriteCache
 from .layout import SECTOR, build_layout
@@ -100,6 +100,8 @@ class RotatingDrive(DiskModel):
         self._ra_lba0 = 0                 # a sector of the stream ...
         self._ra_t0 = 0.0                 # ... and when it started under the head
         self._ra_tend = 0.0               # when read-ahead reaches the segment's end
+        self.work_counters = dict.fromkeys(WORK_COUNTERS, 0)    # destaging: see DiskModel
+        self.work_time = dict.fromkeys(WORK_TIMES, 0.0)
 
     def drop_buffer(self, now: float) -> None:
         """Empty the read segments and stop read-ahead at `now` (the head stays where it got
@@ -354,14 +356,23 @@ class RotatingDrive(DiskModel):
         a, e = wc.starts[i], wc.ends[i]
         b = self._chunk_end(i, a, e)
         t = self._mech_free
+        spent = self.work_time
         pre = self._prereads(a, b, e)
         if pre:
             self._mech_free = self._preread(pre, t)
             self._cursor = b
+            spent["destage_rmw"] += self._mech_free - t
             return
-        _, _, _, _, t2 = self._media_write(a, b, t)
+        seek, rot, xfer, rmw, t2 = self._media_write(a, b, t)
         wc.remove_head(i, b)
         self._mech_free = t2
+        done = self.work_counters
+        done["drive_destages"] += 1
+        done["sectors_destaged"] += b - a
+        spent["destage_seek"] += seek
+        spent["destage_rotation"] += rot
+        spent["destage_transfer"] += xfer
+        spent["destage_rmw"] += rmw
 
     def _chunk_end(self, i: int, a: int, e: int) -> int:
         return e if e - a <= DESTAGE_MAX else a + DESTAGE_MAX

@@ -13,6 +13,7 @@ class SimClock:
         self.spb = sectors_per_block
         self.trace = trace
         self.now = 0.0
+        stats.watch(getattr(disk, "work_counters", None), getattr(disk, "work_time", None))
 
     def cpu(self, seconds: float) -> None:
         self.now += seconds
@@ -45,4 +46,6 @@ class SimClock:
     def drain(self) -> None:
         """Wait for every request issued so far and for the drive's write cache (sync, fsync, unmount)."""
         self.wait_until(self.disk.busy_until)
-        self.wait_until(self.disk.flush(self.now))
+        issued = self.now
+        self.wait_until(self.disk.flush(issued))
+        self.stats.flush(self.now - issued)

@@ -1,20 +1,25 @@
 """Counters of a mounted volume, kept per phase (`mark` starts a named phase).
 
 Everything the volume, buffer cache and clock count goes through `Stats.count`; operation
-times and disk-request breakdowns through `op` and `disk`. `snapshot()` gives the JSON
-form shown in /.simfs/stats: totals, then each phase.
+times and disk-request breakdowns through `op` and `disk`, FLUSH CACHE waits through `flush`.
+The drive's own work (destaging its write cache: `DiskModel.work_counters`, `work_time`) is
+taken from the model's running totals whenever statistics are read or a phase starts, so it lands in the phase in
+which the model played it out. `snapshot()` gives the JSON form shown in /.simfs/stats:
+totals, then each phase.
 """
 
 from collections import defaultdict
 
 DISK_COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interface", "rmw")
+#: disk time that is no host request's breakdown (the drive's own work adds its names)
+FLUSH = "flush"
 SEEK_SECTORS = 128   # seekwatcher's rule: a seek is a jump of more than 128 sectors
 
 
 # counters every phase shows, 0 included (`.counters.seeks` is 0, not missing, when none happened)
 COUNTERS = ("disk_reads", "disk_writes", "sectors_read", "sectors_written", "seeks",
             "drive_cache_hits", "cache_hits", "cache_misses", "readahead_blocks", "blocks_read",
-            "blocks_written", "writeback_throttled")
+            "blocks_written", "writeback_throttled", "drive_flushes")
 
 
 def _with_zeros(counters: dict) -> dict:
@@ -38,16 +43,35 @@ class Phase:
             "waited": sum(t for _, t in self.ops.values()),
             "operations": {k: {"count": c, "time": t} for k, (c, t) in sorted(self.ops.items())},
             "counters": _with_zeros(self.counters),
-            "disk_time": {**dict.fromkeys(DISK_COMPONENTS + ("busy",), 0.0), **self.disk_time},
+            "disk_time": {**dict.fromkeys(DISK_COMPONENTS + ("busy", FLUSH), 0.0), **self.disk_time},
         }
 
 
 class Stats:
     def __init__(self, now: float = 0.0):
         self.last_end_lba = None
+        self._work: tuple[dict, dict] = ({}, {})      # the model's running totals of its own work
+        self._seen: tuple[dict, dict] = ({}, {})
         self._start(Phase("all", now), keep=False)
 
+    def watch(self, counters: dict | None, seconds: dict | None) -> None:
+        """Take the drive's own work from these running totals (DiskModel.work_counters,
+        work_time): counts go to the counters, seconds to the disk time."""
+        self._work = (counters or {}, seconds or {})
+        self._seen = (dict(self._work[0]), dict(self._work[1]))
+
+    def _settle(self) -> None:
+        """Add the drive's work since the last look to the current phase (0 included)."""
+        for work, seen, into in zip(self._work, self._seen, (self.phase.counters, self.phase.disk_time)):
+            for k, v in work.items():
+                into[k] += v - seen[k]
+                seen[k] = v
+
     def _start(self, phase: Phase, keep: bool) -> None:
+        if keep:
+            self._settle()
+        else:
+            self._seen = (dict(self._work[0]), dict(self._work[1]))
         self.phases = self.phases + [phase] if keep else [phase]
         self.phase = phase
         self._counters = phase.counters     # the hot path: one dict, no lookups
@@ -80,6 +104,11 @@ class Stats:
             dt[name] += getattr(result, name)
         dt["busy"] += result.finish - result.start
 
+    def flush(self, seconds: float) -> None:
+        """A FLUSH CACHE command kept the host waiting `seconds` (fsync, sync, unmount)."""
+        self.phase.counters["drive_flushes"] += 1
+        self.phase.disk_time[FLUSH] += seconds
+
     def mark(self, name: str, now: float) -> None:
         """Start a new phase at `now`."""
         self.phase.end = max(self.phase.end, now)
@@ -89,6 +118,7 @@ class Stats:
         self._start(Phase("all", now), keep=False)
 
     def totals(self) -> dict[str, int]:
+        self._settle()
         out: dict[str, int] = defaultdict(int)
         for p in self.phases:
             for k, v in p.counters.items():
@@ -108,6 +138,7 @@ class Stats:
                 "counters": _with_zeros(counters), "disk_time": {"busy": self.disk_busy() - busy}}
 
     def snapshot(self, now: float, extra: dict | None = None) -> dict:
+        self._settle()
         self.phase.end = max(self.phase.end, now)
         total = Phase("total", self.phases[0].start)
         total.end = now

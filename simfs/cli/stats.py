@@ -270,6 +270,31 @@ PHASE_ROWS = (
 
 DISK_COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interface", "rmw", "busy")
 
+# rows of the drive's-own-work table: (label, section, key, format)
+DRIVE_ROWS = (
+    ("FLUSH CACHE commands", "counters", "drive_flushes", "n"),
+    ("host waited on them (s)", "disk_time", "flush", "s"),
+    ("destage operations", "counters", "drive_destages", "n"),
+    ("sectors destaged", "counters", "sectors_destaged", "n"),
+    ("sectors pre-read (read-modify-write)", "counters", "sectors_preread", "n"),
+    ("destage seek (s)", "disk_time", "destage_seek", "s"),
+    ("destage rotation (s)", "disk_time", "destage_rotation", "s"),
+    ("destage transfer (s)", "disk_time", "destage_transfer", "s"),
+    ("destage pre-reads, read-modify-write (s)", "disk_time", "destage_rmw", "s"),
+)
+
+
+def drive_rows(cols: list[dict]) -> list[tuple]:
+    """The drive's own work, per column: FLUSH CACHE waits and write-cache destaging (rows a
+    model does not count are left out; time names a plug-in model adds come last)."""
+    def has(sect, key):
+        return any(key in p.get(sect, {}) for p in cols)
+    rows = [(label, sect, key, kind) for label, sect, key, kind in DRIVE_ROWS if has(sect, key)]
+    known = set(DISK_COMPONENTS) | {key for _, sect, key, _ in DRIVE_ROWS if sect == "disk_time"}
+    rows += [(f"{k} (s)", "disk_time", k, "s")
+             for k in sorted({k for p in cols for k in p.get("disk_time", {})} - known)]
+    return [(label, *(_fmt(p.get(sect, {}).get(key, 0), kind) for p in cols)) for label, sect, key, kind in rows]
+
 
 def human(key: str, v):
     if isinstance(v, int) and not isinstance(v, bool) and key.startswith("bytes") and v >= 1024:
@@ -328,6 +353,10 @@ def time_tables(sect: dict) -> list:
     out.append(table("disk time (simulated seconds, summed over requests)", ["component", *names],
                      [(k, *(f"{p.get('disk_time', {}).get(k, 0.0):.6f}" for p in cols))
                       for k in DISK_COMPONENTS]))
+    drive = drive_rows(cols)
+    if drive:
+        out.append(table("the drive's own work (in no request above: FLUSH CACHE, write-cache destaging)",
+                         ["", *names], drive))
     causes = sorted({k[len("disk_requests_"):] for p in cols for k in p.get("counters", {})
                      if k.startswith("disk_requests_")})
     out.append(table("disk requests by cause", ["cause", *names],

@@ -117,6 +117,23 @@ def test_drain_waits_for_the_queue_and_then_the_drive_cache():
     assert clock.now == now
 
 
+def test_flushes_and_the_drive_s_own_work_are_counted_in_the_phase_they_happen():
+    clock = SimClock(make_disk("sata7200"), Stats(), 8)
+    clock.io("W", 1000, 4, "data", wait=False)
+    clock.stats.mark("sync", clock.now)
+    issued = max(clock.now, clock.disk.busy_until)     # FLUSH CACHE goes once the write is taken
+    clock.drain()                      # the destage is played out here: it belongs to "sync"
+    snap = clock.stats.snapshot(clock.now)
+    first, sync = snap["phases"]
+    assert first["counters"]["drive_destages"] == 0 and first["counters"]["drive_flushes"] == 0
+    assert sync["counters"]["drive_destages"] == 1 and sync["counters"]["sectors_destaged"] == 32
+    assert sync["counters"]["drive_flushes"] == 1
+    assert sync["disk_time"]["flush"] == pytest.approx(clock.now - issued)
+    work = sum(sync["disk_time"][k] for k in ("destage_seek", "destage_rotation", "destage_transfer"))
+    assert 0 < work <= sync["disk_time"]["flush"]
+    assert snap["total"]["counters"]["drive_destages"] == 1
+
+
 def test_the_ideal_disk_costs_nothing():
     stats = Stats()
     clock = SimClock(make_disk("ideal"), stats, 8)

@@ -135,3 +135,27 @@ def test_zero_counters_are_in_the_json():
         assert p["counters"]["seeks"] == 0 and p["counters"]["cache_hits"] == 3
         assert set(COUNTERS) <= set(p["counters"]) and set(DISK_COMPONENTS) <= set(p["disk_time"])
     assert st.totals()["disk_reads"] == 0
+
+
+def test_the_drive_s_own_work_has_its_table():
+    from disk_models import make_disk
+    from simfs.blockio.clock import SimClock
+    from simfs.blockio.stats import Stats
+    from simfs.cli.stats import time_tables
+
+    def drive_table(disk):
+        clock = SimClock(make_disk(disk), Stats(), 8)
+        for i in range(20):
+            clock.io("W", 1 + 5000 * i, 1, "data", wait=False)
+        clock.drain()
+        tables = time_tables(clock.stats.snapshot(clock.now))
+        table = next((t for t in tables if t.startswith("the drive's own work")), "")
+        return {line.split("|")[1].strip(): line.split("|")[2].strip()
+                for line in table.splitlines() if line.startswith("| ")}
+
+    rows = drive_table("wd-ears,partition_offset=41")
+    assert rows["FLUSH CACHE commands"] == "1" and rows["destage operations"] == "20"
+    assert rows["sectors destaged"] == "160" and int(rows["sectors pre-read (read-modify-write)"]) > 0
+    assert float(rows["destage seek (s)"]) > 0 and float(rows["host waited on them (s)"]) > 0
+    rows = drive_table("ideal")              # no write cache: flushes only, and they cost nothing
+    assert rows == {"": "all", "FLUSH CACHE commands": "1", "host waited on them (s)": "0.000000"}

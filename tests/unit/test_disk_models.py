@@ -348,6 +348,42 @@ def test_cached_random_misaligned_writes_still_pay_at_destage():
     assert run(1) / run(0) > 1.3
 
 
+@pytest.mark.parametrize("name", ROTATING)
+def test_destaging_is_counted_as_the_drive_s_own_work(name):
+    # one cached write on an idle drive: the flush waits exactly for its destage
+    disk = make_disk(name)
+    w = disk.submit("W", 123456, 8, 0.0)
+    assert w.cache_hit and disk.work_counters["drive_destages"] == 0
+    done = disk.flush(w.finish)
+    assert disk.work_counters["drive_destages"] == 1 and disk.work_counters["sectors_destaged"] == 8
+    spent = disk.work_time
+    assert spent["destage_seek"] > 0 and spent["destage_rotation"] >= 0 and spent["destage_transfer"] > 0
+    assert done - w.finish == pytest.approx(sum(spent.values()), rel=1e-9)
+    # every sector written through the cache is destaged once
+    t = done
+    for i in range(100):
+        t = disk.submit("W", 4096 + 64 * i, 8, t).finish
+    disk.flush(t)
+    assert disk.work_counters["sectors_destaged"] == 8 + 800
+    # written through, nothing is left for the drive to do on its own
+    disk = make_disk(f"{name},write_cache=off")
+    disk.flush(disk.submit("W", 123456, 8, 0.0).finish)
+    assert not any(disk.work_counters.values()) and not any(disk.work_time.values())
+
+
+@pytest.mark.parametrize("shift, misaligned", [(0, False), (1, True)])
+def test_pre_reads_while_destaging_are_counted(shift, misaligned):
+    disk = make_disk("wd-ears")
+    rng = random.Random(35)
+    t = 0.0
+    for _ in range(300):
+        t = disk.submit("W", rng.randrange((1 << 21) - 1) * 8 + shift, 8, t).finish
+    disk.flush(t)
+    assert (disk.work_counters["sectors_preread"] > 0) == misaligned
+    assert (disk.work_time["destage_rmw"] > 0) == misaligned
+    assert disk.work_counters["sectors_preread"] % 8 == 0     # whole physical sectors
+
+
 def test_a_write_inside_one_physical_sector():
     disk = make_disk("wd-ears,write_cache=off")
     r = disk.submit("W", 8003 - 40, 2, 0.0)     # physical sector 8000..8007, partly
