@@ -232,6 +232,27 @@ def simfs_mount(simfs_factory) -> SimfsMount:
 
 
 # workloads -----------------------------------------------------------------------------------------
+@pytest.fixture
+def small_host(tmp_path):
+    """A 48 MiB tmpfs for an image's own host file system to fill up (skipped if it cannot be
+    mounted)."""
+    host = tmp_path / "host"
+    host.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48M", "tmpfs", str(host)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+    yield host
+    subprocess.run(["umount", "-l", str(host)], capture_output=True)
+
+
+def fill_host(host: Path, leave: int) -> None:
+    """Take all of `host`'s free space but `leave` bytes."""
+    st = os.statvfs(host)
+    with open(host / "filler", "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, st.f_bavail * st.f_frsize - leave)
+
+
 @pytest.fixture(scope="session")
 def source_tree(tmp_path_factory):
     """A generated source-like tree of 2,000 files (0 B to >1 MiB, symlinks, hard links, empty

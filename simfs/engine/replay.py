@@ -246,6 +246,7 @@ def replay(log: str, image: str, options, *, force: bool = False, partial: bool 
         raise ReplayError(str(e)) from None
     except (ValueError, KeyError) as e:
         raise ReplayError(f"bad option value: {e}") from None
+    vol.stop_when_unwritable = True
     r = Replayer(vol)
     try:
         for lineno, rec in iter_ops(log):
@@ -269,7 +270,7 @@ def replay(log: str, image: str, options, *, force: bool = False, partial: bool 
         raise ReplayError(str(e)) from None
     except BaseException as e:
         vol.options.stats = ""
-        _close(vol)
+        _close(vol, f"stopped at operation {r.index} ({r.op})" if isinstance(e, ImageWriteError) else "")
         if isinstance(e, Exception) and recorded_error(e):
             raise ReplayError(f"operation {r.index} ({r.op}) stopped half-way: {type(e).__name__}: {e}; "
                               f"{recorded_error(e)}") from e

@@ -156,6 +156,10 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             self.max_size = 2**31 - 1
         self.closed = False
         self._durable_asked = False                     # an fsync waits for the next commit
+        #: a run with nobody to free space on the image's host and nothing to wait for (verbs,
+        #: replay): the first commit the host refuses ends it (ImageWriteError out of the
+        #: operation), instead of changes refused until a later commit succeeds (a mount)
+        self.stop_when_unwritable = False
         self.mount_state = sb.state          # written back at unmount, as the kernel does
         self.warnings = _mount_warnings(sb)
         if sb.dataless and not options.dataless:
@@ -339,13 +343,16 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
     def commit_if_due(self) -> None:
         """Commit if one is owed (called between requests, and by every operation at its end).
         An image that cannot be written is logged here (once) and refuses changes meanwhile;
-        only an fsync waiting for this commit fails with it."""
+        only an fsync waiting for this commit fails with it (`stop_when_unwritable`: it ends
+        the run instead)."""
         if not self._depth and (self._commit_asked or self.image.due()):
             durable, self._commit_asked, self._durable_asked = self._durable_asked, False, False
             first = self.unwritable is None
             try:
                 self.commit()
             except ImageWriteError as e:
+                if self.stop_when_unwritable:
+                    raise
                 if first:
                     log.error("%s; changes are refused (%s) until a commit succeeds, what was "
                               "written is kept in memory meanwhile", e.strerror,

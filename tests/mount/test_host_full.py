@@ -10,28 +10,15 @@ everything, and the unmount then leaves an e2fsck-clean image with every byte.
 import errno
 import os
 import random
-import subprocess
 import time
 
 import pytest
 
-from tests.conftest import SimfsMount, fuse_mounts, make_image, run_simfs
+from tests.conftest import SimfsMount, fill_host, fuse_mounts, make_image, run_simfs
 
 pytestmark = pytest.mark.mount
 
 COMMIT = 1.0
-
-
-@pytest.fixture
-def small_host(tmp_path):
-    host = tmp_path / "host"
-    host.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48M", "tmpfs", str(host)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
-    yield host
-    subprocess.run(["umount", "-l", str(host)], capture_output=True)
 
 
 def test_a_full_host_loses_nothing_the_mount_holds(small_host, tmp_path):
@@ -43,11 +30,7 @@ def test_a_full_host_loses_nothing_the_mount_holds(small_host, tmp_path):
     try:
         (mnt / "kept").write_bytes(b"kept\n")
         time.sleep(COMMIT + 1)                                # committed
-        st = os.statvfs(small_host)
-        filler = small_host / "filler"                        # leave the host 8 MB
-        with open(filler, "wb") as f:
-            f.truncate(0)
-            os.posix_fallocate(f.fileno(), 0, st.f_bavail * st.f_frsize - (8 << 20))
+        fill_host(small_host, 8 << 20)                        # leave the host 8 MB
         data = random.Random(1).randbytes(16 << 20)
         with pytest.raises(OSError) as e:                     # its commit needs 32 MB
             with open(mnt / "big", "wb") as f:
@@ -66,7 +49,7 @@ def test_a_full_host_loses_nothing_the_mount_holds(small_host, tmp_path):
         assert os.path.realpath(mnt) in fuse_mounts()
         assert "No space left on device" in m.log_text()
 
-        filler.unlink()                                       # room again: the retried commit
+        (small_host / "filler").unlink()                     # room again: the retried commit
         deadline = time.monotonic() + 10 * COMMIT
         while True:
             try:

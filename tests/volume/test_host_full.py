@@ -6,19 +6,27 @@ consistent ext2: a failed journal is emptied (its space back; never replayed), n
 is dropped, every change is refused with ENOSPC until a commit succeeds (an fsync waiting for
 the commit fails with it), reads go on; a later commit writes everything. A journal that went
 out whole before the in-place writes failed stays for the next open to replay. The host's
-failure is injected at the one place the image is written (imagefile._pwritev_all).
+failure is injected at the one place the image is written (imagefile._pwritev_all). The
+in-process runs' (verbs, replay) meet a real full host, a small tmpfs: they stop at once.
 """
 
 import errno
 import os
+import random
+import re
+import shutil
 
 import pytest
 
 from simfs.blockio import imagefile
 from simfs.blockio.imagefile import journal_path
+from simfs.cli.main import main
+from simfs.engine import verbs
+from simfs.engine.treedesc import from_directory
 from simfs.errors import FSError, ImageWriteError
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
+from tests.conftest import fill_host
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
 
 pytestmark = needs_e2fsprogs
@@ -185,4 +193,52 @@ def test_an_operation_that_took_effect_is_not_failed_by_a_commit(img, host):
     vol.getattr(a.st_ino)                                # the next commit, due again: it goes
     assert vol.unwritable is None
     vol.close()
+    assert_fsck_clean(img)
+
+
+@pytest.fixture
+def commits_every_mib(monkeypatch):
+    """Commits owed every MiB noted: an in-process run meets its full host mid-run, not at close."""
+    monkeypatch.setattr(imagefile, "COMMIT_MAX_BYTES", 1 << 20)
+
+
+def _source(tmp_path, files: int = 24):
+    src = tmp_path / "src"
+    src.mkdir()
+    rng = random.Random(5)
+    for i in range(files):
+        (src / f"f{i:02}").write_bytes(rng.randbytes(1 << 20))
+    return src
+
+
+def test_an_in_process_run_stops_at_the_first_commit_its_host_refuses(small_host, tmp_path,
+                                                                       commits_every_mib, capsys, caplog):
+    """A verb has nobody to free space and nothing to wait for: the first failed commit ends
+    it, in one line (a mount would log it, refuse changes and retry); the image is the last
+    commit."""
+    img = small_host / "i.img"
+    mkfs(img, 64 << 20, block_size=4096)
+    fill_host(small_host, 4 << 20)
+    assert main(["verb", "unpack", str(img), "t", "--from", str(_source(tmp_path))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("simfs verb: cannot write") and "is as at its last commit" \
+        in err[0], err
+    assert not caplog.records            # nothing logged besides (stderr, run from a shell)
+    assert_fsck_clean(img)
+
+
+def test_a_replay_names_the_operation_its_full_host_stopped(small_host, tmp_path, commits_every_mib, capsys,
+                                                            caplog):
+    img = small_host / "i.img"
+    mkfs(img, 64 << 20, block_size=4096)
+    rec = tmp_path / "rec.img"
+    shutil.copyfile(img, rec)
+    log = tmp_path / "run.log"
+    verbs.run(str(rec), VolumeOptions(), "unpack", "t", mkdir=True, oplog=str(log),
+              source=from_directory(str(_source(tmp_path)), with_data=True))
+    fill_host(small_host, 4 << 20)
+    assert main(["replay", str(log), str(img)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.match(r"simfs replay: stopped at operation \d+ \(\w+\); cannot write ", err[0]), err
+    assert not caplog.records
     assert_fsck_clean(img)

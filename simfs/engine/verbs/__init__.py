@@ -63,6 +63,7 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
         REFUSE[verb](where, **params)
     with rare_collections():
         vol = Volume.open(image, options)
+        vol.stop_when_unwritable = True
         if oplog:
             from importlib.metadata import version
             from simfs.engine.oplog import RecordingVolume
