@@ -388,11 +388,13 @@ def _is_close(line: bytes) -> bool:
     return isinstance(rec, list) and rec[:1] == ["close"]
 
 
-def scan(path: str) -> tuple[int, bool]:
+def scan(path: str, ops: frozenset = frozenset()) -> tuple[int, bool]:
     """(number of complete operations, whether the last one is the unmount), before a replay
-    touches the image. Lines are checked for their shape only (a JSON list); only the last is
-    parsed, and the lines that name "close", so a log of millions of operations is not decoded
-    twice. An operation after the unmount is a LogError (the log was edited or concatenated)."""
+    touches the image. Lines are checked for their shape only (a JSON list starting with the
+    operation's name, which must be one of `ops` if given); only the last is parsed, and the
+    lines that name "close", so a log of millions of operations is not decoded twice. An
+    operation after the unmount is a LogError (the log was edited or concatenated)."""
+    known = {op.encode() for op in ops}
     f = _open_text(path)
     n, last, lineno = 0, b"", 1
     try:
@@ -411,6 +413,11 @@ def scan(path: str) -> tuple[int, bool]:
                 except ValueError:
                     raise LogError(f"{path}: line {lineno} is not JSON") from None
                 raise LogError(f"{path}: line {lineno} is not an operation")
+            if known:
+                name = line[2:line.find(b'"', 2)] if line[1:2] == b'"' else b""
+                if name not in known:
+                    raise LogError(f"{path}: line {lineno} is not an operation simfs records"
+                                   + (f" ({name.decode(errors='replace')!r})" if name else ""))
             if last and _is_close(last):
                 raise LogError(f"{path}: operation {n + 1} (line {lineno}) follows the unmount "
                                f"(operation {n}, line {lineno - 1}): a log ends at its unmount")

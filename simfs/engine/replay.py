@@ -72,7 +72,7 @@ def check(log: str, image: str, *, force: bool = False, partial: bool = False) -
     have = usable_image(image)
     try:
         head = read_header(log)
-        n, closed = scan(log)
+        n, closed = scan(log, OPS)
     except LogError as e:
         raise ReplayError(str(e)) from None
     if not closed and not partial:
@@ -227,6 +227,10 @@ class Replayer:
     def op_mark(self, name): return self.vol.mark(name)
     def op_reset_stats(self): return self.vol.reset_stats()
     def op_close(self): return None         # the caller closes the volume after the last one
+
+
+#: every operation a log may hold: what the Replayer asks, and the readdir states replay() keeps
+OPS = frozenset([n[len("op_"):] for n in dir(Replayer) if n.startswith("op_")] + ["opendir", "releasedir"])
 
 
 def replay(log: str, image: str, options, *, force: bool = False, partial: bool = False,

@@ -109,6 +109,19 @@ def test_bad_line_inside_the_log(recorded, capsys, tmp_path):
     refused(capsys, "replay", log, img, match="line 6 is not JSON", img=img)
 
 
+@pytest.mark.parametrize("line, match", [
+    (b'["Q",null,0]\n', "line 31 is not an operation simfs records ('Q')"),
+    (b'[null,0]\n', "line 31 is not an operation simfs records"),
+])
+def test_unknown_operation_deep_inside_the_log(recorded, capsys, tmp_path, line, match):
+    """Refused before the replay starts: the operations before it are not applied."""
+    lines = (recorded / "run.log").read_bytes().splitlines(keepends=True)
+    log = tmp_path / "bad.log"
+    log.write_bytes(b"".join(lines[:30] + [line] + lines[30:]))
+    img = image(recorded)
+    refused(capsys, "replay", log, img, match=match, img=img)
+
+
 def test_truncated_log(recorded, capsys, tmp_path):
     lines = (recorded / "run.log").read_bytes().splitlines(keepends=True)
     log = tmp_path / "cut.log"
