@@ -125,9 +125,9 @@ def _phase(t: dict, name: str) -> dict | None:
 
 
 def diff_rows(a: dict, b: dict) -> list[tuple]:
-    """(label, A, B, B-A, B/A) for every row of the phases table."""
+    """(label, A, B, B-A, B/A) for every row of the phases table and of the drive's own work."""
     rows = []
-    for label, get, kind in PHASE_ROWS:
+    for label, get, kind in PHASE_ROWS + tuple(drive_rows([a, b])):
         if kind == "str":
             continue
         x, y = get(a), get(b)
@@ -285,15 +285,17 @@ DRIVE_ROWS = (
 
 
 def drive_rows(cols: list[dict]) -> list[tuple]:
-    """The drive's own work, per column: FLUSH CACHE waits and write-cache destaging (rows a
-    model does not count are left out; time names a plug-in model adds come last)."""
+    """The drive's own work as (label, how to get it from a phase dict, format), for the rows
+    some column has: FLUSH CACHE waits and write-cache destaging; time names a plug-in model
+    adds come last."""
     def has(sect, key):
         return any(key in p.get(sect, {}) for p in cols)
     rows = [(label, sect, key, kind) for label, sect, key, kind in DRIVE_ROWS if has(sect, key)]
     known = set(DISK_COMPONENTS) | {key for _, sect, key, _ in DRIVE_ROWS if sect == "disk_time"}
     rows += [(f"{k} (s)", "disk_time", k, "s")
              for k in sorted({k for p in cols for k in p.get("disk_time", {})} - known)]
-    return [(label, *(_fmt(p.get(sect, {}).get(key, 0), kind) for p in cols)) for label, sect, key, kind in rows]
+    return [(label, lambda p, sect=sect, key=key: p.get(sect, {}).get(key, 0), kind)
+            for label, sect, key, kind in rows]
 
 
 def human(key: str, v):
@@ -356,7 +358,7 @@ def time_tables(sect: dict) -> list:
     drive = drive_rows(cols)
     if drive:
         out.append(table("the drive's own work (in no request above: FLUSH CACHE, write-cache destaging)",
-                         ["", *names], drive))
+                         ["", *names], [(label, *(_fmt(get(p), kind) for p in cols)) for label, get, kind in drive]))
     causes = sorted({k[len("disk_requests_"):] for p in cols for k in p.get("counters", {})
                      if k.startswith("disk_requests_")})
     out.append(table("disk requests by cause", ["cause", *names],

@@ -159,3 +159,22 @@ def test_the_drive_s_own_work_has_its_table():
     assert float(rows["destage seek (s)"]) > 0 and float(rows["host waited on them (s)"]) > 0
     rows = drive_table("ideal")              # no write cache: flushes only, and they cost nothing
     assert rows == {"": "all", "FLUSH CACHE commands": "1", "host waited on them (s)": "0.000000"}
+
+
+def test_stats_diff_compares_the_drive_s_own_work():
+    from disk_models import make_disk
+    from simfs.blockio.clock import SimClock
+    from simfs.blockio.stats import Stats
+    from simfs.cli.stats import diff_rows
+
+    def total(disk):
+        clock = SimClock(make_disk(disk), Stats(), 8)
+        for i in range(20):
+            clock.io("W", 1 + 5000 * i, 1, "data", wait=False)
+        clock.drain()
+        return clock.stats.snapshot(clock.now)["total"]
+
+    rows = {r[0]: r[1:5] for r in diff_rows(total("wd-ears,partition_offset=40"), total("wd-ears,partition_offset=41"))}
+    assert rows["sectors destaged"] == (160, 160, 0, "1.00x")
+    # misaligned by one sector, each 4 KiB write covers two physical sectors partly: both pre-read
+    assert rows["sectors pre-read (read-modify-write)"] == (0, 20 * 2 * 8, 320, "new")
