@@ -3,9 +3,9 @@
 Everything the volume, buffer cache and clock count goes through `Stats.count`; operation
 times and disk-request breakdowns through `op` and `disk`, FLUSH CACHE waits through `flush`.
 The drive's own work (destaging its write cache: `DiskModel.work_counters`, `work_time`) is
-taken from the model's running totals whenever statistics are read or a phase starts, so it lands in the phase in
-which the model played it out. `snapshot()` gives the JSON form shown in /.simfs/stats:
-totals, then each phase.
+taken from the model's running totals whenever statistics are read or a phase starts, so it
+lands in the phase in which the model played it out. `snapshot()` gives the JSON form shown
+in /.simfs/stats: totals, then each phase.
 """
 
 from collections import defaultdict

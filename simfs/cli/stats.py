@@ -358,7 +358,8 @@ def time_tables(sect: dict) -> list:
     drive = drive_rows(cols)
     if drive:
         out.append(table("the drive's own work (in no request above: FLUSH CACHE, write-cache destaging)",
-                         ["", *names], [(label, *(_fmt(get(p), kind) for p in cols)) for label, get, kind in drive]))
+                         ["", *names], [(label, *(_fmt(get(p), kind) for p in cols))
+                                        for label, get, kind in drive]))
     causes = sorted({k[len("disk_requests_"):] for p in cols for k in p.get("counters", {})
                      if k.startswith("disk_requests_")})
     out.append(table("disk requests by cause", ["cause", *names],
