@@ -56,6 +56,9 @@ def test_lesson_quick(name, tmp_path):
     assert f"{ratio:.2f}x" in r.stdout
     assert f"{ratio:.1f} times" in text or f"{ratio:.2f} times" in text       # the page quotes it
     assert not list(tmp_path.glob("simfs-lesson-*")), "the work directory is removed"
+    if name == "unaligned-4k":     # the cached drive's pre-reads: in its own work, misaligned only
+        pre = fig["sectors_preread"]
+        assert pre["offset 41"] > 0 and pre["offset 40"] == 0 and pre["offset 41, no write cache"] == 0
 
 
 def test_lesson_list_and_bad_name():
