@@ -96,6 +96,20 @@ def test_simulated_time_is_positive_and_depends_on_the_disk(runs):
     assert runs["wd1200jb"]["unpack"]["now"] > runs["sata7200"]["unpack"]["now"]
 
 
+@pytest.mark.mount
+def test_the_drive_s_own_work_is_in_the_statistics(runs):
+    """A write-cached drive destages what the unpack wrote; the unmount's FLUSH CACHE waits
+    for it; `simfs stats` shows both in a table of their own."""
+    total = runs["sata7200"]["unpack"]["total"]
+    c, dt = total["counters"], total["disk_time"]
+    assert 0 < c["sectors_destaged"] <= c["sectors_written"] and c["drive_destages"] > 0
+    assert c["drive_flushes"] >= 1 and dt["flush"] > 0
+    assert dt["destage_seek"] + dt["destage_rotation"] + dt["destage_transfer"] > 0
+    assert "the drive's own work" in runs["sata7200"]["unpack_table"]
+    ideal = runs["ideal"]["unpack"]["total"]["counters"]
+    assert "drive_destages" not in ideal and ideal["drive_flushes"] >= 1
+
+
 def _tree_bytes(r) -> int:
     return _phase(r["unpack"], "unpack")["counters"]["bytes_written"]
 
