@@ -137,18 +137,23 @@ def test_zero_counters_are_in_the_json():
     assert st.totals()["disk_reads"] == 0
 
 
-def test_the_drive_s_own_work_has_its_table():
+def _scattered_writes(disk: str) -> dict:
+    """The statistics of 20 one-block writes 5000 blocks apart, then a drain (fsync's wait)."""
     from disk_models import make_disk
     from simfs.blockio.clock import SimClock
     from simfs.blockio.stats import Stats
+    clock = SimClock(make_disk(disk), Stats(), 8)
+    for i in range(20):
+        clock.io("W", 1 + 5000 * i, 1, "data", wait=False)
+    clock.drain()
+    return clock.stats.snapshot(clock.now)
+
+
+def test_the_drive_s_own_work_has_its_table():
     from simfs.cli.stats import time_tables
 
     def drive_table(disk):
-        clock = SimClock(make_disk(disk), Stats(), 8)
-        for i in range(20):
-            clock.io("W", 1 + 5000 * i, 1, "data", wait=False)
-        clock.drain()
-        tables = time_tables(clock.stats.snapshot(clock.now))
+        tables = time_tables(_scattered_writes(disk))
         table = next((t for t in tables if t.startswith("the drive's own work")), "")
         return {line.split("|")[1].strip(): line.split("|")[2].strip()
                 for line in table.splitlines() if line.startswith("| ")}
@@ -162,19 +167,9 @@ def test_the_drive_s_own_work_has_its_table():
 
 
 def test_stats_diff_compares_the_drive_s_own_work():
-    from disk_models import make_disk
-    from simfs.blockio.clock import SimClock
-    from simfs.blockio.stats import Stats
     from simfs.cli.stats import diff_rows
-
-    def total(disk):
-        clock = SimClock(make_disk(disk), Stats(), 8)
-        for i in range(20):
-            clock.io("W", 1 + 5000 * i, 1, "data", wait=False)
-        clock.drain()
-        return clock.stats.snapshot(clock.now)["total"]
-
-    rows = {r[0]: r[1:5] for r in diff_rows(total("wd-ears,partition_offset=40"), total("wd-ears,partition_offset=41"))}
+    rows = {r[0]: r[1:5] for r in diff_rows(_scattered_writes("wd-ears,partition_offset=40")["total"],
+                                            _scattered_writes("wd-ears,partition_offset=41")["total"])}
     assert rows["sectors destaged"] == (160, 160, 0, "1.00x")
     # misaligned by one sector, each 4 KiB write covers two physical sectors partly: both pre-read
     assert rows["sectors pre-read (read-modify-write)"] == (0, 20 * 2 * 8, 320, "new")
