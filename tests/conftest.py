@@ -231,7 +231,7 @@ def simfs_mount(simfs_factory) -> SimfsMount:
     return simfs_factory()
 
 
-# workloads -----------------------------------------------------------------------------------------
+# the image's host ----------------------------------------------------------------------------------
 @pytest.fixture
 def small_host(tmp_path):
     """A 48 MiB tmpfs for an image's own host file system to fill up (skipped if it cannot be
@@ -253,6 +253,7 @@ def fill_host(host: Path, leave: int) -> None:
         os.posix_fallocate(f.fileno(), 0, st.f_bavail * st.f_frsize - leave)
 
 
+# workloads -----------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def source_tree(tmp_path_factory):
     """A generated source-like tree of 2,000 files (0 B to >1 MiB, symlinks, hard links, empty

@@ -7,7 +7,7 @@ is dropped, every change is refused with ENOSPC until a commit succeeds (an fsyn
 the commit fails with it), reads go on; a later commit writes everything. A journal that went
 out whole before the in-place writes failed stays for the next open to replay. The host's
 failure is injected at the one place the image is written (imagefile._pwritev_all). The
-in-process runs' (verbs, replay) meet a real full host, a small tmpfs: they stop at once.
+in-process runs (verbs, replay) meet a real full host, a small tmpfs: they stop at once.
 """
 
 import errno
