@@ -2,8 +2,8 @@
 
 Run: python -m benchmarks.bench_volume [--files N] [--big-mib N]
 Prints files/s, MB/s, peak memory (ru_maxrss) and the CPU cost of single operations (getattr, a
-lookup that misses, a 4 KiB write over a block and one that allocates it). Real time on a shared machine is noisy:
-compare runs side by side, not against a fixed figure.
+lookup that misses, a 4 KiB write over a block and one that allocates it). Real time on a shared
+machine is noisy: compare runs side by side, not against a fixed figure.
 """
 
 import argparse

@@ -66,8 +66,9 @@ from dataclasses import dataclass
 
 SECTOR = 512
 
-#: what a rotating model's `work_counters` count: destage operations (write cache to media), the logical sectors
-#: they wrote, and the logical sectors read first to merge partly written physical sectors
+#: what a rotating model's `work_counters` count: destage operations (write cache to media),
+#: the logical sectors they wrote, and the logical sectors read first to merge partly written
+#: physical sectors
 WORK_COUNTERS = ("drive_destages", "sectors_destaged", "sectors_preread")
 #: ... and its `work_time`: where the mechanism's time went while destaging (simulated seconds)
 WORK_TIMES = ("destage_seek", "destage_rotation", "destage_transfer", "destage_rmw")

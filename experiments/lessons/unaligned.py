@@ -19,7 +19,8 @@ CONFIGS = (("offset 40", 40, "yes"), ("offset 41", 41, "yes"), ("offset 40, no w
            ("offset 41, no write cache", 41, "no"))
 COMPONENTS = ("seek", "rotation", "transfer", "rmw", "overhead", "interface")
 #: the drive's own work (simfs stats): destaging its write cache, and the pre-reads it needs
-DRIVE_WORK = (("destage", ("destage_seek", "destage_rotation", "destage_transfer")), ("destage_rmw", ("destage_rmw",)))
+DRIVE_WORK = (("destage", ("destage_seek", "destage_rotation", "destage_transfer")),
+              ("destage_rmw", ("destage_rmw",)))
 LABELS = {"rmw": "rmw (read-modify-write)", "destage": "destaging (drive's own)",
           "destage_rmw": "pre-reads while destaging"}
 
@@ -148,13 +149,13 @@ drive's write cache on (as shipped) and off. Run it yourself: `simfs lesson {NAM
         fig["rmw_requests"][name] = rmw_n
         fig["destage_rmw_s"][name] = comps[name]["destage_rmw"]
         fig["sectors_preread"][name] = total["counters"].get("sectors_preread", 0)
-        rows.append([name, f"{n['sim']:.3f}", f"{r['time']['now']:.3f}", f"{comps[name]['rmw']:.3f}", f"{rmw_n:,}",
-                     f"{comps[name]['destage_rmw']:.3f}", f"{fig['sectors_preread'][name]:,}"])
+        rows.append([name, f"{n['sim']:.3f}", f"{r['time']['now']:.3f}", f"{comps[name]['rmw']:.3f}",
+                     f"{rmw_n:,}", f"{comps[name]['destage_rmw']:.3f}", f"{fig['sectors_preread'][name]:,}"])
     a, b = fig["newfs_s"]["offset 41"], fig["newfs_s"]["offset 40"]
     fig["key"] = {"label": EXPECT[0], "num": a, "den": b, "ratio": a / b, "expect": EXPECT[1]}
-    page.table(["configuration", "newfs (simulated s)", "unpack (simulated s)", "read-modify-write in requests (s)",
-                "requests with a pre-read", "pre-reads while destaging (s)", "sectors pre-read while destaging"],
-               rows)
+    page.table(["configuration", "newfs (simulated s)", "unpack (simulated s)",
+                "read-modify-write in requests (s)", "requests with a pre-read",
+                "pre-reads while destaging (s)", "sectors pre-read while destaging"], rows)
     ua, ub = fig["unpack_s"]["offset 41"], fig["unpack_s"]["offset 40"]
     na, nb = fig["unpack_s"]["offset 41, no write cache"], fig["unpack_s"]["offset 40, no write cache"]
     nc = comps["offset 41, no write cache"]

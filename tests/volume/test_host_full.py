@@ -239,6 +239,7 @@ def test_a_replay_names_the_operation_its_full_host_stopped(small_host, tmp_path
     fill_host(small_host, 4 << 20)
     assert main(["replay", str(log), str(img)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and re.match(r"simfs replay: stopped at operation \d+ \(\w+\); cannot write ", err[0]), err
+    assert len(err) == 1, err
+    assert re.match(r"simfs replay: stopped at operation \d+ \(\w+\); cannot write ", err[0]), err
     assert not caplog.records
     assert_fsck_clean(img)
