@@ -199,7 +199,12 @@ class BufferCache:
         self.image.note(blkno, buf.data, buf.kind)
 
     def peek(self, blkno: int, count: int = 1) -> bytes:
-        """Read blocks without charging or caching (mount-time loading of bitmaps and tables)."""
+        """Read blocks without charging or caching (mount-time loading of bitmaps and tables,
+        the attributes readdirplus hands out); a cached block is not read from the image."""
+        if count == 1:
+            buf = self.buffers.get(blkno)
+            if buf is not None:
+                return bytes(buf.data)
         out = bytearray()
         for i, data in enumerate(self.image.read(blkno, count)):
             buf = self.buffers.get(blkno + i)
