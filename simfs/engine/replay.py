@@ -98,6 +98,10 @@ FILLER = 0   # the byte replay writes: the model's timing does not depend on the
 MAX_REQUEST = 65535 * 4096
 
 
+#: what a recorded setattr may change (the keywords of Volume.setattr)
+SETATTR_KEYS = frozenset({"mode", "uid", "gid", "size", "atime_ns", "mtime_ns"})
+
+
 class Replayer:
     """Asks a volume for the operations of a log; `step(lineno, rec)` does one."""
 
@@ -185,7 +189,11 @@ class Replayer:
     # the operations: the log's arguments in, the volume's result out -------------------------------
     def op_lookup(self, p, name): return self.vol.lookup(self.ino(p), dec(name))
     def op_getattr(self, h): return self.vol.getattr(self.ino(h))
-    def op_setattr(self, h, kw): return self.vol.setattr(self.ino(h), **kw)
+    def op_setattr(self, h, kw):
+        if not isinstance(kw, dict) or not kw.keys() <= SETATTR_KEYS:
+            raise ValueError(f"{kw!r} is not a set of attributes ({', '.join(sorted(SETATTR_KEYS))})")
+        return self.vol.setattr(self.ino(h), **kw)
+
     def op_readlink(self, h): return self.vol.readlink(self.ino(h))
     def op_create(self, p, name, mode, uid, gid): return self.vol.create(self.ino(p), dec(name), mode, uid, gid)
     def op_mkdir(self, p, name, mode, uid, gid): return self.vol.mkdir(self.ino(p), dec(name), mode, uid, gid)

@@ -32,7 +32,7 @@ class FileIO:
         inode = self._inode(ino)
         if inode.is_dir:
             raise FSError(errno.EISDIR)
-        if offset < 0 or size < 0:
+        if offset < 0 or size < 0 or not inode.is_reg:   # a symlink's i_block is no block map
             raise FSError(errno.EINVAL)
         end = min(inode.size, offset + size)
         if offset >= end:
@@ -117,7 +117,7 @@ class FileIO:
         inode = self._inode(ino)
         if inode.is_dir:
             raise FSError(errno.EISDIR)
-        if offset < 0:
+        if offset < 0 or not inode.is_reg:
             raise FSError(errno.EINVAL)
         if not data:
             return 0

@@ -23,6 +23,15 @@ def _check_name(name: bytes) -> None:
         raise FSError(errno.EINVAL)
 
 
+def _check_ints(*values, bound: int = 1 << 32) -> None:
+    """Arguments a kernel would never send (an id past 32 bits, a mode or time that is no
+    integer) are refused with EINVAL before anything changes: the volume is also driven
+    in-process (verbs, op-log replay), and a value that fails only when the inode is packed
+    would stop an operation half-way."""
+    for v in values:
+        if v is not None and (type(v) is not int or not 0 <= v < bound):
+            raise FSError(errno.EINVAL)
+
 
 class Namespace:
     """Namespace operations of `simfs.fs.volume.Volume` (a mixin: it uses the volume's parts)."""
@@ -55,6 +64,11 @@ class Namespace:
     def setattr(self, ino: int, *, mode=None, uid=None, gid=None, size=None, atime_ns=None,
                 mtime_ns=None) -> Attr:
         self._writable()
+        _check_ints(mode, uid, gid)
+        _check_ints(size, bound=1 << 63)
+        for t in (atime_ns, mtime_ns):
+            if t is not None and type(t) is not int:
+                raise FSError(errno.EINVAL)
         inode = self._inode(ino)
         if size is not None:
             if inode.is_dir:
@@ -97,6 +111,7 @@ class Namespace:
     def _new_inode(self, parent, name: bytes, mode: int, uid: int, gid: int):
         """Allocate and link a new inode named `name` in directory `parent`."""
         self._writable()
+        _check_ints(uid, gid)
         _check_name(name)
         d = self._dir(parent)
         if self.dirs.lookup(d, name) is not None:
@@ -138,14 +153,17 @@ class Namespace:
 
     @operation
     def create(self, parent: int, name: bytes, mode: int, uid: int, gid: int) -> Attr:
+        _check_ints(mode)
         return self._attr(self._new_inode(parent, name, stat.S_IFREG | stat.S_IMODE(mode), uid, gid))
 
     @operation
     def mkdir(self, parent: int, name: bytes, mode: int, uid: int, gid: int) -> Attr:
+        _check_ints(mode)
         return self._attr(self._new_inode(parent, name, stat.S_IFDIR | (mode & 0o7777), uid, gid))
 
     @operation
     def mknod(self, parent: int, name: bytes, mode: int, rdev: int, uid: int, gid: int) -> Attr:
+        _check_ints(mode, rdev)     # rdev as FUSE sends it: the kernel's 32-bit dev_t
         fmt = stat.S_IFMT(mode) or stat.S_IFREG
         if fmt not in (stat.S_IFREG, stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK):
             raise FSError(errno.EINVAL)

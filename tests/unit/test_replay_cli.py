@@ -167,3 +167,28 @@ def test_unwritable_stats_file(recorded, capsys, tmp_path):
     img = image(recorded)
     refused(capsys, "replay", recorded / "run.log", img, "--stats", tmp_path / "no" / "s.json",
             match="cannot write the stats file", img=img)
+
+
+@pytest.mark.parametrize("line, match", [
+    (b'["mkdir",7,0,"t",16877,4294967296,0]\n', "(mkdir) failed with EINVAL"),
+    (b'["mknod",7,0,"n",8612,4294967296,0,0]\n', "(mknod) failed with EINVAL"),
+    (b'["create",7,0,"f",33188,-1,0]\n', "(create) failed with EINVAL"),
+    (b'["setattr",null,0,{"mtime_ns":1.5}]\n', "(setattr) failed with EINVAL"),
+    (b'["setattr",null,0,{"size":"x"}]\n', "(setattr) failed with EINVAL"),
+    (b'["setattr",null,0,{"frob":1}]\n', "is not a set of attributes"),
+])
+def test_arguments_no_kernel_sends_leave_the_image_clean(recorded, capsys, tmp_path, line, match):
+    """An edited line whose arguments the volume cannot store (an id past 32 bits, a time
+    that is no integer, an unknown attribute) is refused before the operation changes
+    anything: one line, and the image neither inconsistent nor marked with an error."""
+    lines = (recorded / "run.log").read_bytes().splitlines(keepends=True)
+    log = tmp_path / "edited.log"
+    log.write_bytes(b"".join(lines[:1] + [line] + lines[1:]))
+    img = image(recorded)
+    rc = main(["replay", str(log), str(img)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and match in err[0], err
+    assert_fsck_clean(img)
+    vol = Volume.open(img, VolumeOptions(disk="ideal", read_only=True))   # no error recorded
+    assert vol.sb.state == 1, vol.sb.state
+    vol.close()
