@@ -22,8 +22,14 @@ the image (made holes), so they read as zeros whatever they held before, and the
 sparse. The punch needs no journal: it changes only data blocks of the committed state,
 whose contents a data-less image does not keep.
 
-Journal format, little-endian: header `SIMFSJ1\\0`, u32 record count; per record u64 byte
-offset, u32 length, the bytes; trailer u32 CRC-32 of everything before it, `COMMIT\\0\\0`.
+Journal format, little-endian: header `SIMFSJ2\\0`, the 1024-byte superblock the image held
+when the commit began, u32 record count; per record u64 byte offset, u32 length, the bytes;
+trailer u32 CRC-32 of everything before it, `COMMIT\\0\\0`. A journal is replayed only over
+the image it was written for: one whose superblock is still the one it began from, or the one
+it writes (the commit was interrupted in place). Any other (left by an image that was since
+repaired, used again or made anew) is stale and is discarded, never replayed over a newer
+file system. The journal's name comes from the image's real path, so a symbolic link to the
+image finds the same journal.
 """
 
 from __future__ import annotations
@@ -40,7 +46,8 @@ import zlib
 
 from simfs.errors import ImageWriteError
 
-HEADER = b"SIMFSJ1\0"
+HEADER = b"SIMFSJ2\0"
+SB_OFFSET, SB_SIZE = 1024, 1024               # the primary superblock, which every commit checks
 TRAILER = b"COMMIT\0\0"
 _REC = struct.Struct("<QI")
 # Above this much noted data a commit is made at the next operation boundary, so memory held
@@ -92,8 +99,10 @@ def _pwritev_all(fd: int, pieces: list, offset: int) -> None:
 
 
 def journal_path(image: str) -> str:
-    """IMAGE.journal beside the image; for a name too long for that, a hidden name made
-    from its hash (same directory, so a rename of the pair keeps them together)."""
+    """IMAGE.journal beside the image (by its real path: a symbolic link to the image names
+    the same journal); for a name too long for that, a hidden name made from its hash (same
+    directory, so a rename of the pair keeps them together)."""
+    image = os.path.realpath(image)
     head, base = os.path.split(image)
     if len(os.fsencode(base)) + len(".journal") <= 255:
         return image + ".journal"
@@ -105,41 +114,73 @@ class JournalError(Exception):
     """The journal cannot be replayed or removed (its message is one line for the user)."""
 
 
-def _parse(raw: bytes) -> list[tuple[int, bytes]] | None:
-    """The records of a complete journal, or None if it is torn or foreign."""
-    if len(raw) < len(HEADER) + 4 + 4 + len(TRAILER) or not raw.startswith(HEADER):
+def _parse(raw: bytes) -> tuple[bytes, list[tuple[int, bytes]]] | None:
+    """(the superblock the commit began from, the records) of a complete journal, or None
+    if it is torn or foreign."""
+    start = len(HEADER) + SB_SIZE + 4
+    if len(raw) < start + 4 + len(TRAILER) or not raw.startswith(HEADER):
         return None
     if not raw.endswith(TRAILER):
         return None
     body, crc = raw[:-len(TRAILER) - 4], raw[-len(TRAILER) - 4:-len(TRAILER)]
     if zlib.crc32(body) != struct.unpack("<I", crc)[0]:
         return None
-    (count,) = struct.unpack_from("<I", body, len(HEADER))
-    pos, out = len(HEADER) + 4, []
+    before = body[len(HEADER):len(HEADER) + SB_SIZE]
+    (count,) = struct.unpack_from("<I", body, start - 4)
+    pos, out = start, []
     for _ in range(count):
         off, n = _REC.unpack_from(body, pos)
         pos += _REC.size
         out.append((off, body[pos:pos + n]))
         pos += n
-    return out if pos == len(body) else None
+    return (before, out) if pos == len(body) else None
+
+
+def _written_over(sb: bytes, records: list[tuple[int, bytes]]) -> bytes:
+    """The superblock `sb` once the records are written in place."""
+    out = bytearray(sb)
+    for off, data in records:
+        lo, hi = max(off, SB_OFFSET), min(off + len(data), SB_OFFSET + SB_SIZE)
+        if lo < hi:
+            out[lo - SB_OFFSET:hi - SB_OFFSET] = data[lo - off:hi - off]
+    return bytes(out)
+
+
+def _state(raw: bytes, fd: int) -> tuple[str, list[tuple[int, bytes]]]:
+    """('complete', records) for a journal to replay over the image open as fd; ('torn', [])
+    for a partial one, ('stale', []) for one written for another state of the image."""
+    parsed = _parse(raw)
+    if parsed is None:
+        return "torn", []
+    before, records = parsed
+    now = os.pread(fd, SB_SIZE, SB_OFFSET)
+    if now not in (before, _written_over(before, records)):
+        return "stale", []
+    return "complete", records
 
 
 def pending_journal(image: str) -> str | None:
     """'complete' if IMAGE.journal holds a commit to finish, 'torn' if it holds a partial one
-    (nothing to do but remove it), None if there is none."""
+    and 'stale' if it belongs to another state of the image (either: nothing to do but
+    remove it), None if there is none."""
     try:
         with open(journal_path(image), "rb") as f:
             raw = f.read()
+        if not raw:
+            return None
+        fd = os.open(image, os.O_RDONLY)
     except FileNotFoundError:
         return None
-    if not raw:
-        return None
-    return "complete" if _parse(raw) is not None else "torn"
+    try:
+        return _state(raw, fd)[0]
+    finally:
+        os.close(fd)
 
 
 def recover(image: str, fd: int) -> int:
     """Finish an interrupted commit on the image open read-write as fd; remove the journal.
-    Returns how many records were replayed (0: none, or a torn journal was discarded)."""
+    Returns how many records were replayed (0: none, or a torn or stale journal was
+    discarded)."""
     path = journal_path(image)
     try:
         with open(path, "rb") as f:
@@ -148,8 +189,8 @@ def recover(image: str, fd: int) -> int:
         return 0
     except OSError as e:
         raise JournalError(f"{path}: cannot read the journal: {e.strerror}") from None
-    records = _parse(raw) if raw else None
-    for off, data in records or ():
+    records = _state(raw, fd)[1] if raw else []
+    for off, data in records:
         os.pwrite(fd, data, off)
     if records:
         os.fsync(fd)
@@ -157,7 +198,7 @@ def recover(image: str, fd: int) -> int:
         os.unlink(path)
     except OSError as e:
         raise JournalError(f"{path}: cannot remove the journal: {e.strerror}") from None
-    return len(records or ())
+    return len(records)
 
 
 class ImageFile:
@@ -278,15 +319,6 @@ class ImageFile:
         ordered = self._records([b for b in blocks if b in fresh])
         records = self._records([b for b in blocks if b not in fresh])
         records.extend((off, [data]) for off, data in sorted(self.extra.items()))  # the superblock wins
-        # the journal, without copying the blocks: its pieces in order, their CRC as they go
-        pieces: list = [HEADER + struct.pack("<I", len(records))]
-        for off, bufs in records:
-            pieces.append(_REC.pack(off, sum(len(b) for b in bufs)))
-            pieces.extend(bufs)
-        crc = 0
-        for piece in pieces:
-            crc = zlib.crc32(piece, crc)
-        pieces.append(struct.pack("<I", crc) + TRAILER)
         jpath = journal_path(self.image)
         target = self.image
         try:
@@ -294,6 +326,16 @@ class ImageFile:
                 for off, bufs in ordered:
                     _pwritev_all(self.fd, bufs, off)
                 os.fsync(self.fd)
+            # the journal, without copying the blocks: its pieces in order, their CRC as they
+            # go; it starts with the superblock it may be replayed over
+            pieces: list = [HEADER + os.pread(self.fd, SB_SIZE, SB_OFFSET) + struct.pack("<I", len(records))]
+            for off, bufs in records:
+                pieces.append(_REC.pack(off, sum(len(b) for b in bufs)))
+                pieces.extend(bufs)
+            crc = 0
+            for piece in pieces:
+                crc = zlib.crc32(piece, crc)
+            pieces.append(struct.pack("<I", crc) + TRAILER)
             target = f"the journal {jpath}"
             jfd = self._journal()
             os.ftruncate(jfd, 0)

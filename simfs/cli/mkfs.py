@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 # (the names cmd_mkfs and the arguments had in simfs/cli/main.py, so both moved here unchanged)
@@ -118,12 +119,14 @@ def cmd_mkfs(a) -> int:
             sb, seconds, st = timed_mkfs(image, a.size, a.disk, maxio=a.maxio, **kw)
         else:
             sb = mkfs(image, a.size, **kw)
-    except ImageError as e:
-        if a.disk and not existed:     # timed_mkfs creates the file before mkfs checks the plan
-            os.unlink(image)
-        return _fail(str(e), "mkfs")
-    except OSError as e:
-        return _fail(f"{a.image}: {e.strerror}", "mkfs")
+    except (ImageError, OSError) as e:
+        if not existed:                # half made (a full host, a plan refused): no image at all
+            with contextlib.suppress(OSError):
+                os.unlink(image)
+        return _fail(str(e) if isinstance(e, ImageError) else f"{a.image}: {e.strerror}", "mkfs")
+    from simfs.blockio.imagefile import journal_path
+    with contextlib.suppress(FileNotFoundError):   # an old image's crash journal is not this one's
+        os.unlink(journal_path(image))
     if not a.quiet:
         nb, ni = getattr(sb, "blocks_count", None), getattr(sb, "inodes_count", None)
         detail = f"{nb} blocks of {a.block_size} bytes, {ni} inodes" if nb and ni else f"{a.size} bytes"

@@ -33,7 +33,7 @@ def test_dataless_commit_journals_metadata_only(tmp_path, monkeypatch):
     im.note(8, bytearray(b"\x55" * BS), "data")
     im.note(8, bytearray(b"\x66" * BS), "indirect")  # data that became metadata: written
     assert im.commit() == 2
-    records = _parse(journals[0])
+    _, records = _parse(journals[0])
     assert sorted(off for off, _ in records) == [6 * BS, 8 * BS]
     raw = os.pread(fd, 64 * BS, 0)
     block = lambda b: raw[b * BS:(b + 1) * BS]       # noqa: E731

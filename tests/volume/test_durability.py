@@ -191,6 +191,56 @@ def test_a_torn_or_foreign_journal_is_discarded(tmp_path, damage):
     assert not os.path.exists(journal_path(path))
 
 
+def test_a_stale_journal_is_never_replayed(tmp_path):
+    """A journal left by a crash belongs to the image as it was then: once the image has
+    moved on (repaired, used again, made anew: its superblock is another), replaying it would
+    write old blocks over a newer file system, so it is discarded."""
+    path, journal = _journal_of(tmp_path, {5: b"x" * 1024})
+    with open(path, "r+b") as f:                            # the image moved on meanwhile
+        f.seek(SUPERBLOCK_OFFSET)
+        f.write(b"a later state")
+        f.seek(5 * 1024)
+        f.write(b"newer" * 200)
+    assert pending_journal(path) == "stale"
+    fd = os.open(path, os.O_RDWR)
+    assert recover(path, fd) == 0
+    os.close(fd)
+    with open(path, "rb") as f:
+        assert f.read()[5120:6120] == b"newer" * 200
+    assert not os.path.exists(journal_path(path))
+
+
+def test_a_journal_is_replayed_once_its_superblock_is_in_place(tmp_path):
+    """A crash after the commit's own superblock reached the image still finishes it."""
+    sb = b"S" * 1024
+    path, fd, im = _image_with_commit(tmp_path, {5: b"x" * 1024})
+    im.note_bytes(SUPERBLOCK_OFFSET, sb)
+    _crash_before_the_image(im.commit, fd)
+    os.pwrite(fd, sb, SUPERBLOCK_OFFSET)                    # in place, then the crash
+    assert pending_journal(path) == "complete"
+    assert recover(path, fd) == 2
+    assert os.pread(fd, 1024, 5 * 1024) == b"x" * 1024
+    os.close(fd)
+
+
+def test_a_symbolic_link_to_the_image_finds_its_journal(tmp_path):
+    path, _ = _journal_of(tmp_path, {5: b"x" * 1024})
+    link = tmp_path / "elsewhere" / "link.img"
+    link.parent.mkdir()
+    link.symlink_to(path)
+    assert journal_path(str(link)) == journal_path(path) and pending_journal(str(link)) == "complete"
+
+
+def test_mkfs_removes_an_old_image_s_journal(tmp_path):
+    """`simfs mkfs --force` over an image a crash left a journal for: the journal goes with
+    the old file system (the first mount would otherwise see it)."""
+    from simfs.cli.main import main
+    path, _ = _journal_of(tmp_path, {5: b"x" * 1024})
+    assert main(["mkfs", "-q", "--force", path, "8M"]) == 0
+    assert not os.path.exists(journal_path(path))
+    assert_fsck_clean(path)
+
+
 # consistent at every moment ------------------------------------------------------------------
 def _workload(vol, rng: random.Random, steps: int, snapshot) -> None:
     """Random namespace and data operations; `snapshot()` is called at random moments."""
