@@ -178,7 +178,8 @@ def cmd_verb(a) -> int:
         if a.stats:
             vopts.stats = os.path.abspath(a.stats)
         outputs = {what: getattr(vopts, what) for what in ("stats", "trace") if getattr(vopts, what)}
-        check_distinct(a.image, **outputs)
+        sources = {"source": a.source} if a.verb == "unpack" else {}   # read while they are written
+        check_distinct(a.image, **sources, **outputs)
         for what, path in outputs.items():
             check_output(path, what)
         params = {k: getattr(a, k) for k in a.own}
@@ -199,7 +200,7 @@ def cmd_verb(a) -> int:
             return fail(f"bad option value: {e}", "verb")
         return _stopped(a, e)
     except FSError as e:
-        return fail(f"{a.verb} {a.path}: {os.strerror(e.errno)}", "verb")
+        return fail(f"{a.verb} {a.path}: {e.strerror}", "verb")
     except tarfile.TarError as e:
         return fail(f"cannot read {a.source}: {e}", "verb")
     except ImageWriteError as e:     # at close: the host of the image is full or failing

@@ -33,6 +33,7 @@ visited again; the bound keeps a two-million-file run's memory flat.
 from __future__ import annotations
 
 import errno
+import os
 import stat
 from collections import OrderedDict
 
@@ -42,6 +43,7 @@ XATTR_CAPS = b"security.capability"
 DIRENTPLUS_BASE = 152          # sizeof(fuse_entry_out) + offsetof(fuse_dirent, name)
 GETDENTS_BUF = 32768           # glibc's readdir buffer for st_blksize <= 32 KiB
 PAGE = 4096
+MAXSYMLINKS = 40               # links one path walk follows before ELOOP (Linux)
 
 
 def direntplus_size(name: bytes) -> int:
@@ -173,9 +175,11 @@ class Kernel:
     # opening ------------------------------------------------------------------------------------
     def open(self, d: int, path: list[bytes], *, directory: bool | None = None,
              write: bool = False) -> File:
-        """open/openat of an existing file or directory (O_RDONLY, or O_RDWR with `write`)."""
+        """open/openat of an existing file or directory (O_RDONLY, or O_RDWR with `write`);
+        a symbolic link at the end of `path` is followed unless `directory` (the verbs' walks
+        open directories they found, never through a link)."""
         if path:
-            a = self.walk(d, path)
+            a = self.walk(d, path) if directory else self._follow(d, path)
             ino = a.st_ino
         else:
             ino = d
@@ -188,6 +192,36 @@ class Kernel:
             return File(ino, True, self.vol.opendir_state())
         self.vol.open_file(ino)                         # OPEN
         return File(ino, False, writer=write)
+
+    def _follow(self, d: int, path: list[bytes]):
+        """walk, then the kernel's trailing-link walk: READLINK, and the target walked from
+        the link's directory, up to MAXSYMLINKS links (ELOOP). Only what lies inside the
+        mount can be followed: an absolute target, or ".." above `d`, is refused (EXDEV)."""
+        dirs = [d]                                      # the walk so far, for ".."
+        for _ in range(MAXSYMLINKS + 1):
+            a = None
+            for name in path:
+                if name == b"..":
+                    if len(dirs) < 2:
+                        raise FSError(errno.EXDEV, "a symbolic link leads outside the image")
+                    dirs.pop()
+                    self.vol.getattr(dirs[-1])
+                elif name == b".":
+                    self.vol.getattr(dirs[-1])
+                else:
+                    a = self._lookup(dirs[-1], name)
+                    dirs.append(a.st_ino)
+                    continue
+                a = None
+            if a is None:
+                return self.vol.peek_attr(dirs[-1])
+            if not stat.S_ISLNK(a.st_mode):
+                return a
+            target = self.vol.readlink(dirs.pop())
+            if target.startswith(b"/"):
+                raise FSError(errno.EXDEV, f"a symbolic link leads outside the image ({os.fsdecode(target)})")
+            path = [p for p in target.split(b"/") if p]
+        raise FSError(errno.ELOOP)
 
     def open_dotdot(self, d: int, parent: int) -> File:
         """openat(d, "..", O_DIRECTORY): the walk checks d and follows the dcache (no LOOKUP)."""

@@ -39,7 +39,12 @@ def fuse_rdev(major: int, minor: int) -> int:
 
 
 def _split(name: str) -> list[bytes]:
-    return [os.fsencode(p) for p in name.split("/") if p and p != "."]
+    """A member's name as tar extracts it: leading "/" and everything up to the last ".."
+    component dropped (safer_name_suffix: "Removing leading `a/../' from member names")."""
+    parts = [os.fsencode(p) for p in name.split("/") if p and p != "."]
+    while b".." in parts:
+        parts = parts[parts.index(b"..") + 1:]
+    return parts
 
 
 def from_tarball(path: str, *, with_data: bool = False):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tarfile
 
 import pytest
@@ -69,7 +70,7 @@ def test_unpack_from_a_tarball_equals_from_the_directory(setup, capsys, tmp_path
     (["find", "{img}", "x", "-o", "dirorder=bogus"], "unknown directory order 'bogus'"),
     (["find", "{img}", "x", "-o", "oplog=/tmp/l"], "front-end option"),
     (["unpack", "{img}", "x", "--from", "{tmp}/missing"], "missing does not exist"),
-    (["unpack", "{img}", "x", "--from", "{img}"], "neither a directory nor a tar archive"),
+    (["unpack", "{img}", "x", "--from", "{img}"], "the source file {img} is also the image"),
     (["cp-a", "{img}", "x", "--to", "y"], "cp-a x: No such file or directory"),
     (["mmap-fill", "{img}", "f", "--writes", "mmap", "--pagecache", "linux-9"], "unknown page-cache model"),
     (["mmap-fill", "{img}", "f", "--writes", "mmap", "--pagecache", "linux-2.6.29,ram=lots"], "bad value"),
@@ -79,7 +80,7 @@ def test_bad_input_is_one_line_and_status_2(setup, capsys, tmp_path, argv, messa
     argv = [a.format(img=img, tmp=tmp_path) for a in argv]
     assert main(["verb", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("simfs verb: ") and message in err[0], err
+    assert len(err) == 1 and err[0].startswith("simfs verb: ") and message.format(img=img) in err[0], err
     assert_fsck_clean(img)
 
 
@@ -94,3 +95,90 @@ def test_a_full_image_stops_with_enospc(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "No space left on device" in err[0], err
     assert_fsck_clean(img)
+
+
+def _tar(path, members: dict[str, bytes]) -> None:
+    """An archive of regular files only, with these names (no directory members)."""
+    import io
+    with tarfile.open(path, "w", format=tarfile.GNU_FORMAT) as tf:
+        for name, data in members.items():
+            m = tarfile.TarInfo(name)
+            m.size, m.mode = len(data), 0o644
+            tf.addfile(m, io.BytesIO(data))
+
+
+def _tree(img, *path: bytes):
+    vol = Volume.open(img, VolumeOptions(disk="ideal", read_only=True))
+    try:
+        ino = vol.root_ino
+        for name in path:
+            ino = vol.lookup(ino, name).st_ino
+        attr = vol.getattr(ino)
+        if not stat.S_ISDIR(attr.st_mode):
+            return attr, None
+        return attr, sorted(n for n, _, _ in vol.readdir(ino) if n not in (b".", b".."))
+    finally:
+        vol.close()
+
+
+def test_unpack_makes_the_directories_an_archive_leaves_out(tmp_path, capsys):
+    """As GNU tar: a member whose directory is not in the archive gets it made (0755, umask
+    022), a leading "/" and everything up to the last ".." is dropped from a name."""
+    tar = tmp_path / "nodirs.tar"
+    _tar(tar, {"d/e/f": b"one", "/abs/x": b"two", "../../up": b"three", "a/../../evil": b"four"})
+    img = tmp_path / "v.img"
+    mkfs(img, 16 << 20, block_size=4096)
+    assert run_json(capsys, "unpack", img, "t", "--from", tar)["result"]["files"] == 4
+    assert _tree(img)[1] == [b"lost+found", b"t"]               # nothing outside t
+    assert _tree(img, b"t")[1] == [b"abs", b"d", b"evil", b"up"]
+    attr, names = _tree(img, b"t", b"d")
+    assert names == [b"e"] and attr.st_mode & 0o7777 == 0o755
+    assert _tree(img, b"t", b"d", b"e", b"f")[0].st_size == 3
+    assert_fsck_clean(img)
+
+
+def test_a_failing_member_is_named(tmp_path, capsys):
+    """A device number no 32-bit dev_t holds (glibc's mknod refuses it: EINVAL): the member
+    is named, and the image is clean and marked with no error."""
+    tar = tmp_path / "dev.tar"
+    with tarfile.open(tar, "w", format=tarfile.GNU_FORMAT) as tf:
+        m = tarfile.TarInfo("c")
+        m.type, m.devmajor, m.devminor = tarfile.CHRTYPE, 2097151, 2097151
+        tf.addfile(m)
+    img = tmp_path / "v.img"
+    mkfs(img, 16 << 20, block_size=4096)
+    assert main(["verb", "unpack", str(img), "t", "--from", str(tar)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["simfs verb: unpack t: Invalid argument: c"], err
+    assert_fsck_clean(img)
+    assert main(["verb", "find", str(img), "t"]) == 0            # not marked with an error
+
+
+def test_an_output_over_the_archive_is_refused(tmp_path, capsys):
+    tar = tmp_path / "s.tar"
+    _tar(tar, {"f": b"data"})
+    before = tar.read_bytes()
+    img = tmp_path / "v.img"
+    mkfs(img, 16 << 20, block_size=4096)
+    for out in (["--stats", str(tar)], ["-o", f"trace={tar}"]):
+        assert main(["verb", "unpack", str(img), "t", "--from", str(tar), *out]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is also the source file" in err[0], err
+        assert tar.read_bytes() == before
+
+
+def test_cat_follows_a_symbolic_link_inside_the_image(setup, capsys, tmp_path):
+    """cat, dd and grep open their operand as the kernel does, through a trailing link;
+    a link that leads outside the image (absolute) is refused in one line, the image clean
+    and marked with no error (it used to be read as a file: its target as block numbers)."""
+    src, img = setup
+    os.symlink("/etc/passwd", src / "abs")
+    os.symlink("../f2.txt", src / "sub" / "deep" / "up")
+    run_json(capsys, "unpack", img, "t", "--from", src)
+    assert run_json(capsys, "cat", img, "t/link")["result"]["bytes"] == 38
+    assert run_json(capsys, "dd", img, "t/sub/deep/up")["result"]["bytes"] == 75
+    assert main(["verb", "cat", str(img), "t/abs"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "leads outside the image (/etc/passwd)" in err[0], err
+    assert_fsck_clean(img)
+    assert main(["verb", "find", str(img), "t"]) == 0            # not marked with an error

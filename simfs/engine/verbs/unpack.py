@@ -33,11 +33,16 @@ read from outside the mount and costs nothing here.
 
 from __future__ import annotations
 
+import errno
 import itertools
+import os
 import stat
+
+from simfs.errors import FSError
 
 
 RECORD = 10240         # tar's default record (blocking factor 20)
+NEW_DIR_MODE = 0o755   # a directory tar makes for a member (0777 less the umask, 022)
 NODES = {"fifo": stat.S_IFIFO, "chr": stat.S_IFCHR, "blk": stat.S_IFBLK}
 BLOCK = 512
 NAME_FIELD = 100
@@ -139,6 +144,23 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
             delayed.pop()
             set_dir(d, check)
 
+    def made(e, dotted: bool, make):
+        """maybe_recoverable: when a member's directory is missing (an archive need not
+        list directories), tar makes it - mkdirat of each component from the top, EEXIST
+        ignored, mode 0755 (umask 022) - and tries again."""
+        try:
+            return make()
+        except FSError as err:
+            if err.errno != errno.ENOENT or len(e.path) < 2:
+                raise
+        for i in range(1, len(e.path)):
+            try:
+                k.mkdir(c, _walk(e.path[:i], dotted), NEW_DIR_MODE, 0, 0)
+            except FSError as err:
+                if err.errno != errno.EEXIST:
+                    raise
+        return make()
+
     def set_link(p: list[bytes], e) -> None:
         k.utimens(c, p, mtime_ns=e.mtime_ns)
         k.chown(c, p, e.uid, e.gid)
@@ -153,72 +175,76 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
         k.stat(c, [b"."])
         delayed.append(_Delayed([], [b"."], a.st_mode & 0o7777 if dot_mode is None else dot_mode,
                                 a.st_mode & 0o7777, dot_mtime_ns, dot_uid, dot_gid, dot=True))
-    for e in source:
-        dotted = e.dotted is not False
-        pre = b"./" if dotted else b""
-        name = pre + b"/".join(e.path) + (b"/" if e.kind == "dir" else b"")
-        pos += _long(name)
-        if e.kind == "symlink":
-            pos += _long(e.target)
-        elif e.kind == "hardlink":
-            pos += _long(pre + b"/".join(e.link))
-        pos += BLOCK
-        p = _walk(e.path, dotted)
-        apply(e.path)
-        mode = e.mode & 0o7777
-        if e.kind == "dir":
-            counts["dirs"] += 1
-            cur = mode & 0o700
-            k.mkdir(c, p, cur, 0, 0)
-            delayed.append(_Delayed(e.path, p, mode, cur, e.mtime_ns, e.uid, e.gid))
-        elif e.kind == "file":
-            counts["files"] += 1
-            cur = mode & 0o700
-            f = k.create(c, p, cur)
-            size, off, data = e.size, 0, e.data
-            while off < size:
-                n = min(size - off, record - (pos + off) % record)
-                chunk = data[off:off + n] if data is not None else _FILLER[:n]
-                k.write(f, off, chunk)
-                off += n
-            counts["bytes"] += size
-            pos += _blocks(size)
-            k.futimens(f, mtime_ns=e.mtime_ns)
-            k.fchown(f, e.uid, e.gid)
-            if (mode ^ cur) or mode & ~0o777:
-                k.fchmod(f, mode)
-            k.close(f)
-        elif e.kind == "symlink":
-            counts["symlinks"] += 1
-            if _unsafe(e.target):
-                f = k.create(c, p, 0)
-                k.fstat(f)
+    e = None
+    try:
+        for e in source:
+            dotted = e.dotted is not False
+            pre = b"./" if dotted else b""
+            name = pre + b"/".join(e.path) + (b"/" if e.kind == "dir" else b"")
+            pos += _long(name)
+            if e.kind == "symlink":
+                pos += _long(e.target)
+            elif e.kind == "hardlink":
+                pos += _long(pre + b"/".join(e.link))
+            pos += BLOCK
+            p = _walk(e.path, dotted)
+            apply(e.path)
+            mode = e.mode & 0o7777
+            if e.kind == "dir":
+                counts["dirs"] += 1
+                cur = mode & 0o700
+                made(e, dotted, lambda: k.mkdir(c, p, cur, 0, 0))
+                delayed.append(_Delayed(e.path, p, mode, cur, e.mtime_ns, e.uid, e.gid))
+            elif e.kind == "file":
+                counts["files"] += 1
+                cur = mode & 0o700
+                f = made(e, dotted, lambda: k.create(c, p, cur))
+                size, off, data = e.size, 0, e.data
+                while off < size:
+                    n = min(size - off, record - (pos + off) % record)
+                    chunk = data[off:off + n] if data is not None else _FILLER[:n]
+                    k.write(f, off, chunk)
+                    off += n
+                counts["bytes"] += size
+                pos += _blocks(size)
+                k.futimens(f, mtime_ns=e.mtime_ns)
+                k.fchown(f, e.uid, e.gid)
+                if (mode ^ cur) or mode & ~0o777:
+                    k.fchmod(f, mode)
                 k.close(f)
-                for d in reversed(delayed):      # mark_after_links
-                    if d.dot or d.after_links:
-                        break
-                    d.after_links = True
-                    k.stat(c, d.walk)
-                links.append((p, e))
-            else:
-                k.symlink(c, p, e.target, e.uid, e.gid)
-                set_link(p, e)
-        elif e.kind in NODES:
-            counts["nodes"] += 1
-            cur = mode & 0o700
-            k.mknod(c, p, NODES[e.kind] | cur, e.rdev)
-            k.utimens(c, p, mtime_ns=e.mtime_ns)
-            k.chown(c, p, e.uid, e.gid)
-            if (mode ^ cur) or mode & ~0o777:
-                fchmodat(p, mode)
-        elif e.kind == "hardlink":
-            counts["hardlinks"] += 1
-            old = _walk(e.link, dotted)
-            if links:
-                k.stat(c, old)
-            k.link(c, old, p)
-            if links:
-                k.stat(c, old)
+            elif e.kind == "symlink":
+                counts["symlinks"] += 1
+                if _unsafe(e.target):
+                    f = made(e, dotted, lambda: k.create(c, p, 0))
+                    k.fstat(f)
+                    k.close(f)
+                    for d in reversed(delayed):      # mark_after_links
+                        if d.dot or d.after_links:
+                            break
+                        d.after_links = True
+                        k.stat(c, d.walk)
+                    links.append((p, e))
+                else:
+                    made(e, dotted, lambda: k.symlink(c, p, e.target, e.uid, e.gid))
+                    set_link(p, e)
+            elif e.kind in NODES:
+                counts["nodes"] += 1
+                cur = mode & 0o700
+                made(e, dotted, lambda: k.mknod(c, p, NODES[e.kind] | cur, e.rdev))
+                k.utimens(c, p, mtime_ns=e.mtime_ns)
+                k.chown(c, p, e.uid, e.gid)
+                if (mode ^ cur) or mode & ~0o777:
+                    fchmodat(p, mode)
+            elif e.kind == "hardlink":
+                counts["hardlinks"] += 1
+                old = _walk(e.link, dotted)
+                if links:
+                    k.stat(c, old)
+                made(e, dotted, lambda: k.link(c, old, p))
+                if links:
+                    k.stat(c, old)
+    except FSError as err:                       # name the member, as tar's message does
+        raise FSError(err.errno, os.fsdecode(b"/".join(e.path)) if e else "") from None
     apply([])                                    # extract_finish: what no link holds back
     for p, e in reversed(links):                 # apply_delayed_links
         k.stat(c, p)
