@@ -306,10 +306,11 @@ class ImageFile:
         is emptied again (its space back), nothing noted is dropped and ImageWriteError says
         so: the image is as at the last commit (free blocks aside), and a later commit can
         still write everything. If the journal went out whole but the image cannot be
-        written in place, ImageWriteError(in_place) now and at every later commit: the
-        journal must stay until it is replayed."""
+        written in place, ImageWriteError(in_place): a later commit first writes that
+        journal in place again (`_finish_in_place`); until it can, the journal stays as it
+        is, for the next mount or simfs fsck to replay."""
         if self.failure is not None and self.failure.in_place:   # a whole journal awaits replay
-            raise self.failure
+            self._finish_in_place()
         self.last_commit = time.monotonic()
         if not self.writable or (not self.noted and not self.extra):
             self._punch()
@@ -370,6 +371,26 @@ class ImageFile:
         self.commits += 1
         self._punch()
         return len(blocks)
+
+    def _finish_in_place(self) -> None:
+        """Write the journal that went out whole, whose in-place writes failed, in place again
+        (the host may have room now); ImageWriteError(in_place) again if it still cannot.
+        Then the image is that commit: the blocks taken before it are in use there, so none
+        of them may skip the journal any more (they count as reused)."""
+        jfd = self._journal_fd
+        try:
+            parsed = _parse(os.pread(jfd, os.fstat(jfd).st_size, 0))
+            if parsed is None:
+                raise OSError(errno.EIO, "its journal no longer reads back whole")
+            for off, data in parsed[1]:
+                _pwritev_all(self.fd, [data], off)
+            os.fsync(self.fd)
+            os.ftruncate(jfd, 0)
+        except OSError:
+            raise self.failure from None
+        self.failure = None
+        self.reused |= self.fresh
+        self.fresh.clear()
 
     def _records(self, blocks: list[int]) -> list[tuple[int, list]]:
         """(byte offset, the buffers written there) for sorted blocks: contiguous blocks

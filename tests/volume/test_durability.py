@@ -223,6 +223,42 @@ def test_a_journal_is_replayed_once_its_superblock_is_in_place(tmp_path):
     os.close(fd)
 
 
+def test_a_commit_that_failed_in_place_is_finished_once_the_host_has_room(tmp_path, monkeypatch):
+    """The journal went out whole, then the image's in-place writes failed (a sparse image on
+    a host that filled up): the next commit writes that journal in place again and goes on,
+    instead of refusing every change until the image is detached. Blocks the finished commit
+    put in use no longer skip the journal."""
+    from simfs.errors import ImageWriteError
+    path, fd, im = _image_with_commit(tmp_path, {3: b"a" * 1024})
+    im.allocated(5)
+    im.note(5, bytearray(b"f" * 1024))
+    real = os.pwritev
+
+    def full(f, pieces, off):
+        if f == fd and off == 3 * 1024:
+            raise OSError(28, "No space left on device")
+        return real(f, pieces, off)
+    monkeypatch.setattr(os, "pwritev", full)
+    with pytest.raises(ImageWriteError) as e:
+        im.commit()
+    assert e.value.in_place
+    with pytest.raises(ImageWriteError):                    # still full: the journal stays
+        im.commit()
+    assert pending_journal(path) == "complete"
+    im.note(4, bytearray(b"b" * 1024))
+    monkeypatch.setattr(os, "pwritev", lambda f, p, o: real(f, p, o) if f == fd else full(fd, p, 3 * 1024))
+    with pytest.raises(ImageWriteError) as e:               # room in place, not for the new journal
+        im.commit()
+    assert not e.value.in_place
+    assert [os.pread(fd, 1024, b * 1024) for b in (3, 5)] == [b"a" * 1024, b"f" * 1024]
+    assert 5 in im.reused and not im.fresh                  # in use at the finished commit
+    monkeypatch.setattr(os, "pwritev", real)
+    assert im.commit() == 3 and im.failure is None
+    assert os.pread(fd, 1024, 4 * 1024) == b"b" * 1024 and pending_journal(path) is None
+    im.close()
+    os.close(fd)
+
+
 def test_a_symbolic_link_to_the_image_finds_its_journal(tmp_path):
     path, _ = _journal_of(tmp_path, {5: b"x" * 1024})
     link = tmp_path / "elsewhere" / "link.img"

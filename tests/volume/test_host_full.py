@@ -156,7 +156,11 @@ def test_new_blocks_that_cannot_be_written_leave_the_last_commit(img, host):
     vol.close()
 
 
-def test_a_whole_journal_is_kept_when_the_image_cannot_be_written(img, host):
+@pytest.mark.parametrize("room_again", [False, True])
+def test_a_whole_journal_is_kept_when_the_image_cannot_be_written(img, host, room_again):
+    """The journal went out whole, the in-place writes did not: the journal stays for the
+    next open to replay while the image cannot be written; once it can, the next commit
+    writes that journal in place and changes are accepted again."""
     vol = _open(img, host)
     a = vol.create(vol.root_ino, b"a", 0o100644, 0, 0)
     vol.write(a.st_ino, 0, DATA[::-1])
@@ -166,11 +170,18 @@ def test_a_whole_journal_is_kept_when_the_image_cannot_be_written(img, host):
     with pytest.raises(ImageWriteError) as e:
         vol.commit()
     assert e.value.in_place and "replays" in e.value.strerror
-    host.full = ""
-    with pytest.raises(ImageWriteError):                 # never again over that journal
+    if room_again:
+        host.full = ""
+        vol.commit()
+        assert vol.unwritable is None and os.path.getsize(journal_path(img)) == 0
         vol.close()
-    assert os.path.getsize(journal_path(img)) > 0
-    vol = Volume.open(img, VolumeOptions(force=True))    # the open replays it
+        assert not os.path.exists(journal_path(img))
+    else:
+        with pytest.raises(ImageWriteError):
+            vol.close()
+        assert os.path.getsize(journal_path(img)) > 0
+        host.full = ""
+    vol = Volume.open(img, VolumeOptions(force=True))    # the open replays it (if still there)
     ino = vol.lookup(vol.root_ino, b"a").st_ino
     assert _read_all(vol, ino, len(DATA)) == DATA
     vol.close()
