@@ -126,3 +126,19 @@ def test_mkfs_cli_failed_plan_keeps_the_old_image(tmp_path):
 def test_mkfs_cli_path_too_long(tmp_path):
     r = run_simfs("mkfs", tmp_path / ("z" * 300), "--size", "64M", check=False)
     assert r.returncode == 2 and "longer than 255 bytes" in r.stderr, r.stderr
+
+
+@needs_e2fsprogs
+@pytest.mark.parametrize("request_", ["clri <2>", "sif <2> mode 0100644"])
+def test_a_corrupt_root_inode_is_refused(tmp_path, request_):
+    """As the kernel's ext2_fill_super ("corrupt root inode, run e2fsck"): the root must be
+    a directory with blocks, or nothing of the image can be walked (layout used to stop with
+    a traceback, a verb ran on it and wrote to it)."""
+    import subprocess
+    img = tmp_path / "r.img"
+    mkfs(img, 8 << 20, block_size=4096)
+    subprocess.run(["debugfs", "-w", "-R", request_, str(img)], check=True, capture_output=True)
+    before = img.read_bytes()
+    with pytest.raises(ImageError, match="corrupt root inode: run `simfs fsck --repair"):
+        Volume.open(img, VolumeOptions(disk="ideal"))
+    assert img.read_bytes() == before
