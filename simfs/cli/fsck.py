@@ -126,9 +126,12 @@ def cmd_fsck(a) -> int:
                 return fail(str(e), "fsck")
             if n:
                 print(f"finished an interrupted commit: {n} records from {journal_path(a.image)}")
+            was = unclean(a.image)
             rc, _, lines, summary = _e2fsck(a.image, "y")
         finally:
             os.close(fd)
+        if rc == 0 and was:             # e2fsck clears recorded errors and still says 0
+            rc = 1
         if rc in (0, 1, 2):
             rc2, _, _, summary = _e2fsck(a.image, "n")
             what = ("nothing to repair" if rc == 0 else f"fixed: {len(lines)} lines of e2fsck output"

@@ -303,21 +303,25 @@ def test_fsck_on_a_file_that_is_no_ext2_image(image, tmp_path, capsys, content, 
     assert f.read_bytes() == before
 
 
-def _crashed(src, dst):
+def _crashed(src, dst, state=b"\0\0"):
     """A copy of the image whose superblock says "not clean" (s_state 0), as a crash leaves it;
     no journal beside it."""
     raw = bytearray(src.read_bytes())
-    raw[1024 + 58:1024 + 60] = b"\0\0"
+    raw[1024 + 58:1024 + 60] = state
     dst.write_bytes(raw)
     return dst
 
 
 @needs_e2fsprogs
-def test_fsck_reports_an_image_not_cleanly_unmounted(image, tmp_path, capsys):
-    img = _crashed(image[0], tmp_path / "c.img")
+@pytest.mark.parametrize("state, reason", [(b"\0\0", "file system was not cleanly unmounted"),
+                                           (b"\3\0", "file system has errors")])
+def test_fsck_reports_an_image_not_cleanly_unmounted(image, tmp_path, capsys, state, reason):
+    """A crashed image, and one with errors recorded (e2fsck -fy clears them and says 0):
+    --repair marks either clean and says so with exit status 1."""
+    img = _crashed(image[0], tmp_path / "c.img", state)
     assert main(["fsck", str(img)]) == 4
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1 and out[0].startswith("NOT clean: file system was not cleanly unmounted"), out
+    assert len(out) == 1 and out[0].startswith(f"NOT clean: {reason}"), out
     assert f"simfs fsck --repair {img}" in out[0]
     assert main(["fsck", "--repair", str(img)]) == 1
     assert capsys.readouterr().out.startswith("clean after e2fsck -fy")
