@@ -365,6 +365,8 @@ def parse(specs, volume_cls=None) -> MountOptions:
             if key.startswith("no") and key[2:] in FRONTEND and FRONTEND[key[2:]].kind is bool:
                 front[key[2:]] = False
                 continue
+            if text is not None and key in valid_keys(cls):      # noatime=yes, ro=1
+                raise OptionError(f"mount option {key} takes no value: give {key}, not {key}={text}")
             raise OptionError(f"unknown mount option {key!r}{_suggest(key, valid_keys(cls))}; "
                               f"valid options: {', '.join(valid_keys(cls))}")
     for key, text in raw_sub.items():

@@ -203,3 +203,11 @@ def test_disk_checked_by_building_the_model():
 def test_describe_shows_ranges():
     text = mountopts.describe(Opts)
     assert "level=1.0 (0 to 10)" in text and "count=4 (1 to 64K)" in text
+
+
+@pytest.mark.parametrize("opt", ["noatime=yes", "ro=1", "nodev=1"])
+def test_a_flag_given_a_value_says_so(opt):
+    """Not "unknown mount option 'noatime' (did you mean 'noatime'?)"."""
+    key, value = opt.split("=")
+    with pytest.raises(OptionError, match=f"mount option {key} takes no value: give {key}, not {opt}"):
+        parse([opt])
