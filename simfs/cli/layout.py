@@ -229,6 +229,8 @@ def draw(m: BlockMap, out, *, width: int | None = None, group: int | None = None
         hi = min(lo + m.blocks_per_group, n)
     elif blocks is not None:
         lo, hi = blocks[0], blocks[1] if blocks[1] is not None else n
+        if hi <= lo:
+            raise ValueError(f"--blocks {lo}:{hi}: an empty range (START:END, END after START)")
         if not 0 <= lo < hi <= n:
             raise ValueError(f"--blocks {lo}:{hi}: the image has blocks 0..{n - 1}")
     else:

@@ -70,6 +70,8 @@ def cmd_mkfs(a) -> int:
     from simfs.fuse.checks import path_problem, shown
     from simfs.fuse.daemon import image_locked
     from simfs.ondisk.mkfs import mkfs, plan
+    if not a.image.strip():
+        return _fail("the image name is empty: simfs mkfs IMAGE SIZE, e.g. disk.img 256M", "mkfs")
     image = os.path.abspath(a.image)
     problem = path_problem(image)
     if problem:

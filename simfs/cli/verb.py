@@ -203,6 +203,8 @@ def cmd_verb(a) -> int:
         return fail(f"{a.verb} {a.path}: {e.strerror}", "verb")
     except tarfile.TarError as e:
         return fail(f"cannot read {a.source}: {e}", "verb")
+    except EOFError:                    # a compressed archive cut short
+        return fail(f"cannot read {a.source}: the archive ends early (cut short?)", "verb")
     except ImageWriteError as e:     # at close: the host of the image is full or failing
         return fail(e.at_close, "verb")
     except OSError as e:

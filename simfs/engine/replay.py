@@ -150,6 +150,9 @@ class Replayer:
         fn = getattr(self, "op_" + op, None)
         if fn is None:
             raise ReplayError(f"operation {self.index} (line {lineno}): unknown operation {op!r}")
+        if len(args) != fn.__code__.co_argcount - 1:
+            raise ReplayError(f"operation {self.index} (line {lineno}, {op}) is malformed: {op} "
+                              f"takes {fn.__code__.co_argcount - 1} arguments, the line gives {len(args)}")
         try:
             got = fn(*args)
         except FSError as e:

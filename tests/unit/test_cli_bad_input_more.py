@@ -474,3 +474,8 @@ def test_run_source_that_does_not_exist(tmp_path, capsys):
     p = _job_file(tmp_path)
     refused(capsys, "run", p, "--source", tmp_path / "nope", "--work-dir", tmp_path / "nonexistent",
             words=(f"--source {tmp_path / 'nope'}: no such directory",))
+
+
+def test_layout_empty_block_range_refused(image, tmp_path, capsys):
+    refused(capsys, "layout", image[0], "-o", tmp_path / "m.png", "--blocks", "100:0",
+            words=("--blocks 100:0: an empty range",))

@@ -171,6 +171,10 @@ def test_mkfs_refuses_empty_or_pointless_options(tmp_path, image, opts, words):
     assert not (tmp_path / "new.img").exists()
 
 
+def test_mkfs_refuses_an_empty_image_name(tmp_path):
+    refused("mkfs", "", "64M", words=["the image name is empty"])
+
+
 def test_mkfs_maxio_with_disk_still_works(tmp_path):
     r = simfs("mkfs", tmp_path / "t.img", "64M", "--disk", "sata7200", "--maxio", "64K", "-q")
     assert r.returncode == 0 and "mkfs on sata7200" in r.stdout, r.stderr

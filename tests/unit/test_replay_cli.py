@@ -192,3 +192,15 @@ def test_arguments_no_kernel_sends_leave_the_image_clean(recorded, capsys, tmp_p
     vol = Volume.open(img, VolumeOptions(disk="ideal", read_only=True))   # no error recorded
     assert vol.sb.state == 1, vol.sb.state
     vol.close()
+
+
+def test_a_line_with_too_few_arguments_is_malformed(recorded, capsys, tmp_path):
+    lines = (recorded / "run.log").read_bytes().splitlines(keepends=True)
+    log = tmp_path / "short.log"
+    log.write_bytes(b"".join(lines[:1] + [b'["write",0,0,0]\n'] + lines[1:]))
+    img = image(recorded)
+    assert main(["replay", str(log), str(img)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["simfs replay: operation 1 (line 2, write) is malformed: write takes 3 "
+                   "arguments, the line gives 2"], err
+    assert_fsck_clean(img)

@@ -72,6 +72,7 @@ def test_unpack_from_a_tarball_equals_from_the_directory(setup, capsys, tmp_path
     (["unpack", "{img}", "x", "--from", "{tmp}/missing"], "missing does not exist"),
     (["unpack", "{img}", "x", "--from", "{img}"], "the source file {img} is also the image"),
     (["cp-a", "{img}", "x", "--to", "y"], "cp-a x: No such file or directory"),
+    (["cp-a", "{img}", "x", "--to", ""], "cp: cannot create directory '': No such file or directory"),
     (["mmap-fill", "{img}", "f", "--writes", "mmap", "--pagecache", "linux-9"], "unknown page-cache model"),
     (["mmap-fill", "{img}", "f", "--writes", "mmap", "--pagecache", "linux-2.6.29,ram=lots"], "bad value"),
 ])
@@ -182,3 +183,17 @@ def test_cat_follows_a_symbolic_link_inside_the_image(setup, capsys, tmp_path):
     assert len(err) == 1 and "leads outside the image (/etc/passwd)" in err[0], err
     assert_fsck_clean(img)
     assert main(["verb", "find", str(img), "t"]) == 0            # not marked with an error
+
+
+def test_a_compressed_archive_cut_short(tmp_path, capsys):
+    import gzip
+    tar = tmp_path / "s.tar"
+    _tar(tar, {f"f{i}": os.urandom(20000) for i in range(5)})
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(gzip.compress(tar.read_bytes())[:40000])
+    img = tmp_path / "v.img"
+    mkfs(img, 16 << 20, block_size=4096)
+    assert main(["verb", "unpack", str(img), "t", "--from", str(cut)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"simfs verb: cannot read {cut}: the archive ends early (cut short?)"], err
+    assert_fsck_clean(img)

@@ -48,6 +48,8 @@ def _resolved(names: list) -> list:
 
 
 def _refused(src: str, dst: str, src_names: list, dst_names: list) -> None:
+    if not dst:
+        raise VerbRefused("cp: cannot create directory '': No such file or directory")
     s, d = _resolved(src_names), _resolved(dst_names)
     if d == s:
         raise VerbRefused(f"cp: {quote(src)} and {quote(dst)} are the same file")
