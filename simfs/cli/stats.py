@@ -42,7 +42,7 @@ def register(sub) -> None:
     s.add_argument("mountpoint", metavar="MNT|FILE", nargs="?")
     s.add_argument("--json", action="store_true", help="print the raw JSON (with --diff: the comparison)")
     s.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare two runs (stats files or mounts)")
-    s.add_argument("--phase", metavar="NAME", default="total",
+    s.add_argument("--phase", metavar="NAME",
                    help="with --diff: the phase to compare (default: total)")
     s.set_defaults(func=cmd_stats)
 
@@ -137,6 +137,7 @@ def diff_rows(a: dict, b: dict) -> list[tuple]:
 
 
 def cmd_diff(a) -> int:
+    a.phase = a.phase or "total"
     docs = []
     for path in a.diff:
         try:
@@ -147,7 +148,8 @@ def cmd_diff(a) -> int:
     for path, t in zip(a.diff, docs):
         p = _phase(t, a.phase)
         if p is None:
-            names = ", ".join(["total"] + [str(q.get("name", "?")) for q in t.get("phases", [])])
+            names = ", ".join((["total"] if isinstance(t.get("total"), dict) else [])
+                              + [str(q.get("name", "?")) for q in t.get("phases", [])])
             return fail(f"{path} has no phase {a.phase!r}; it has: {names}", "stats")
         phases.append(p)
     rows = diff_rows(*phases)
@@ -199,6 +201,8 @@ def cmd_stats(a) -> int:
         return cmd_diff(a)
     if not a.mountpoint:
         return fail("give a mount point or a statistics file (or --diff A B)", "stats")
+    if a.phase is not None:
+        return fail("--phase chooses what --diff compares; without --diff every phase is shown", "stats")
     if not os.path.isdir(a.mountpoint):
         try:
             doc = load_stats(a.mountpoint)

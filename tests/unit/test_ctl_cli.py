@@ -97,6 +97,8 @@ def test_stats_diff_and_file(tmp_path, capsys):
     assert main(["stats", "--diff", str(a), str(b), "--phase", "nope"]) == 2
     assert "has no phase 'nope'" in capsys.readouterr().err
     assert main(["stats", str(a)]) == 0 and "readback" in capsys.readouterr().out
+    assert main(["stats", str(a), "--phase", "readback"]) == 2        # not ignored silently
+    assert "--phase chooses what --diff compares" in capsys.readouterr().err
     a.write_text(json.dumps(_snapshot([1.0, 0.5], [10, 6], [3, 2], um=(0.25, 4, 1))))
     assert main(["stats", str(a)]) == 0 and "write-back at unmount" in capsys.readouterr().out
     (tmp_path / "bad.json").write_text("{}")
