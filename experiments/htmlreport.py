@@ -226,11 +226,32 @@ def find_runs(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.glob("*/results.json"))
 
 
+def read_by(root: Path) -> list[Path]:
+    """The files the page is made of (each run's results.json, table.md and PNGs): -o must not
+    name one, or the page would be written over its own input."""
+    return [f for run in find_runs(root) for f in [run / "results.json", run / "table.md", *run.glob("*.png")]]
+
+
 def load(run: Path) -> dict:
+    """A run's results: an experiment's (summary and configs lists, as report.assemble writes
+    them) or another kind shown by its table.md; anything else (`{}`, a list) is no results file."""
+    path = run / "results.json"
     try:
-        return json.loads((run / "results.json").read_text())
+        doc = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise ReportError(f"{run / 'results.json'}: not a results file ({e})") from None
+        raise ReportError(f"{path}: not a results file ({e})") from None
+    if not isinstance(doc, dict):
+        what = {"list": "an array", "str": "a string", "NoneType": "null",
+                "bool": "true or false"}.get(type(doc).__name__, "a number")
+        raise ReportError(f"{path}: not a results file (JSON {what}, not an object)")
+    if not doc:
+        raise ReportError(f"{path}: not a results file (an empty object)")
+    if "summary" in doc or "configs" in doc:
+        if not (isinstance(doc.get("summary"), list) and isinstance(doc.get("configs"), list)):
+            raise ReportError(f"{path}: not a results file (summary and configs must be lists)")
+    elif not (run / "table.md").is_file():
+        raise ReportError(f"{path}: not a results file (no summary and configs, and no table.md beside it)")
+    return doc
 
 
 def build(root: Path, title: str | None = None) -> tuple[str, int]:
@@ -253,7 +274,11 @@ def build(root: Path, title: str | None = None) -> tuple[str, int]:
         body.append("<nav><ul>" + "".join(f"<li><a href=\"#run{i}\">{esc(d.get('title', r.name))}</a></li>"
                                           for i, (r, d) in enumerate(docs)) + "</ul></nav>")
     for i, (run, doc) in enumerate(docs):
-        body.append(run_section(doc, run, f"run{i}"))
+        try:
+            body.append(run_section(doc, run, f"run{i}"))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:   # a field of the wrong shape
+            raise ReportError(f"{run / 'results.json'}: not a results file "
+                              f"({type(e).__name__} {e} while reading it)") from None
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{esc(title)}</title><style>{STYLE}</style></head>\n<body>\n"
             + "\n".join(body) + "\n</body></html>\n")
@@ -289,6 +314,11 @@ def cmd_report(a) -> int:
         return 2
     if not out.parent.resolve().is_dir() and a.results.is_dir():
         print(f"simfs report: cannot write {out}: directory {out.parent} does not exist", file=sys.stderr)
+        return 2
+    from simfs.cli.common import same_file
+    if a.results.is_dir() and any(same_file(f, out) for f in read_by(a.results)):
+        print(f"simfs report: -o {out} is one of the files the report reads: it would be written over; "
+              "give another file", file=sys.stderr)
         return 2
     try:
         page, n = build(a.results, a.title)

@@ -39,6 +39,19 @@ DESCRIPTION = ("Run a job file (TOML): a workload, a matrix of configurations (m
                "on your own workload\", and experiments/jobfile.py.")
 
 
+def _seconds(text: str) -> float:
+    """An argparse type for --timeout: finite and above 0 (Dask takes nan, inf or -1 apart
+    with a traceback or a garbled message)."""
+    import math
+    try:
+        t = float(text)
+    except ValueError:
+        t = math.nan
+    if not (math.isfinite(t) and t > 0):
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r} (give a number above 0, e.g. 30)")
+    return t
+
+
 def add_arguments(p) -> None:
     p.add_argument("job", metavar="JOB.toml", type=Path, help="the job file (experiments/jobs/, examples/jobs/)")
     p.add_argument("--quick", action="store_true", help="the job's [quick] version (CI: seconds to minutes)")
@@ -55,7 +68,7 @@ def add_arguments(p) -> None:
     g.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="run the tasks on an existing Dask cluster (tcp://HOST:8786); mounted phases "
                         "need FUSE and root on every worker, a workload directory the same path there")
-    p.add_argument("--timeout", type=float, default=10, metavar="SECONDS",
+    p.add_argument("--timeout", type=_seconds, default=10, metavar="SECONDS",
                    help="how long to try reaching the --scheduler (default 10)")
     p.add_argument("--source", type=Path, default=None, metavar="DIR",
                    help="copy this directory instead of the job's workload")

@@ -50,6 +50,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import itertools
+import math
 import re
 import shlex
 import tomllib
@@ -447,6 +448,8 @@ def check(job: Job) -> None:
                 if k not in valid:
                     raise src.error(("phase", i, "args", k), f"phase {p['name']!r}: {what} takes no argument "
                                     f"{k!r}; valid: {', '.join(sorted(valid)) or 'none'}")
+        if "verb" in p:
+            _check_verb(src, i, p)
         if p.get("cold") is False and (i == 0 or "run" not in phases[i - 1] or "run" not in p):
             raise src.error(("phase", i, "cold"), f"phase {p['name']!r}: cold = false continues the previous "
                             "phase's mount, so both must be run = phases")
@@ -626,6 +629,49 @@ def verb_args(verb: str) -> set[str]:
     return own | {"mkdir", "mark", "options", "oplog"}
 
 
+def verb_params(verb: str, args: dict) -> dict:
+    """`args` as `simfs verb VERB` takes its options: each through the CLI's own type and
+    choices (dd's bs, mmap-fill's size "64M" -> bytes, find's type d or f); ValueError says
+    which value is refused and why. Keys the command line has no option for pass as they are."""
+    import argparse
+    from simfs.cli.verb import VERBS as CLI
+    opts = {kw.get("dest") or flag.lstrip("-").replace("-", "_"): (flag, kw) for flag, kw in CLI[verb][2]}
+    out = dict(args)
+    for k, v in args.items():
+        if k not in opts:
+            continue
+        flag, kw = opts[k]
+        if "type" not in kw and not isinstance(v, str):
+            raise ValueError(f"{k} = {_toml(v)}: must be a string (as simfs verb {verb} {flag} takes it)")
+        try:
+            out[k] = kw["type"](str(v) if not isinstance(v, bool) else _toml(v)) if "type" in kw else v
+        except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
+            why = str(e) if isinstance(e, argparse.ArgumentTypeError) else f"invalid value {_toml(v)}"
+            raise ValueError(f"{k} = {_toml(v)}: {why} (as simfs verb {verb} {flag} refuses it)") from None
+        if "choices" in kw and out[k] not in kw["choices"]:
+            raise ValueError(f"{k} = {_toml(v)}: choose from {', '.join(map(repr, kw['choices']))} "
+                             f"(simfs verb {verb} {flag})")
+    return out
+
+
+def _check_verb(src: Source, i: int, p: dict) -> None:
+    """A verb phase's args and path as `simfs verb` checks them before it opens the image: the
+    options' types and choices, and the tool's own refusals (simfs.engine.verbs.REFUSE: rm -rf
+    of the root, cp -a into itself, ...), so they are refused here, not after the workload."""
+    from simfs.engine.verbs import REFUSE
+    from simfs.errors import VerbRefused
+    try:
+        params = verb_params(p["verb"], p.get("args", {}))
+    except ValueError as e:
+        bad = str(e).split(" = ")[0]
+        raise src.error(("phase", i, "args", bad), f"phase {p['name']!r}: {e}") from None
+    if p["verb"] in REFUSE:
+        try:
+            REFUSE[p["verb"]](p["path"], **params)
+        except VerbRefused as e:
+            raise src.error(("phase", i, "path"), f"phase {p['name']!r}: path = {_toml(p['path'])}: {e}") from None
+
+
 def builtin_args(fn) -> set[str]:
     """The args = keys a builtin phase takes: its function's keywords but those the phase's own
     keys set (name, drain, trace, setup)."""
@@ -691,11 +737,17 @@ def _resolve(v, what: str, wl_bytes: int, src: Source, where: tuple):
         _unknown(src, where, v, {"workload", "min", "max"}, f"{what} (a multiple of the workload)")
         if "workload" not in v:
             raise src.error(where, f"{what}: {{workload = FACTOR}} needs the factor")
+        f = v["workload"]
+        if not (NUMBER[0](f) and math.isfinite(f) and f > 0):
+            raise src.error(where, f"{what} = {_toml(v)}: workload must be a number above 0 (the {what} is that "
+                            "many times the workload's bytes; sizes go in min and max)")
         kw = {}
         if "min" in v:
             kw["lo"] = _size(v["min"], src, where)
         if "max" in v:
             kw["hi"] = _size(v["max"], src, where)
+        if kw.get("lo", 0) > kw.get("hi", kw.get("lo", 0)):
+            raise src.error(where, f"{what} = {_toml(v)}: min is more than max")
         fn = sizing.cache_for if what == "cache" else sizing.image_for
         return fn(wl_bytes, v["workload"], **kw)
     return v
@@ -798,11 +850,17 @@ def _configs(job: Job, wl_bytes: int, check_mkfs: bool = False) -> tuple[list[Co
             raw = next((v.get("size") if isinstance(v, dict) else v for a, v in choice.items()
                         if (v if isinstance(v, dict) else {a: v}).get("size") is not None),
                        doc.get("mkfs", {}).get("size"))
-            _check_mkfs(src, mkfs_kw, where_of, relative=isinstance(raw, dict))
+            inodes.append(_check_mkfs(src, mkfs_kw, where_of, raw))
         _check_mount(src, mount, where_of)
         return Config(name, mount=mount, mkfs=mkfs_kw, params=params)
 
+    inodes = []
     configs = [build(choice, name, where) for name, choice, where in expand(job)]
+    files = doc.get("workload", {}).get("files") if doc.get("workload", {}).get("kind") == "tree" else None
+    most = max((n for n in inodes if n), default=None)
+    if files is not None and most is not None and files > most:
+        raise src.error(("workload", "files"), f"[workload] files = {files}: more than the {most:,} inodes of the "
+                        "largest image of any configuration (one a file): give fewer files or a larger [mkfs] size")
     sizes = {"size_mib": base_mkfs.get("size", 0), "cache_mib": base_mount.get("cache", 0)}
     sizes = {k: (_size(v, src, ("mkfs",)) if v else 0) >> 20 for k, v in sizes.items()}
     return configs, sizes
@@ -814,14 +872,17 @@ _MKFS_ERRORS = (("block size", "block_size"), ("inode size", "inode_size"), ("re
                 ("inodes per group", "inodes_per_group"), ("image too", "size"))
 
 
-def _check_mkfs(src: Source, kw: dict, where_of: dict, relative: bool) -> None:
+def _check_mkfs(src: Source, kw: dict, where_of: dict, raw) -> int | None:
     """The image's geometry as simfs mkfs checks it (simfs.ondisk.mkfs.plan: nothing written):
     a size too small or too large, a block size other than 1K or 4K, ... A size that follows
-    the workload is checked when the workload is known (here 1 GiB stands in for it)."""
+    the workload (`raw` a table) is checked when the workload is known (here 1 GiB stands in
+    for it). Returns the inodes of the largest image it can be: a generated tree of more files
+    than any configuration holds was generated for hours before the first unpack ran out."""
     from simfs.errors import ImageError
     from simfs.ondisk.mkfs import plan
     kw = dict(kw)
     size = kw.pop("size_bytes")
+    relative = isinstance(raw, dict)
     if relative:
         size = 1 << 30
     for k, v in kw.items():
@@ -833,10 +894,16 @@ def _check_mkfs(src: Source, kw: dict, where_of: dict, relative: bool) -> None:
                                                                           not isinstance(v, int)):
             raise src.error(where_of.get(k, ("mkfs", k)), f"mkfs {k} must be a number, not {_toml(v)}")
     try:
-        plan(size, **kw)
+        _, _, groups, per_group = plan(size, **kw)
     except ImageError as e:
         key = next((k for words, k in _MKFS_ERRORS if words in str(e)), None)
         raise src.error(where_of.get(key, ("mkfs", key) if key else ("mkfs",)), f"mkfs: {e}") from None
+    if relative:                        # its largest: the workload's bytes past any factor
+        try:
+            _, _, groups, per_group = plan(_resolve(raw, "size", 1 << 62, src, ("mkfs", "size")), **kw)
+        except ImageError:
+            return None
+    return groups * per_group
 
 
 POLICY_OPTIONS = {"alloc": ("policies", "ALLOCATORS"), "inode_placement": ("policies", "INODE_PLACERS"),
@@ -849,6 +916,8 @@ def _check_mount(src: Source, mount: dict, where_of: dict) -> None:
     import importlib
     from simfs.fuse import mountopts
     text = Config("", mount=mount, mkfs={}).mount_string()
+    if "disk" in mount and not mount["disk"]:         # mount_string leaves an empty disk out
+        text = ",".join(x for x in (text, f"disk={mount['disk']}") if x)
 
     def where(key):
         return where_of.get(key, ("mount", key))
@@ -885,7 +954,7 @@ def _verb_record(verb: str, path: str, args: dict, drain: bool):
     includes it, and the mount's set-up); the headline adds it when drain = true
     (phases.run_verb)."""
     def command(ctx) -> dict:
-        params = dict(args)
+        params = verb_params(verb, args)
         if verb == "unpack":
             from simfs.engine.treedesc import from_directory, from_tarball
             frm = params.pop("from", None)

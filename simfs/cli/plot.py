@@ -10,7 +10,8 @@ next one's start). `--phase` cuts phases out of the traces, each from its own t 
 a trace's phase boundaries are drawn as dashed lines. `--movie` animates one trace (or phase):
 GIF with Pillow (comes with matplotlib), MP4 only where ffmpeg is installed.
 The top-level parser (simfs/cli/main.py) calls `register(subparsers)`. Bad input (a missing file,
-a file that is not a simfs trace, a label count that does not match): one line, exit 2.
+a file that is not a simfs trace, a row that is no request, a label count that does not match, an
+empty -o): one line, exit 2.
 """
 
 from __future__ import annotations
@@ -89,11 +90,27 @@ def check_trace(path: str) -> str | None:
     return None
 
 
-def _bad_op(path: str, cols: dict) -> str | None:
-    """A request is a read or a write (R, W): any other op would be drawn as neither."""
-    for i, op in enumerate(cols["op"]):
+LBA_LIMIT = 2**48           # sectors: 128 PiB, past any disk model (numpy's int64 takes it)
+
+
+def _bad_row(path: str, cols: dict) -> str | None:
+    """A request is a read or a write (R, W) issued, started and finished at finite times from 0
+    on, in that order, of 1 sector or more below LBA_LIMIT: anything else would be drawn as
+    neither, or stop numpy mid-drawing (nan, inf, an lba past int64)."""
+    import math
+    for i, (op, issue, start, finish, lba, n) in enumerate(zip(
+            cols["op"], cols["issue"], cols["start"], cols["finish"], cols["lba"], cols["sectors"])):
+        where = f"{path}:{i + 2}"
         if op not in ("R", "W"):
-            return f"{path}:{i + 2}: op is {op!r}, not R or W"
+            return f"{where}: op is {op!r}, not R or W"
+        for k, t in (("issue", issue), ("start", start), ("finish", finish)):
+            if not (math.isfinite(t) and t >= 0):
+                return f"{where}: {k} is {t!r}, not a time (seconds, 0 or more)"
+        if not issue <= start <= finish:
+            return f"{where}: issue {issue!r}, start {start!r}, finish {finish!r}: not in that order"
+        if not (0 <= lba and 1 <= n and lba + n <= LBA_LIMIT):
+            return f"{where}: lba {lba}, sectors {n}: not a request on a disk (lba from 0, 1 sector or " \
+                   f"more, below sector 2**48)"
     return None
 
 
@@ -143,6 +160,9 @@ def cmd_plot(a) -> int:
             return _fail(why)
     if a.label is not None and len(a.label) != len(a.traces):
         return _fail(f"{len(a.label)} --label for {len(a.traces)} traces; give one label per trace or none")
+    for path, what in ((a.output, "-o"), (a.movie, "--movie")):
+        if path == "":
+            return _fail(f"{what} '': an empty path (give a file name, or leave the option out)")
     if a.output is None and a.movie is None and not a.json:
         return _fail("say where to draw: -o PNG, --movie OUT.gif, or --json for the summary alone")
     for path, what in ((a.output, "-o"), (a.movie, "--movie")):
@@ -176,7 +196,7 @@ def cmd_plot(a) -> int:
             traces.append(read_trace(p))
         except (ValueError, UnicodeDecodeError, csv.Error) as e:   # cut short, or not a number
             return _fail(f"bad trace: {e}")
-        why = _bad_op(p, traces[-1])
+        why = _bad_row(p, traces[-1])
         if why:
             return _fail(f"bad trace: {why}")
     if a.output and not any(len(cols["start"]) for cols in traces):
