@@ -916,8 +916,6 @@ def _check_mount(src: Source, mount: dict, where_of: dict) -> None:
     import importlib
     from simfs.fuse import mountopts
     text = Config("", mount=mount, mkfs={}).mount_string()
-    if "disk" in mount and not mount["disk"]:         # mount_string leaves an empty disk out
-        text = ",".join(x for x in (text, f"disk={mount['disk']}") if x)
 
     def where(key):
         return where_of.get(key, ("mount", key))

@@ -39,7 +39,7 @@ class Config:
         opts.update(extra or {})
         disk = opts.pop("disk", None)
         items = [k if v is True else f"{k}={v}" for k, v in opts.items() if v is not None and v is not False]
-        if disk:
+        if disk is not None:             # an empty one too: the option parser refuses it
             items.append(f"disk={disk}")
         return ",".join(items)
 
