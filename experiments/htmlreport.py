@@ -229,7 +229,8 @@ def find_runs(root: Path) -> list[Path]:
 def read_by(root: Path) -> list[Path]:
     """The files the page is made of (each run's results.json, table.md and PNGs): -o must not
     name one, or the page would be written over its own input."""
-    return [f for run in find_runs(root) for f in [run / "results.json", run / "table.md", *run.glob("*.png")]]
+    return [f for run in find_runs(root)
+            for f in [run / "results.json", run / "table.md", *run.glob("*.png")]]
 
 
 def load(run: Path) -> dict:
@@ -276,7 +277,7 @@ def build(root: Path, title: str | None = None) -> tuple[str, int]:
     for i, (run, doc) in enumerate(docs):
         try:
             body.append(run_section(doc, run, f"run{i}"))
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:   # a field of the wrong shape
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:   # a field's shape
             raise ReportError(f"{run / 'results.json'}: not a results file "
                               f"({type(e).__name__} {e} while reading it)") from None
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

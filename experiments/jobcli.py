@@ -48,7 +48,8 @@ def _seconds(text: str) -> float:
     except ValueError:
         t = math.nan
     if not (math.isfinite(t) and t > 0):
-        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r} (give a number above 0, e.g. 30)")
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r} "
+                                         "(give a number above 0, e.g. 30)")
     return t
 
 

@@ -669,7 +669,8 @@ def _check_verb(src: Source, i: int, p: dict) -> None:
         try:
             REFUSE[p["verb"]](p["path"], **params)
         except VerbRefused as e:
-            raise src.error(("phase", i, "path"), f"phase {p['name']!r}: path = {_toml(p['path'])}: {e}") from None
+            raise src.error(("phase", i, "path"),
+                            f"phase {p['name']!r}: path = {_toml(p['path'])}: {e}") from None
 
 
 def builtin_args(fn) -> set[str]:
@@ -739,8 +740,8 @@ def _resolve(v, what: str, wl_bytes: int, src: Source, where: tuple):
             raise src.error(where, f"{what}: {{workload = FACTOR}} needs the factor")
         f = v["workload"]
         if not (NUMBER[0](f) and math.isfinite(f) and f > 0):
-            raise src.error(where, f"{what} = {_toml(v)}: workload must be a number above 0 (the {what} is that "
-                            "many times the workload's bytes; sizes go in min and max)")
+            raise src.error(where, f"{what} = {_toml(v)}: workload must be a number above 0 (the "
+                            f"{what} is that many times the workload's bytes; sizes go in min and max)")
         kw = {}
         if "min" in v:
             kw["lo"] = _size(v["min"], src, where)
@@ -859,8 +860,9 @@ def _configs(job: Job, wl_bytes: int, check_mkfs: bool = False) -> tuple[list[Co
     files = doc.get("workload", {}).get("files") if doc.get("workload", {}).get("kind") == "tree" else None
     most = max((n for n in inodes if n), default=None)
     if files is not None and most is not None and files > most:
-        raise src.error(("workload", "files"), f"[workload] files = {files}: more than the {most:,} inodes of the "
-                        "largest image of any configuration (one a file): give fewer files or a larger [mkfs] size")
+        raise src.error(("workload", "files"),
+                        f"[workload] files = {files}: more than the {most:,} inodes of the largest image "
+                        "of any configuration (one a file): give fewer files or a larger [mkfs] size")
     sizes = {"size_mib": base_mkfs.get("size", 0), "cache_mib": base_mount.get("cache", 0)}
     sizes = {k: (_size(v, src, ("mkfs",)) if v else 0) >> 20 for k, v in sizes.items()}
     return configs, sizes

@@ -123,7 +123,8 @@ def test_files_bounded_by_the_largest_image_of_any_configuration(tmp_path):
 
 
 def test_files_in_quick_refused_at_its_line(tmp_path):
-    with pytest.raises(jobfile.JobError, match=r"job\.toml:30: in \[quick\]: \[workload\] files = 99999999999999"):
+    with pytest.raises(jobfile.JobError,
+                       match=r"job\.toml:30: in \[quick\]: \[workload\] files = 99999999999999"):
         _load(tmp_path, JOB + "\n[quick]\nworkload = {files = 99999999999999}\n")
 
 
