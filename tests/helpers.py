@@ -110,3 +110,16 @@ def free_blocks(vol, fill: int, blocks: int, bs: int = 1024) -> None:
         size -= bs
         vol.setattr(fill, size=size)
     vol.sync()
+
+
+def refused_by(run, capsys, *argv, words=()) -> str:
+    """Run a command-line entry point `run(ARGV)`: it must exit 2 with one line on stderr
+    (containing each of `words`) and no traceback; that line is returned."""
+    status = run([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]

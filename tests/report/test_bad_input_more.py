@@ -11,20 +11,14 @@ from pathlib import Path
 import pytest
 
 from experiments import htmlreport
+from tests.helpers import refused_by
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "results" / "summary" / "ext2fs-2010"
 
 
 def refused(capsys, *argv, words=()) -> str:
-    status = htmlreport.main([str(a) for a in argv])
-    err = capsys.readouterr().err
-    assert status == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
+    return refused_by(htmlreport.main, capsys, *argv, words=words)
 
 
 @pytest.fixture

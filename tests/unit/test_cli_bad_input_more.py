@@ -12,20 +12,13 @@ import pytest
 
 from simfs.cli.main import main
 from simfs.ondisk.mkfs import mkfs
+from tests.helpers import refused_by
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def refused(capsys, *argv, words=()) -> str:
-    """Run `simfs ARGV`: it must exit 2 with one line on stderr (containing `words`)."""
-    status = main([str(a) for a in argv])
-    err = capsys.readouterr().err
-    assert status == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
+    return refused_by(main, capsys, *argv, words=words)
 
 
 def png_size(path) -> tuple[int, int]:

@@ -8,6 +8,7 @@ import pytest
 
 from simfs.blockio.trace import FIELDS
 from simfs.cli.main import main
+from tests.helpers import refused_by
 
 ROW = dict(issue="0.000000000", start="0.000000000", finish="0.008373640", op="R", lba="0", sectors="8",
            queue="0", overhead="0", seek="0", rotation="0", transfer="0", interface="0", rmw="0",
@@ -25,14 +26,7 @@ def _trace(tmp_path, **bad) -> str:
 
 
 def refused(capsys, *argv, words=()) -> str:
-    status = main([str(a) for a in argv])
-    err = capsys.readouterr().err
-    assert status == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
+    return refused_by(main, capsys, *argv, words=words)
 
 
 def test_a_good_trace_draws(tmp_path, capsys):
