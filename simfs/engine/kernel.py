@@ -195,32 +195,17 @@ class Kernel:
 
     def _follow(self, d: int, path: list[bytes]):
         """walk, then the kernel's trailing-link walk: READLINK, and the target walked from
-        the link's directory, up to MAXSYMLINKS links (ELOOP). Only what lies inside the
-        mount can be followed: an absolute target, or ".." above `d`, is refused (EXDEV)."""
-        dirs = [d]                                      # the walk so far, for ".."
+        the link's directory, up to MAXSYMLINKS links (ELOOP). An absolute target lies
+        outside the mount (on this machine, not in the image): refused (EXDEV)."""
         for _ in range(MAXSYMLINKS + 1):
-            a = None
-            for name in path:
-                if name == b"..":
-                    if len(dirs) < 2:
-                        raise FSError(errno.EXDEV, "a symbolic link leads outside the image")
-                    dirs.pop()
-                    self.vol.getattr(dirs[-1])
-                elif name == b".":
-                    self.vol.getattr(dirs[-1])
-                else:
-                    a = self._lookup(dirs[-1], name)
-                    dirs.append(a.st_ino)
-                    continue
-                a = None
-            if a is None:
-                return self.vol.peek_attr(dirs[-1])
+            parent = self._parent(d, path)              # the walk, as `walk` makes it
+            a = self.walk(parent, path[-1:])
             if not stat.S_ISLNK(a.st_mode):
                 return a
-            target = self.vol.readlink(dirs.pop())
+            target = self.vol.readlink(a.st_ino)
             if target.startswith(b"/"):
                 raise FSError(errno.EXDEV, f"a symbolic link leads outside the image ({os.fsdecode(target)})")
-            path = [p for p in target.split(b"/") if p]
+            d, path = parent, [p for p in target.split(b"/") if p]
         raise FSError(errno.ELOOP)
 
     def open_dotdot(self, d: int, parent: int) -> File:
