@@ -30,6 +30,11 @@ class ImageWriteError(OSError):
         return self.strerror + ("" if self.in_place else ": the changes since are lost")
 
 
+class OutputError(OSError):
+    """A file simfs writes beside the image (the statistics, the trace) could not be written;
+    the image itself is written back and clean. The message is one line for the user."""
+
+
 class ImageError(Exception):
     """The image cannot be used: missing, not ext2, corrupt, or with an unsupported feature.
 

@@ -7,19 +7,38 @@ FIELDS = ("issue", "start", "finish", "op", "lba", "sectors", "queue", "overhead
 
 
 class TraceWriter:
+    """Writes the rows; a trace that cannot be written (its disk full, say) stops there,
+    never the file-system operation that made the request: `error` says why, and the
+    volume reports it when it closes."""
+
     def __init__(self, path):
+        self.path = path
         self.f = open(path, "w", newline="")
         self.w = csv.writer(self.f)
+        self.error: str = ""
         self.w.writerow(FIELDS)
 
     def record(self, op, lba, sectors, r, cause, ino, phase) -> None:
-        self.w.writerow((f"{r.issue:.9f}", f"{r.start:.9f}", f"{r.finish:.9f}", op, lba, sectors,
-                         f"{r.queue:.9f}", f"{r.overhead:.9f}", f"{r.seek:.9f}", f"{r.rotation:.9f}",
-                         f"{r.transfer:.9f}", f"{r.interface:.9f}", f"{r.rmw:.9f}", int(r.cache_hit), cause,
-                         ino, phase))
+        if self.error:
+            return
+        try:
+            self.w.writerow((f"{r.issue:.9f}", f"{r.start:.9f}", f"{r.finish:.9f}", op, lba, sectors,
+                             f"{r.queue:.9f}", f"{r.overhead:.9f}", f"{r.seek:.9f}", f"{r.rotation:.9f}",
+                             f"{r.transfer:.9f}", f"{r.interface:.9f}", f"{r.rmw:.9f}", int(r.cache_hit),
+                             cause, ino, phase))
+        except OSError as e:
+            self._failed(e, r.issue)
+
+    def _failed(self, e: OSError, at: float | None) -> None:
+        self.error = (f"cannot write the trace file {self.path}: {e.strerror or e}; "
+                      + (f"it stops at {at:.6f} s" if at is not None else "its last rows are lost"))
 
     def close(self) -> None:
-        self.f.close()
+        try:
+            self.f.close()
+        except OSError as e:
+            if not self.error:
+                self._failed(e, None)
 
 
 _TEXT = ("op", "cause", "phase")

@@ -160,7 +160,7 @@ def cmd_verb(a) -> int:
     from simfs import __version__
     from simfs.cli.stats import show_stats
     from simfs.engine import verbs
-    from simfs.errors import FSError, ImageError, ImageWriteError, VerbRefused
+    from simfs.errors import FSError, ImageError, ImageWriteError, OutputError, VerbRefused
     from simfs.fs.operation import Interrupted, deferred_signals, recorded_error
     from simfs.fuse import mountopts
     from simfs.fuse.checks import UsageError, check_distinct, check_image, check_output
@@ -207,6 +207,8 @@ def cmd_verb(a) -> int:
         return fail(f"cannot read {a.source}: the archive ends early (cut short?)", "verb")
     except ImageWriteError as e:     # at close: the host of the image is full or failing
         return fail(e.at_close, "verb")
+    except OutputError as e:         # the statistics or the trace, at close
+        return fail(e.strerror, "verb")
     except OSError as e:
         return fail(f"{e.filename or a.image}: {e.strerror or e}", "verb")
     except Exception as e:

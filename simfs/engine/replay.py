@@ -19,7 +19,7 @@ import errno
 import os
 
 from simfs.engine.oplog import LogError, dec, errname, image_identity, iter_ops, read_header, scan
-from simfs.errors import FSError, ImageError, ImageWriteError
+from simfs.errors import FSError, ImageError, ImageWriteError, OutputError
 from simfs.fs.operation import recorded_error
 from simfs.ondisk.constants import SUPERBLOCK_OFFSET
 from simfs.ondisk.superblock import Superblock
@@ -304,3 +304,5 @@ def _close(vol, why: str = "") -> None:
         vol.close()
     except ImageWriteError as e:
         raise ReplayError((f"{why}; " if why else "") + e.at_close) from None
+    except OutputError as e:
+        raise ReplayError((f"{why}; " if why else "") + e.strerror) from None

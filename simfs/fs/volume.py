@@ -47,7 +47,7 @@ from simfs.blockio.clock import SimClock
 from simfs.blockio.imagefile import ImageFile, JournalError, journal_path, pending_journal, recover
 from simfs.blockio.stats import Stats
 from simfs.blockio.trace import TraceWriter
-from simfs.errors import FSError, ImageError, ImageWriteError
+from simfs.errors import FSError, ImageError, ImageWriteError, OutputError
 from simfs.fs.delalloc import DelayedAllocation
 from simfs.fs.directory import Directories
 from simfs.fs.fileio import FileIO
@@ -293,8 +293,14 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self._release()
         self.unmount_stats = self.stats.since(*before, self.clock.now)   # the final write-back
         if self.options.stats:
-            with open(self.options.stats, "w") as f:
-                json.dump(self.stats_snapshot(), f, indent=1)
+            try:
+                with open(self.options.stats, "w") as f:
+                    json.dump(self.stats_snapshot(), f, indent=1)
+            except OSError as e:
+                raise OutputError(e.errno, f"cannot write the stats file {self.options.stats}: "
+                                           f"{e.strerror or e} (the image is written back)") from None
+        if self.trace is not None and self.trace.error:
+            raise OutputError(errno.EIO, self.trace.error + " (the image is written back)")
 
     def _release(self) -> None:
         """The image file, its journal and the trace closed; the image unlocked."""

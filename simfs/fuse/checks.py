@@ -76,6 +76,25 @@ def check_image(image: str) -> None:
         raise UsageError(f"image {image} is not a regular file")
 
 
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True                     # (a dangling link: the open below says why)
+
+
+def _is_ext2_image(path: str) -> bool:
+    """A regular file with the ext2 magic where the superblock keeps it."""
+    try:
+        if not os.path.isfile(path):
+            return False
+        with open(path, "rb") as f:
+            f.seek(1024 + 56)
+            return f.read(2) == b"\x53\xef"
+    except OSError:
+        return False
+
+
 def check_output(path: str, what: str, keep: bool = False, hint: str = "") -> None:
     """A file the daemon will write (log, trace, stats) must be creatable now: otherwise the
     daemon fails after forking, or, for stats, only at unmount. A probe file it made is
@@ -89,6 +108,11 @@ def check_output(path: str, what: str, keep: bool = False, hint: str = "") -> No
     if not os.path.lexists(d):
         fail(f"directory {d} does not exist")
     existed = os.path.lexists(path)
+    if existed and _is_ext2_image(path):
+        fail("it is an ext2 image (another one, mounted or not), which it would be written over; "
+             "give another file")
+    if existed and what == "log" and not _regular(path):
+        fail("not a regular file (simfs umount reads the daemon's last words back from it)")
     try:    # O_NONBLOCK: a FIFO without a reader fails (ENXIO) rather than hang the mount
         os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644))
     except OSError as e:

@@ -15,17 +15,19 @@ signal stops serving at once (the volume is still closed cleanly).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
 import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 
-from simfs.errors import ImageWriteError
+from simfs.errors import ImageWriteError, OutputError
 from simfs.fuse.checks import (
     UsageError, _check_outside, check_distinct, _path_options, _unescape_mountinfo, check_image,
     check_mountpoint, check_output, check_path, default_log_path, is_mounted,
@@ -193,6 +195,9 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, reco
         except ImageWriteError as e:     # the host is full or failing: say what the image holds
             log.error("%s", e.at_close)
             rc = 1
+        except OutputError as e:         # the statistics or the trace: the image is fine
+            log.error("%s", e.strerror)
+            rc = 1
         except Exception as e:     # `simfs umount` finds this line in the log and reports it
             done = "the image was written back, but " if getattr(vol, "closed", False) else ""
             log.exception("%sclosing the volume failed: %s: %s", done, type(e).__name__, e)
@@ -227,6 +232,7 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=Non
     for what, path in outputs.items():
         if not (what == "stats" and default_stats):
             check_output(path, what)
+    log_made = bool(log_path) and not os.path.lexists(log_path)
     if log_path:
         check_output(log_path, "log", keep=True,
                      hint="" if mopts.log else "; give another with -o log=FILE")
@@ -276,7 +282,10 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=Non
         for w in msg.splitlines()[1:]:
             print(f"simfs mount: warning: {w}", file=sys.stderr)
         return 0
-    if msg.startswith("usage "):
+    if msg.startswith("usage "):                   # refused: leave nothing behind, as mount(8)
+        if log_made:
+            with contextlib.suppress(OSError):
+                os.unlink(log_path)
         raise UsageError(msg[6:])
     if msg.startswith("error "):
         print(f"simfs mount: {msg[6:]} (log: {log_path})", file=sys.stderr)
@@ -289,9 +298,22 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=Non
     return 1
 
 
+def _close_inherited(keep: int) -> None:
+    """A daemon keeps none of its caller's descriptors (a `flock LOCK simfs mount` would
+    otherwise hold the lock for as long as the mount lives), only 0-2 and `keep`."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass                                # (the listing's own descriptor)
+
+
 def _daemon_main(image, mnt, mopts, log_path, w, recorder=None) -> int:
     os.setsid()
     os.chdir("/")
+    _close_inherited(keep=w)
     logfd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     nullfd = os.open(os.devnull, os.O_RDONLY)
     os.dup2(nullfd, 0)
@@ -389,6 +411,10 @@ def _log_size(path: str | None) -> int:
         return 0
 
 
+#: how much of the log `simfs umount` reads for the daemon's last words
+LAST_WORDS = 1 << 20
+
+
 def daemon_error(log_path: str | None, offset: int, pid) -> str | None:
     """The first ERROR the daemon `pid` logged after `offset`: how `simfs umount` learns that
     the daemon (not its child) failed while writing back, e.g. the -o stats= file."""
@@ -396,8 +422,11 @@ def daemon_error(log_path: str | None, offset: int, pid) -> str | None:
         return None
     try:
         with open(log_path, "rb") as f:
-            f.seek(offset if offset <= os.fstat(f.fileno()).st_size else 0)
-            text = f.read().decode(errors="replace")
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):        # (a device would be read for ever)
+                return None
+            f.seek(offset if offset <= st.st_size else 0)
+            text = f.read(LAST_WORDS).decode(errors="replace")
     except OSError:
         return None
     for line in text.splitlines():      # "DATE TIME PID LEVEL NAME: MESSAGE"

@@ -73,6 +73,21 @@ def test_image_not_ext2(tmp_path, empty_dir):
     junk = tmp_path / "junk.img"
     junk.write_bytes(os.urandom(1 << 20))
     _refused("mount", junk, empty_dir, match="not an ext2")
+    assert sorted(os.listdir(tmp_path)) == ["junk.img", "mnt"]    # no log left behind, as mount(8)
+
+
+@pytest.mark.parametrize("what", ["stats", "trace", "log"])
+def test_an_output_over_another_image_is_refused(image, tmp_path, empty_dir, what):
+    """-o stats=OTHER.img wrote the statistics over another (even a mounted) image."""
+    other = make_image(tmp_path / "other.img", "16M")
+    before = other.read_bytes()
+    _refused("mount", image, empty_dir, "-o", f"{what}={other}", match="it is an ext2 image")
+    assert other.read_bytes() == before
+
+
+def test_a_log_that_is_no_regular_file_is_refused(image, empty_dir):
+    """simfs umount reads the log back: /dev/zero made it read for ever."""
+    _refused("mount", image, empty_dir, "-o", "log=/dev/zero", match="not a regular file")
 
 
 def test_image_too_small(tmp_path, empty_dir):
@@ -240,7 +255,7 @@ def test_stats_unwritable_at_unmount_is_reported(image, empty_dir, tmp_path):
         r = run_simfs("umount", empty_dir, check=False)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 1 and len(lines) == 1, r.stderr
-    assert "the image was written back" in lines[0] and f"{out}/s.json" in lines[0], lines[0]
+    assert "the image is written back" in lines[0] and f"cannot write the stats file {out}/s.json" in lines[0], lines[0]
     assert _ours() == []
     assert e2fsck(image)[0] == 0
 

@@ -278,6 +278,28 @@ def test_umount_returns_after_daemon_exit(simfs_mount):
     assert r.returncode == 2 and "not mounted" in r.stderr
 
 
+def test_the_daemon_keeps_none_of_its_caller_s_descriptors(tmp_path):
+    """`flock LOCK simfs mount ...` held LOCK for as long as the mount lived: the daemon kept
+    every descriptor its caller passed down."""
+    import fcntl
+    image = make_image(tmp_path / "a.img", "64M")
+    mnt = tmp_path / "m"
+    mnt.mkdir()
+    lock = tmp_path / "lock"
+    m = SimfsMount(image, mnt)
+    try:
+        with open(lock, "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            run_simfs("mount", image, mnt, pass_fds=(f.fileno(),))
+        pid = m.info()["pid"]
+        held = {os.readlink(f"/proc/{pid}/fd/{n}") for n in os.listdir(f"/proc/{pid}/fd")}
+        assert str(lock) not in held, held
+        with open(lock) as g:
+            fcntl.flock(g, fcntl.LOCK_EX | fcntl.LOCK_NB)             # free again
+    finally:
+        m.force_cleanup()
+
+
 def test_busy_umount_is_refused_then_works(simfs_mount):
     m = simfs_mount
     f = open(m.mnt / "open-file", "w")

@@ -197,3 +197,18 @@ def test_a_compressed_archive_cut_short(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"simfs verb: cannot read {cut}: the archive ends early (cut short?)"], err
     assert_fsck_clean(img)
+
+
+@pytest.mark.parametrize("out", [["-o", "trace=/dev/full"], ["--stats", "/dev/full"]])
+def test_an_output_that_cannot_be_written_spares_the_image(setup, capsys, out):
+    """A trace on a full disk used to fail every operation that made a request (EIO), and
+    the image was marked with errors; now the trace stops, the run goes on, and the one
+    line at the end names the file."""
+    src, img = setup
+    assert main(["verb", "unpack", str(img), "t", "--from", str(src), *out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    what = "trace" if "trace" in out[1] else "stats"
+    assert len(err) == 1 and f"cannot write the {what} file /dev/full" in err[0], err
+    assert "(the image is written back)" in err[0]
+    assert_fsck_clean(img)
+    assert run_json(capsys, "find", img, "t")["result"]["files"] == 31   # not marked with errors
