@@ -132,8 +132,21 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
             runner.remove_work(work)
 
 
+def _results_of(out: Path, name: str, quick: bool) -> bool:
+    """Does `out` hold results of experiment `name` that a run may replace? Not a full run's
+    results by a --quick one."""
+    import json
+    try:
+        doc = json.loads((out / "results.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("experiment") == name and (not quick or doc.get("quick"))
+
+
 def cmd_run(a) -> int:
+    from simfs.fuse.mountopts import OptionError
     from . import builtin, runner
+    from .outdir import out_problem, work_dir_problem
     from .spec import SelectionError
     names = list(builtin.EXPERIMENTS) if a.name == "all" else [a.name]
     for n in names:
@@ -145,6 +158,17 @@ def cmd_run(a) -> int:
         print("simfs experiment: --out names one results directory; with `all` the default is used",
               file=sys.stderr)
         return 2
+    why = (work_dir_problem(a.work_dir)
+           or (a.out is not None and out_problem(a.out, lambda d: _results_of(d, a.name, a.quick), "results",
+                                                 " (a --quick run replaces no full run's results)"
+                                                 if a.quick else ""))
+           or (a.size is not None and a.size <= 0 and f"--size {a.size}: give a size above 0, e.g. 256M")
+           or (a.repetitions is not None and a.repetitions < 1
+               and f"--repetitions {a.repetitions}: give 1 or more")
+           or (a.source is not None and not a.source.is_dir() and f"--source {a.source}: not a directory"))
+    if why:
+        print(f"simfs experiment: {why}", file=sys.stderr)
+        return 2
     failed = 0
     for n in names:
         try:
@@ -155,6 +179,9 @@ def cmd_run(a) -> int:
             print(f"simfs experiment {n}: {e}", file=sys.stderr)
             failed += 1
         except SelectionError as e:             # --only matching nothing: bad input
+            print(f"simfs experiment {n}: {e}", file=sys.stderr)
+            return 2
+        except OptionError as e:                # --size whose modelled memory no mount takes
             print(f"simfs experiment {n}: {e}", file=sys.stderr)
             return 2
     return 1 if failed else 0

@@ -12,11 +12,14 @@ entry-point group `simfs.commands` (setup.cfg); `python -m experiments.lessons` 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from experiments.outdir import out_problem, work_dir_problem
 
 from . import readdir_order, seven_free, unaligned
 
@@ -40,6 +43,7 @@ def run(name: str, out: Path, quick: bool = False, work_dir: Path | None = None)
         page = mod.run(out, quick, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    page.figures["lesson"] = name
     page.figures["wall_seconds"] = round(time.perf_counter() - t0, 1)
     page.figures["quick"] = quick
     page.write()
@@ -67,6 +71,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_lesson)
 
 
+def _lesson_of(out: Path) -> str | None:
+    """The lesson a directory holds the output of (its figures.json says), if any."""
+    try:
+        return json.loads((out / "figures.json").read_text()).get("lesson")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def cmd_lesson(a) -> int:
     if a.name == "list":
         for n, m in LESSONS.items():
@@ -76,12 +88,10 @@ def cmd_lesson(a) -> int:
         print(f"simfs lesson: unknown lesson {a.name!r}; choose one of: {', '.join(LESSONS)} (or list)",
               file=sys.stderr)
         return 2
-    if a.work_dir is not None and not a.work_dir.is_dir():
-        print(f"simfs lesson: --work-dir {a.work_dir}: no such directory", file=sys.stderr)
-        return 2
     out = a.out or Path("lessons") / a.name
-    if out.exists() and not out.is_dir():
-        print(f"simfs lesson: --out {out}: not a directory", file=sys.stderr)
+    why = work_dir_problem(a.work_dir) or out_problem(out, lambda d: _lesson_of(d) == a.name, "lesson")
+    if why:
+        print(f"simfs lesson: {why}", file=sys.stderr)
         return 2
     fig = run(a.name, out, a.quick, a.work_dir)
     k = fig["key"]

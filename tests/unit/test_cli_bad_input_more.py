@@ -472,3 +472,40 @@ def test_run_source_that_does_not_exist(tmp_path, capsys):
 def test_layout_empty_block_range_refused(image, tmp_path, capsys):
     refused(capsys, "layout", image[0], "-o", tmp_path / "m.png", "--blocks", "100:0",
             words=("--blocks 100:0: an empty range",))
+
+
+@pytest.mark.parametrize("cmd", [["experiment", "run", "mmap-fragmentation", "--quick"],
+                                 ["lesson", "seven-free", "--quick"]])
+@pytest.mark.parametrize("bad, words", [
+    ("full", "the directory holds other files"),
+    ("file/x", "cannot write there (Not a directory)"),
+    ("/proc/x", "cannot write there"),
+])
+def test_results_go_nowhere_they_would_write_over(tmp_path, capsys, cmd, bad, words):
+    """Checked before the run (it used to write over another directory's README.md, or fail
+    with a traceback after minutes of work)."""
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "README.md").write_text("precious")
+    (tmp_path / "file").write_text("x")
+    out = bad if bad.startswith("/") else tmp_path / bad
+    refused(capsys, *cmd, "--out", out, words=(words,))
+    assert (tmp_path / "full" / "README.md").read_text() == "precious"
+    assert sorted(os.listdir(tmp_path)) == ["file", "full"]
+
+
+@pytest.mark.parametrize("opts, words", [
+    (["--work-dir", "/nonexistent"], "--work-dir /nonexistent: no such directory"),
+    (["--size", "0"], "--size 0: give a size above 0"),
+    (["-r", "0"], "--repetitions 0: give 1 or more"),
+    (["--source", "/nonexistent"], "--source /nonexistent: not a directory"),
+])
+def test_experiment_options_checked_before_the_run(capsys, opts, words):
+    refused(capsys, "experiment", "run", "mmap-fragmentation", "--quick", *opts, words=(words,))
+
+
+def test_a_quick_run_replaces_no_full_run_s_results(tmp_path, capsys):
+    full = tmp_path / "r"
+    full.mkdir()
+    (full / "results.json").write_text(json.dumps({"experiment": "ext2fs-2010", "quick": False}))
+    refused(capsys, "experiment", "run", "ext2fs-2010", "--quick", "--out", full,
+            words=("a --quick run replaces no full run's results",))
