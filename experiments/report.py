@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import platform
+import shlex
 import statistics
 import time
 from pathlib import Path
@@ -275,9 +276,11 @@ JOB_DIRECTION_LEGEND = ("Direction: `ok` the ratio is on the expected side of 1 
 
 def table_md(doc: dict, plots: list[str] | None = None) -> str:
     wl = doc["workload"]
+    argv = doc.get("argv")
+    command = (doc.get("command") or (f"simfs {shlex.join(argv)}" if argv else None)
+               or f"simfs experiment run {doc['experiment']}{' --quick' if doc['quick'] else ''}")
     out = [f"# {doc['title']}", "",
-           f"`{doc.get('command') or 'simfs experiment run ' + doc['experiment']}"
-           f"{' --quick' if doc['quick'] else ''}` — "
+           f"`{command}` — "
            f"{doc['started']}, simfs {doc['simfs']}, wall time {doc['wall_seconds']:.0f} s"
            + (f", {doc['repetitions']} repetitions" if doc["repetitions"] > 1 else ""), "",
            *([doc["description"] + ".", ""] if doc["description"] else []),

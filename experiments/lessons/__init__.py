@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from experiments.outdir import out_problem, work_dir_problem
+from simfs.fs.operation import Interrupted, deferred_signals
 
 from . import readdir_order, seven_free, unaligned
 
@@ -93,7 +94,16 @@ def cmd_lesson(a) -> int:
     if why:
         print(f"simfs lesson: {why}", file=sys.stderr)
         return 2
-    fig = run(a.name, out, a.quick, a.work_dir)
+    existed = out.exists()
+    try:
+        with deferred_signals():            # a signal stops between two volume operations
+            fig = run(a.name, out, a.quick, a.work_dir)
+    except Interrupted as e:
+        if not existed:
+            shutil.rmtree(out, ignore_errors=True)
+        print(f"simfs lesson: {e}: stopped; " + (f"{out} holds part of the lesson (no README.md)"
+                                                 if existed else "nothing written"), file=sys.stderr)
+        return 128 + e.signum
     k = fig["key"]
     print(f"{LESSONS[a.name].TITLE}: {k['label']} = {k['ratio']:.2f}x "
           f"({k['num']:.3f} / {k['den']:.3f}); wall {fig['wall_seconds']:.0f} s")

@@ -97,6 +97,9 @@ def test_tables_from_a_results_document():
     assert "tarcp +wb s" in md                 # the drain is shown beside a command-only headline
     header, rows = report.main_table(doc)
     assert header[:2] == ["configuration", "alloc"] and rows[0][-1] == "10.00"
+    assert "`simfs experiment run demo --quick` — " in md
+    doc["argv"] = ["experiment", "run", "demo", "--quick", "--only", "a*", "--out", "/tmp/x y"]
+    assert "`simfs experiment run demo --quick --only 'a*' --out '/tmp/x y'` — " in report.table_md(doc)
 
 
 def test_experiment_list_cli():

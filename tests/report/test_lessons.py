@@ -66,3 +66,15 @@ def test_lesson_list_and_bad_name():
     assert r.returncode == 0 and all(n in r.stdout for n in lessons.LESSONS)
     r = lesson_cmd("no-such-lesson")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "seven-free" in r.stderr
+
+
+def test_a_lesson_reruns_into_its_own_output_only(tmp_path):
+    """--out may hold the same lesson's earlier output (replaced), never other files."""
+    out = tmp_path / "l"
+    for _ in range(2):
+        r = lesson_cmd("seven-free", "--quick", "--out", out, "--work-dir", tmp_path)
+        assert r.returncode == 0, r.stderr
+    readme = (out / "README.md").read_text()
+    r = lesson_cmd("readdir-order", "--quick", "--out", out, "--work-dir", tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "holds other files" in r.stderr, r.stderr
+    assert (out / "README.md").read_text() == readme
