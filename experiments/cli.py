@@ -98,6 +98,8 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
             source = None
         err.print(f"[bold]{mod.TITLE}[/]{' (quick)' if quick else ''}: preparing the workload", highlight=False)
         wl = runner.prepare_workload(spec, work, source)
+        if size and mod.NAME != "mmap-fragmentation":
+            err.print(f"[yellow]note:[/] {name} copies a tree; --size (mmap-fragmentation's file) is ignored")
         kw = {"size": size} if (size and mod.NAME == "mmap-fragmentation") else {}
         exp = mod.build(quick, wl, **kw)
         if repetitions:
@@ -130,6 +132,11 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
             err.print(f"work directory kept: {work}")
         else:
             runner.remove_work(work)
+
+
+def _has_files(d: Path) -> bool:
+    import os
+    return any(files for _, _, files in os.walk(d))
 
 
 def _results_of(out: Path, name: str, quick: bool) -> bool:
@@ -165,7 +172,9 @@ def cmd_run(a) -> int:
            or (a.size is not None and a.size <= 0 and f"--size {a.size}: give a size above 0, e.g. 256M")
            or (a.repetitions is not None and a.repetitions < 1
                and f"--repetitions {a.repetitions}: give 1 or more")
-           or (a.source is not None and not a.source.is_dir() and f"--source {a.source}: not a directory"))
+           or (a.source is not None and not a.source.is_dir() and f"--source {a.source}: not a directory")
+           or (a.source is not None and not _has_files(a.source)
+               and f"--source {a.source}: no files in it (the ratios would be of an empty tree)"))
     if why:
         print(f"simfs experiment: {why}", file=sys.stderr)
         return 2

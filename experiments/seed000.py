@@ -125,7 +125,8 @@ def build(quick: bool, wl) -> Experiment:
         phases=[phases.tarcp(), phases.tar_readback()],
         compares=compares, workload=workload(quick), panels=panels,
         blockmap=[cname(a, kib0, mode0) for a in ALLOCS],
-        notes=[f"buffer cache {cache >> 20} MiB (a quarter of the data), image {size >> 20} MiB; "
+        notes=[f"buffer cache {cache >> 20} MiB (a quarter of the data, within 4 to 128 MiB), "
+               f"image {size >> 20} MiB; "
                "tarcp is timed without the final write-back, as the seed timed it (the drain "
                "column shows what was still dirty)"],
         quick=quick)

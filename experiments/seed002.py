@@ -117,6 +117,7 @@ def build(quick: bool, wl) -> Experiment:
         panels=[Panel("tar cf /dev/zero after sync / async / softdep tarcp (cg-2010)", "tar",
                       [cname("cg-2010", m) for m in MODES])],
         blockmap=[cname(a, "softdep") for a in allocs],
-        notes=[f"buffer cache {cache >> 20} MiB (a quarter of the data), image {size >> 20} MiB; tarcp "
+        notes=[f"buffer cache {cache >> 20} MiB (a quarter of the data, within 4 to 128 MiB), "
+               f"image {size >> 20} MiB; tarcp "
                "is timed without the final write-back, as the seed timed it"],
         quick=quick)

@@ -151,7 +151,8 @@ def build(quick: bool, wl) -> Experiment:
         compares=compares, workload=workload(quick),
         panels=[Panel("restore (tar xpf): offset 40 vs 41", "restore", [cname(40), cname(41)]),
                 Panel("tar cf /dev/zero: offset 40 vs 41", "tar", [cname(40), cname(41)])],
-        notes=[f"buffer cache {cache >> 20} MiB (a quarter of the data), image {size >> 20} MiB; restore is "
+        notes=[f"buffer cache {cache >> 20} MiB (a quarter of the data, within 4 to 128 MiB), "
+               f"image {size >> 20} MiB; restore is "
                "timed without the final write-back, as the seed's `time restore` (umount not timed)",
                "newfs is FreeBSD's UFS2 request pattern for the seed's 10 GB partition (unscaled), "
                "simfs.engine.timed_newfs; mkfs is simfs's ext2 mkfs of the image (secondary)"],

@@ -498,9 +498,12 @@ def test_results_go_nowhere_they_would_write_over(tmp_path, capsys, cmd, bad, wo
     (["--size", "0"], "--size 0: give a size above 0"),
     (["-r", "0"], "--repetitions 0: give 1 or more"),
     (["--source", "/nonexistent"], "--source /nonexistent: not a directory"),
+    (["--source", "{tmp}"], "--source {tmp}: no files in it"),
 ])
-def test_experiment_options_checked_before_the_run(capsys, opts, words):
-    refused(capsys, "experiment", "run", "mmap-fragmentation", "--quick", *opts, words=(words,))
+def test_experiment_options_checked_before_the_run(capsys, tmp_path, opts, words):
+    (tmp_path / "sub").mkdir()                              # a tree with no file
+    opts = [o.format(tmp=tmp_path) for o in opts]
+    refused(capsys, "experiment", "run", "ext2fs-2010", "--quick", *opts, words=(words.format(tmp=tmp_path),))
 
 
 def test_a_quick_run_replaces_no_full_run_s_results(tmp_path, capsys):
