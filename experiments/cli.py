@@ -42,7 +42,8 @@ def register(subparsers) -> None:
     s.add_argument("--source", type=Path, default=None,
                    help="copy this directory instead of a generated tree (tree experiments)")
     s.add_argument("--out", type=Path, default=None,
-                   help="results directory (default results/<experiment>[-quick]-<time>)")
+                   help="results directory (default results/<experiment>[-quick]-<time>): new, empty, or "
+                        "an earlier run of the same experiment, which is replaced (not a full one by --quick)")
     s.add_argument("--size", type=size_type, default=None, help="mmap-fragmentation: the file size (default 1G, 64M with --quick; the modelled RAM scales with it)")
     s.add_argument("--repetitions", "-r", type=int, default=None, help="override the experiment's repetitions")
     s.add_argument("--only", metavar="PATTERN", action="append", default=None,

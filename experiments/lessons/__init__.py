@@ -67,7 +67,8 @@ def register(subparsers) -> argparse.ArgumentParser:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", metavar="NAME", help=f"list, or one of: {', '.join(LESSONS)}")
     p.add_argument("--quick", action="store_true", help="a smaller tree and a shorter movie (seconds)")
-    p.add_argument("--out", type=Path, default=None, help="where to write (default lessons/NAME)")
+    p.add_argument("--out", type=Path, default=None, help="where to write (default lessons/NAME): new, empty, or an "
+                   "earlier run of the same lesson, which is replaced")
     p.add_argument("--work-dir", type=Path, default=None, help="where the images go while running (/var/tmp)")
     p.set_defaults(func=cmd_lesson)
 

@@ -45,9 +45,10 @@ import time
 import zlib
 
 from simfs.errors import ImageWriteError
+from simfs.ondisk.constants import SUPERBLOCK_OFFSET
 
 HEADER = b"SIMFSJ2\0"
-SB_OFFSET, SB_SIZE = 1024, 1024               # the primary superblock, which every commit checks
+SB_OFFSET, SB_SIZE = SUPERBLOCK_OFFSET, 1024  # the primary superblock, which every commit checks
 TRAILER = b"COMMIT\0\0"
 _REC = struct.Struct("<QI")
 # Above this much noted data a commit is made at the next operation boundary, so memory held

@@ -16,10 +16,12 @@ volume is still closed, so the image stays consistent.
 from __future__ import annotations
 
 import errno
+import inspect
 import os
 
 from simfs.engine.oplog import LogError, dec, errname, image_identity, iter_ops, read_header, scan
 from simfs.errors import FSError, ImageError, ImageWriteError, OutputError
+from simfs.fs.namespace import Namespace
 from simfs.fs.operation import recorded_error
 from simfs.ondisk.constants import SUPERBLOCK_OFFSET
 from simfs.ondisk.superblock import Superblock
@@ -98,8 +100,8 @@ FILLER = 0   # the byte replay writes: the model's timing does not depend on the
 MAX_REQUEST = 65535 * 4096
 
 
-#: what a recorded setattr may change (the keywords of Volume.setattr)
-SETATTR_KEYS = frozenset({"mode", "uid", "gid", "size", "atime_ns", "mtime_ns"})
+#: what a recorded setattr may change: the keywords of Volume.setattr
+SETATTR_KEYS = frozenset(inspect.signature(Namespace.setattr).parameters) - {"self", "ino"}
 
 
 class Replayer:

@@ -10,6 +10,8 @@ import errno
 import os
 import stat
 
+from simfs.ondisk.constants import EXT2_MAGIC, SUPERBLOCK_OFFSET
+
 class UsageError(Exception):
     """Bad input from the user: printed as one line, exit status 2."""
 
@@ -89,8 +91,8 @@ def _is_ext2_image(path: str) -> bool:
         if not os.path.isfile(path):
             return False
         with open(path, "rb") as f:
-            f.seek(1024 + 56)
-            return f.read(2) == b"\x53\xef"
+            f.seek(SUPERBLOCK_OFFSET + 56)              # s_magic
+            return int.from_bytes(f.read(2), "little") == EXT2_MAGIC
     except OSError:
         return False
 
