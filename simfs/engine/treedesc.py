@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 import tarfile
 from dataclasses import dataclass
 
@@ -38,48 +39,165 @@ def fuse_rdev(major: int, minor: int) -> int:
     return (minor & 0xFF) | (major << 8) | ((minor & ~0xFF) << 12)
 
 
-def _split(name: str) -> list[bytes]:
-    """A member's name as tar extracts it: leading "/" and everything up to the last ".."
-    component dropped (safer_name_suffix: "Removing leading `a/../' from member names")."""
-    parts = [os.fsencode(p) for p in name.split("/") if p and p != "."]
+def _split(name) -> list[bytes]:
+    """A member's name (str or bytes) as tar extracts it: leading "/" and everything up to the
+    last ".." component dropped (safer_name_suffix: "Removing leading `a/../' from member
+    names")."""
+    parts = [p for p in os.fsencode(name).split(b"/") if p and p != b"."]
     while b".." in parts:
         parts = parts[parts.index(b"..") + 1:]
     return parts
 
 
+#: a member as both readers give it: (name, type flag, mode, uid, gid, mtime, size, link name,
+#: device major, minor, data); names are bytes, the type flag one of tarfile's
+_KINDS = {tarfile.DIRTYPE: "dir", tarfile.SYMTYPE: "symlink", tarfile.LNKTYPE: "hardlink",
+          tarfile.REGTYPE: "file", tarfile.AREGTYPE: "file", tarfile.CONTTYPE: "file",
+          tarfile.GNUTYPE_SPARSE: "file", tarfile.FIFOTYPE: "fifo", tarfile.CHRTYPE: "chr",
+          tarfile.BLKTYPE: "blk"}
+
+
 def from_tarball(path: str, *, with_data: bool = False):
     """The members of a tar archive, in archive order. A regular file is opened for seeking,
-    so that the data the entries do not carry is skipped, not read; each member is dropped
-    from tarfile's list once read (it would otherwise keep one per member). A large read
-    buffer keeps most seeks to the next header inside it (no system call)."""
+    so that the data the entries do not carry is skipped, not read; nothing is kept per
+    member. A large read buffer keeps most seeks to the next header inside it (no system call)."""
     first = True
-    with open(path, "rb", buffering=1 << 20) as f, \
-            tarfile.open(fileobj=f, mode="r:*" if os.path.isfile(path) else "r|*") as tf:
-        while (m := tf.next()) is not None:
-            tf.members.clear()
-            parts = _split(m.name)
-            common = dict(mode=m.mode & 0o7777, mtime_ns=int(m.mtime) * 1_000_000_000,
-                          uid=m.uid, gid=m.gid, dotted=m.name.startswith("./"))
+    with open(path, "rb", buffering=1 << 20) as f:
+        for name, kind, mode, uid, gid, mtime, size, link, major, minor, data in _members(f, path, with_data):
+            parts = _split(name)
+            common = dict(mode=mode & 0o7777, mtime_ns=int(mtime) * 1_000_000_000,
+                          uid=uid, gid=gid, dotted=name.startswith(b"./"))
             if not parts:
-                if m.isdir() and first:
+                if kind == "dir" and first:
                     yield Entry([], "dir", **common)
                 first = False
                 continue
             first = False
-            if m.isdir():
-                yield Entry(parts, "dir", **common)
-            elif m.issym():
-                yield Entry(parts, "symlink", target=os.fsencode(m.linkname), **common)
-            elif m.islnk():
-                yield Entry(parts, "hardlink", link=_split(m.linkname), **common)
-            elif m.isreg():
-                data = tf.extractfile(m).read() if with_data else None
-                yield Entry(parts, "file", size=m.size, data=data, **common)
-            elif m.isfifo():
-                yield Entry(parts, "fifo", **common)
-            elif m.ischr() or m.isblk():
-                yield Entry(parts, "chr" if m.ischr() else "blk", rdev=fuse_rdev(m.devmajor, m.devminor),
-                            **common)
+            if kind == "symlink":
+                yield Entry(parts, kind, target=link, **common)
+            elif kind == "hardlink":
+                yield Entry(parts, kind, link=_split(link), **common)
+            elif kind == "file":
+                yield Entry(parts, kind, size=size, data=data, **common)
+            elif kind in ("chr", "blk"):
+                yield Entry(parts, kind, rdev=fuse_rdev(major, minor), **common)
+            elif kind is not None:
+                yield Entry(parts, kind, **common)
+
+
+def _members(f, path: str, with_data: bool):
+    """The archive's members: read by _ustar when the archive is a plain (uncompressed) ustar
+    or GNU one on a regular file, else by tarfile (compressed, a pipe, pax headers, sparse
+    files, base-256 numbers: _ustar hands over where it meets one, and tarfile goes on after
+    the members already given)."""
+    done = 0
+    if os.path.isfile(path):
+        try:
+            for m in _ustar(f, with_data):
+                yield m
+                done += 1
+            return
+        except _Unsupported:
+            f.seek(0)
+    with tarfile.open(fileobj=f, mode="r:*" if os.path.isfile(path) else "r|*") as tf:
+        i = 0
+        while (m := tf.next()) is not None:
+            tf.members.clear()             # tarfile would keep every TarInfo otherwise
+            i += 1
+            if i <= done:
+                continue
+            data = tf.extractfile(m).read() if with_data and m.isreg() else None
+            yield (os.fsencode(m.name), _KINDS.get(m.type), m.mode, m.uid, m.gid, m.mtime, m.size,
+                   os.fsencode(m.linkname), m.devmajor, m.devminor, data)
+
+
+class _Unsupported(Exception):
+    """Something _ustar leaves to tarfile."""
+
+
+_HEADER = struct.Struct("100s8s8s8s12s12s8sc100s8x32s32s8s8s155s12x")
+_BLOCK = tarfile.BLOCKSIZE
+
+
+def _ustar(f, with_data: bool):
+    """tarfile's reading of a plain archive, header by header, without its per-member work
+    (a TarInfo, its checksums computed twice, a seek and a tell): a large tree's archive is
+    otherwise a twentieth of an in-process unpack. What tarfile does is kept: GNU long names
+    and link names, ustar prefixes, a directory's trailing "/" dropped, an end-of-archive
+    block, a cut or invalid header after the first ends the archive, cut data is an error."""
+    long_name = long_link = None
+    first = True
+    end, offset = os.fstat(f.fileno()).st_size, 0
+    while True:
+        if offset > end:                  # the last member's data is cut
+            raise tarfile.ReadError("unexpected end of data")
+        buf = f.read(_BLOCK)
+        offset += _BLOCK
+        if len(buf) < _BLOCK or buf.count(0) == _BLOCK:
+            if first:
+                raise _Unsupported        # tarfile's error for an empty or cut archive
+            return
+        (name, mode, uid, gid, size, mtime, chksum, typ, link, _, _, major, minor,
+         prefix) = _HEADER.unpack(buf)
+        try:
+            if _number(chksum) != sum(buf) - sum(buf[148:156]) + 256:
+                raise ValueError
+            mode, uid, gid, size, mtime = map(_number, (mode, uid, gid, size, mtime))
+            major, minor = _number(major), _number(minor)
+        except ValueError:
+            if first:
+                raise _Unsupported from None
+            return
+        first = False
+        name, link, prefix = _nts(name), _nts(link), _nts(prefix)
+        if typ in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK):
+            value = _nts(f.read(_blocks(size)))
+            offset += _blocks(size)
+            if typ == tarfile.GNUTYPE_LONGNAME:
+                long_name = value
+            else:
+                long_link = value
+            continue
+        kind = _KINDS.get(typ)
+        if kind is None or typ == tarfile.GNUTYPE_SPARSE:
+            raise _Unsupported            # pax headers, sparse files, volume labels ...
+        if typ == tarfile.AREGTYPE and name.endswith(b"/"):
+            kind = "dir"
+        if kind == "dir":
+            name = name.rstrip(b"/")
+        if prefix:
+            name = prefix + b"/" + name
+        if long_name is not None:
+            name = long_name.removesuffix(b"/") if kind == "dir" else long_name
+        if long_link is not None:
+            link = long_link
+        long_name = long_link = None
+        data = None
+        if kind == "file":
+            offset += _blocks(size)
+            if with_data:
+                data = f.read(size)
+                if len(data) < size:
+                    raise tarfile.ReadError("unexpected end of data")
+                f.seek(_blocks(size) - size, 1)
+            else:
+                f.seek(_blocks(size), 1)
+        yield name, kind, mode, uid, gid, mtime, size, link, major, minor, data
+
+
+def _nts(field: bytes) -> bytes:
+    return field.split(b"\0", 1)[0]
+
+
+def _number(field: bytes) -> int:
+    """tarfile's nti for octal fields; a base-256 one is left to tarfile."""
+    if field[0] & 0x80:
+        raise _Unsupported
+    return int(_nts(field).strip() or b"0", 8)
+
+
+def _blocks(n: int) -> int:
+    return -(-n // _BLOCK) * _BLOCK
 
 
 def from_directory(root: str, *, with_data: bool = False):
