@@ -19,7 +19,7 @@ endif
 SOAK_OPS       ?= 1000000
 SOAK_ALLOC_OPS ?= 100000
 
-.PHONY: all system venv tools test demo bench soak soak-alloc soak-writeback clean
+.PHONY: all system venv compiled tools test demo bench soak soak-alloc soak-writeback clean
 
 all: venv
 
@@ -39,7 +39,7 @@ $(STAMP): setup.cfg pyproject.toml $(EXAMPLE_PLUGINS)/setup.cfg $(EXAMPLE_PLUGIN
 	$(MAKE) system
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,compiled]'
 	# the example plug-in package (entry points: allocator stride, dirorder newest-first,
 	# disk model ssd/x25-m); tests/mount/test_plugin_mount.py mounts with it
 	$(PY) -m pip install -q -e $(EXAMPLE_PLUGINS)
@@ -47,7 +47,13 @@ $(STAMP): setup.cfg pyproject.toml $(EXAMPLE_PLUGINS)/setup.cfg $(EXAMPLE_PLUGIN
 	if [ "$$(id -u)" = 0 ]; then $(PY) -m simfs.cli install-helper || echo "(mount -t fuse.simfs needs simfs install-helper)"; fi
 	touch $@
 
-venv: $(STAMP)
+venv: $(STAMP) compiled
+
+# the compiled hot path (simfs/compiled): Cython builds of the data-path modules into
+# build/compiled, remade for what changed (a second or so when nothing did); a module edited
+# since its build runs from its source, never from the stale build
+compiled: $(STAMP)
+	$(PY) -m simfs.compiled build -j $$(nproc)
 
 # cargo install TOOL VERSION, into $(TOOLS)/bin; the stamp records the version installed.
 define cargo_install
@@ -64,29 +70,29 @@ $(TOOLS)/.pjdfstest-$(PJDFSTEST_VERSION):
 
 tools: $(TOOL_STAMPS)
 
-test: $(STAMP) $(TOOL_STAMPS)
+test: $(STAMP) compiled $(TOOL_STAMPS)
 	$(PY) -m pytest -q -p no:cacheprovider
 
-demo: $(STAMP)
+demo: $(STAMP) compiled
 	$(PY) -m experiments.demo
 
-bench: $(STAMP)
+bench: $(STAMP) compiled
 	$(PY) -m benchmarks.run
 
 # fsx with $(SOAK_OPS) operations (mmap on) on a default mount, then unmount, e2fsck -fn and
 # the file read back from the image; soak-alloc, soak-writeback: $(SOAK_ALLOC_OPS) operations for
 # each allocator, each write-back mode (alloc=ext2, a 256 KiB cache).
-soak: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
+soak: $(STAMP) compiled $(TOOLS)/.fsx-$(FSX_VERSION)
 	SIMFS_SOAK_OPS=$(SOAK_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
 	  tests/mount/test_fsx.py::test_fsx_soak
 
-soak-alloc: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
+soak-alloc: $(STAMP) compiled $(TOOLS)/.fsx-$(FSX_VERSION)
 	SIMFS_SOAK_OPS=$(SOAK_ALLOC_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
 	  tests/mount/test_fsx.py::test_fsx_soak_alloc
 
-soak-writeback: $(STAMP) $(TOOLS)/.fsx-$(FSX_VERSION)
+soak-writeback: $(STAMP) compiled $(TOOLS)/.fsx-$(FSX_VERSION)
 	SIMFS_SOAK_OPS=$(SOAK_ALLOC_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
 	  tests/mount/test_fsx.py::test_fsx_soak_writeback
 
 clean:
-	rm -rf $(VENV) $(TOOLS) *.egg-info $(EXAMPLE_PLUGINS)/*.egg-info $(EXAMPLE_PLUGINS)/build .pytest_cache .hypothesis
+	rm -rf $(VENV) $(TOOLS) build *.egg-info $(EXAMPLE_PLUGINS)/*.egg-info $(EXAMPLE_PLUGINS)/build .pytest_cache .hypothesis

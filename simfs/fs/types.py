@@ -55,6 +55,16 @@ class Attr:
     st_ctime_ns: int
     generation: int
 
+    # written out (dataclass keeps a class's own __init__): the generated one is interpreted
+    # code, and every GETATTR, LOOKUP and write builds an Attr; this one is compiled with the
+    # module (simfs.compiled)
+    def __init__(self, st_ino, st_mode, st_nlink, st_uid, st_gid, st_rdev, st_size, st_blocks,
+                 st_blksize, st_atime_ns, st_mtime_ns, st_ctime_ns, generation):
+        self.st_ino, self.st_mode, self.st_nlink, self.st_uid, self.st_gid = st_ino, st_mode, st_nlink, st_uid, st_gid
+        self.st_rdev, self.st_size, self.st_blocks, self.st_blksize = st_rdev, st_size, st_blocks, st_blksize
+        self.st_atime_ns, self.st_mtime_ns, self.st_ctime_ns = st_atime_ns, st_mtime_ns, st_ctime_ns
+        self.generation = generation
+
 
 @dataclass
 class StatFS:

@@ -55,10 +55,12 @@ class Inode:
     def unpack(cls, ino: int, raw: bytes) -> "Inode":
         self = cls(ino, len(raw))
         self.raw[:] = raw
-        (mode, uid, size_lo, atime, ctime, mtime, self.dtime, gid, self.links, blocks_lo, self.flags,
-         *rest) = _BASE.unpack_from(raw)
-        self.block = list(rest[:N_BLOCKS])
-        (self.generation, acl_lo, size_hi, blocks_hi, acl_hi, uid_hi, gid_hi) = rest[N_BLOCKS:]
+        fields = _BASE.unpack_from(raw)
+        mode, uid, size_lo, atime, ctime, mtime, self.dtime, gid, self.links, blocks_lo, self.flags = fields[:11]
+        self.block = list(fields[11:11 + N_BLOCKS])
+        tail = fields[11 + N_BLOCKS:]
+        self.generation = tail[0]
+        acl_lo, size_hi, blocks_hi, acl_hi, uid_hi, gid_hi = tail[1:]
         self.mode = mode
         self.uid = uid | uid_hi << 16
         self.gid = gid | gid_hi << 16

@@ -1,0 +1,71 @@
+"""`python -m simfs.compiled [build [-j N]]`: compile the data-path modules, or show which run
+compiled (simfs.compiled says why and how)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.machinery
+import json
+import os
+import sys
+from pathlib import Path
+
+from simfs.compiled import BUILD, DIRECTIVES, MANIFEST, ROOT, _sha256, sources, state
+
+
+def build(jobs: int = os.cpu_count() or 1) -> None:
+    """Compile every module of `sources()` into BUILD (Cython, then the C compiler; both only
+    for what changed) and write the manifest. A module whose source changes during the build
+    is left out of the manifest (it runs as Python until the next build)."""
+    try:
+        from Cython.Build import cythonize
+        from setuptools import Extension, setup
+    except ImportError as e:
+        print(f"python -m simfs.compiled build: {e.name} is not installed "
+              "(pip install -e '.[compiled]'; make venv does)", file=sys.stderr)
+        raise SystemExit(2) from None
+
+    mods = sources()
+    before = {name: _sha256(path) for name, path in mods.items()}
+    exts = [Extension(name, [str(path.relative_to(ROOT))]) for name, path in mods.items()]
+    cwd = os.getcwd()
+    os.chdir(ROOT)                                  # relative paths: the C files name the sources so
+    try:
+        setup(name="simfs-compiled", ext_modules=cythonize(
+                  exts, build_dir=str(BUILD / "c"), compiler_directives=DIRECTIVES, nthreads=jobs,
+                  quiet=True),
+              script_args=["-q", "build_ext", "--build-lib", str(BUILD / "lib"),
+                           "--build-temp", str(BUILD / "tmp"), "-j", str(jobs)])
+    finally:
+        os.chdir(cwd)
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    modules = {}
+    for name, path in mods.items():
+        so = Path("lib", *name.split(".")).with_suffix(suffix)
+        if (BUILD / so).is_file() and _sha256(path) == before[name]:
+            modules[name] = {"source": str(path.relative_to(ROOT)), "sha256": before[name], "file": str(so)}
+    tmp = MANIFEST.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"suffix": suffix, "modules": modules}, indent=1, sort_keys=True))
+    os.replace(tmp, MANIFEST)
+    print(f"compiled {len(modules)} of {len(mods)} modules into {BUILD.relative_to(ROOT)}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m simfs.compiled", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command")
+    b = sub.add_parser("build", help="compile the data-path modules (only what changed)")
+    b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel compilers")
+    a = ap.parse_args(argv)
+    if a.command == "build":
+        build(max(1, a.jobs))
+        return 0
+    states = state()
+    for name, s in states.items():
+        print(f"{s:9}  {name}")
+    counts = {s: sum(v == s for v in states.values()) for s in ("compiled", "stale", "not built", "pure")}
+    print(", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "pure"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
