@@ -41,22 +41,24 @@ class FileIO:
         first, last = offset // bs, (end - 1) // bs
         pages = self.delalloc.pages(inode, first, last)
         phys = self._prefetch(inode, first, last)
-        out = bytearray()
+        parts = []                      # views of the buffers: the bytes are copied once, by join
         for lblk in range(first, last + 1):
             lo = max(offset - lblk * bs, 0)
             hi = min(end - lblk * bs, bs)
             p = phys[lblk - first]
             if p:
-                out += self.cache.bread(p, "data", ino)[lo:hi]
+                parts.append(memoryview(self.cache.bread(p, "data", ino))[lo:hi])
             elif lblk in pages:
-                out += pages[lblk][lo:hi]
+                parts.append(memoryview(pages[lblk])[lo:hi])
             else:
-                out += bytes(hi - lo)
+                parts.append(bytes(hi - lo))
+        out = b"".join(parts)
+        del parts                       # no buffer stays exported past the read
         self._count("bytes_read", len(out))
         if self.options.atime and not self.options.read_only:
             inode.atime_ns = self._now()
             self.inodes.put(inode)
-        return bytes(out)
+        return out
 
     def _prefetch(self, inode, first: int, last: int) -> list[int]:
         """Bring blocks first..last into the cache as clustered reads, and read ahead.
