@@ -10,13 +10,18 @@ import os
 import sys
 from pathlib import Path
 
-from simfs.compiled import BUILD, DIRECTIVES, MANIFEST, ROOT, _sha256, sources, state
+from simfs.compiled import BUILD, DIRECTIVES, MANIFEST, ROOT, _manifest, _sha256, sources, state
+
+
+def _so(name: str, suffix: str) -> Path:
+    return BUILD.joinpath("lib", *name.split(".")).with_suffix(suffix)
 
 
 def build(jobs: int = os.cpu_count() or 1) -> None:
     """Compile every module of `sources()` into BUILD (Cython, then the C compiler; both only
-    for what changed) and write the manifest. A module whose source changes during the build
-    is left out of the manifest (it runs as Python until the next build)."""
+    for what changed since the last build, by the sources' hashes) and write the manifest. A
+    module whose source changes during the build is left out of the manifest (it runs as
+    Python until the next build)."""
     try:
         from Cython.Build import cythonize
         from setuptools import Extension, setup
@@ -27,6 +32,12 @@ def build(jobs: int = os.cpu_count() or 1) -> None:
 
     mods = sources()
     before = {name: _sha256(path) for name, path in mods.items()}
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    built = _manifest()
+    for name, path in mods.items():   # what the last build made from other source: made again
+        if built.get(name, {}).get("sha256") != before[name]:         # (whatever the file times say)
+            (BUILD / "c" / path.relative_to(ROOT)).with_suffix(".c").unlink(missing_ok=True)
+            _so(name, suffix).unlink(missing_ok=True)
     exts = [Extension(name, [str(path.relative_to(ROOT))]) for name, path in mods.items()]
     cwd = os.getcwd()
     os.chdir(ROOT)                                  # relative paths: the C files name the sources so
@@ -38,12 +49,11 @@ def build(jobs: int = os.cpu_count() or 1) -> None:
                            "--build-temp", str(BUILD / "tmp"), "-j", str(jobs)])
     finally:
         os.chdir(cwd)
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     modules = {}
     for name, path in mods.items():
-        so = Path("lib", *name.split(".")).with_suffix(suffix)
-        if (BUILD / so).is_file() and _sha256(path) == before[name]:
-            modules[name] = {"source": str(path.relative_to(ROOT)), "sha256": before[name], "file": str(so)}
+        if _so(name, suffix).is_file() and _sha256(path) == before[name]:
+            modules[name] = {"source": str(path.relative_to(ROOT)), "sha256": before[name],
+                             "file": str(_so(name, suffix).relative_to(BUILD))}
     tmp = MANIFEST.with_suffix(".tmp")
     tmp.write_text(json.dumps({"suffix": suffix, "modules": modules}, indent=1, sort_keys=True))
     os.replace(tmp, MANIFEST)
