@@ -60,7 +60,8 @@ class Attr:
     # module (simfs.compiled)
     def __init__(self, st_ino, st_mode, st_nlink, st_uid, st_gid, st_rdev, st_size, st_blocks,
                  st_blksize, st_atime_ns, st_mtime_ns, st_ctime_ns, generation):
-        self.st_ino, self.st_mode, self.st_nlink, self.st_uid, self.st_gid = st_ino, st_mode, st_nlink, st_uid, st_gid
+        self.st_ino, self.st_mode, self.st_nlink = st_ino, st_mode, st_nlink
+        self.st_uid, self.st_gid = st_uid, st_gid
         self.st_rdev, self.st_size, self.st_blocks, self.st_blksize = st_rdev, st_size, st_blocks, st_blksize
         self.st_atime_ns, self.st_mtime_ns, self.st_ctime_ns = st_atime_ns, st_mtime_ns, st_ctime_ns
         self.generation = generation

@@ -56,7 +56,8 @@ class Inode:
         self = cls(ino, len(raw))
         self.raw[:] = raw
         fields = _BASE.unpack_from(raw)
-        mode, uid, size_lo, atime, ctime, mtime, self.dtime, gid, self.links, blocks_lo, self.flags = fields[:11]
+        (mode, uid, size_lo, atime, ctime, mtime, self.dtime, gid, self.links, blocks_lo,
+         self.flags) = fields[:11]
         self.block = list(fields[11:11 + N_BLOCKS])
         tail = fields[11 + N_BLOCKS:]
         self.generation = tail[0]

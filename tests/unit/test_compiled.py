@@ -62,7 +62,8 @@ from simfs.engine.treedesc import from_directory
 from simfs.fuse import mountopts
 from simfs.ondisk.mkfs import mkfs
 src, img = sys.argv[1], sys.argv[2]
-mkfs(img, 256 << 20, uuid="00000000-0000-0000-0000-000000000001", hash_seed="00000000-0000-0000-0000-000000000002", now=1)
+mkfs(img, 256 << 20, uuid="00000000-0000-0000-0000-000000000001",
+     hash_seed="00000000-0000-0000-0000-000000000002", now=1)
 opts = mountopts.parse(["alloc=ext2,dirorder=hash,writeback=async,disk=sas10k"]).volume
 out = [verbs.run(img, opts, "unpack", "t", mkdir=True, source=from_directory(src))]
 for verb, params in (("tar-read", {}), ("find", {"type": "f"}), ("cp-a", {"to": "c"}), ("rm-rf", {})):

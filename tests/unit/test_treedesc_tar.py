@@ -52,7 +52,7 @@ def archives(tmp_path_factory):
     out = {}
     for fmt in ("gnu", "oldgnu", "ustar", "posix", "v7"):
         p = d / f"{fmt}.tar"
-        r = subprocess.run(["tar", f"--format={fmt}", "--sort=name", "-cf", str(p), "-C", str(src), "."],
+        subprocess.run(["tar", f"--format={fmt}", "--sort=name", "-cf", str(p), "-C", str(src), "."],
                            capture_output=True)
         if p.exists():                    # ustar and v7 refuse the long names, and say so
             out[fmt] = p
