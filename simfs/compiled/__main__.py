@@ -13,6 +13,14 @@ from pathlib import Path
 from simfs.compiled import BUILD, DIRECTIVES, MANIFEST, ROOT, _manifest, _sha256, sources, state
 
 
+def _config() -> str | None:
+    """The Cython version and directives the last build was made with."""
+    try:
+        return json.loads(MANIFEST.read_text()).get("config")
+    except (OSError, ValueError):
+        return None
+
+
 def _so(name: str, suffix: str) -> Path:
     return BUILD.joinpath("lib", *name.split(".")).with_suffix(suffix)
 
@@ -23,6 +31,7 @@ def build(jobs: int = os.cpu_count() or 1) -> None:
     module whose source changes during the build is left out of the manifest (it runs as
     Python until the next build)."""
     try:
+        from Cython import __version__ as cython_version
         from Cython.Build import cythonize
         from setuptools import Extension, setup
     except ImportError as e:
@@ -33,7 +42,8 @@ def build(jobs: int = os.cpu_count() or 1) -> None:
     mods = sources()
     before = {name: _sha256(path) for name, path in mods.items()}
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    built = _manifest()
+    config = f"Cython {cython_version}, {json.dumps(DIRECTIVES, sort_keys=True)}"
+    built = _manifest() if _config() == config else {}    # other directives: everything again
     for name, path in mods.items():   # what the last build made from other source: made again
         if built.get(name, {}).get("sha256") != before[name]:         # (whatever the file times say)
             (BUILD / "c" / path.relative_to(ROOT)).with_suffix(".c").unlink(missing_ok=True)
@@ -55,7 +65,8 @@ def build(jobs: int = os.cpu_count() or 1) -> None:
             modules[name] = {"source": str(path.relative_to(ROOT)), "sha256": before[name],
                              "file": str(_so(name, suffix).relative_to(BUILD))}
     tmp = MANIFEST.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"suffix": suffix, "modules": modules}, indent=1, sort_keys=True))
+    tmp.write_text(json.dumps({"suffix": suffix, "config": config, "modules": modules}, indent=1,
+                              sort_keys=True))
     os.replace(tmp, MANIFEST)
     print(f"compiled {len(modules)} of {len(mods)} modules into {BUILD.relative_to(ROOT)}")
 

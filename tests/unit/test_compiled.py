@@ -62,12 +62,16 @@ from simfs.engine.treedesc import from_directory
 from simfs.fuse import mountopts
 from simfs.ondisk.mkfs import mkfs
 src, img = sys.argv[1], sys.argv[2]
-mkfs(img, 256 << 20, uuid="00000000-0000-0000-0000-000000000001",
-     hash_seed="00000000-0000-0000-0000-000000000002", now=1)
-opts = mountopts.parse(["alloc=ext2,dirorder=hash,writeback=async,disk=sas10k"]).volume
-out = [verbs.run(img, opts, "unpack", "t", mkdir=True, source=from_directory(src))]
-for verb, params in (("tar-read", {}), ("find", {"type": "f"}), ("cp-a", {"to": "c"}), ("rm-rf", {})):
-    out.append(verbs.run(img, opts, verb, "t", **params))
+out = []
+# a rotating drive, and a 4K drive with 512-byte emulation on a misaligned partition (an
+# integer parameter came back from compiled code as a float once: Cython's type inference)
+for disk in ("sas10k", "wd-ears,partition_offset=63"):
+    mkfs(img, 256 << 20, uuid="00000000-0000-0000-0000-000000000001",
+         hash_seed="00000000-0000-0000-0000-000000000002", now=1)
+    opts = mountopts.parse([f"alloc=ext2,dirorder=hash,writeback=async,disk={disk}"]).volume
+    out.append(verbs.run(img, opts, "unpack", "t", mkdir=True, source=from_directory(src)))
+    for verb, params in (("tar-read", {}), ("find", {"type": "f"}), ("cp-a", {"to": "c"}), ("rm-rf", {})):
+        out.append(verbs.run(img, opts, verb, "t", **params))
 print(json.dumps({"file": simfs.fs.volume.__file__, "runs": [(r["time"], r["counters"]) for r in out]}))
 """
 
