@@ -1,6 +1,5 @@
 """Errors simfs raises: POSIX errors for file operations, ImageError for a bad image."""
 
-import functools
 import os
 
 
@@ -12,14 +11,7 @@ class FSError(OSError):
     """
 
     def __init__(self, err: int, detail: str = ""):
-        super().__init__(err, _strerror(err) + (f": {detail}" if detail else ""))
-
-
-@functools.cache
-def _strerror(err: int) -> str:
-    """os.strerror, once per errno: ENOENT and ENODATA are raised tens of thousands of times
-    in a run (a lookup of a name to be created, security.capability before each write)."""
-    return os.strerror(err)
+        super().__init__(err, os.strerror(err) + (f": {detail}" if detail else ""))
 
 
 class ImageWriteError(OSError):

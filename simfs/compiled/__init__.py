@@ -2,7 +2,7 @@
 their source.
 
 A simulation spends its real time in many small Python calls (tens of volume operations per
-file); compiling those modules unchanged with Cython takes about a fifth off an in-process
+file); compiling those modules unchanged with Cython takes about a third off an in-process
 run. The source stays the program: `python -m simfs.compiled build` (a step of `make venv`)
 compiles the modules below into build/compiled/, with a manifest of each source's SHA-256,
 and the import hook here loads a compiled module only if its source still has that hash. An
@@ -54,14 +54,27 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _manifest() -> dict:
+def manifest() -> dict:
+    """The last build's manifest ({} if none): suffix, config (Cython and directives), modules."""
     try:
         m = json.loads(MANIFEST.read_text())
     except (OSError, ValueError):
         return {}
+    return m if isinstance(m, dict) else {}
+
+
+def _manifest() -> dict:
+    """The built modules, if built for this Python."""
+    m = manifest()
     if m.get("suffix") != importlib.machinery.EXTENSION_SUFFIXES[0]:
         return {}                                   # built for another Python
     return m.get("modules", {})
+
+
+def _pure() -> set[str] | None:
+    """The modules SIMFS_PURE names (None: SIMFS_PURE=1, all of them)."""
+    pure = os.environ.get("SIMFS_PURE", "")
+    return None if pure in ("1", "all") else set(pure.split(","))
 
 
 class CompiledFinder(importlib.abc.MetaPathFinder):
@@ -93,13 +106,13 @@ class CompiledFinder(importlib.abc.MetaPathFinder):
 def install() -> CompiledFinder | None:
     """Put the finder first on sys.meta_path (once), unless SIMFS_PURE=1 or nothing is built.
     Modules imported before this (the packages' __init__) are Python."""
-    pure = os.environ.get("SIMFS_PURE", "")
-    if pure in ("1", "all"):
+    pure = _pure()
+    if pure is None:
         return None
     for f in sys.meta_path:
         if isinstance(f, CompiledFinder):
             return f
-    modules = {k: v for k, v in _manifest().items() if k not in pure.split(",")}
+    modules = {k: v for k, v in _manifest().items() if k not in pure}
     if not modules:
         return None
     finder = CompiledFinder(modules)
@@ -112,7 +125,7 @@ def state() -> dict[str, str]:
     build: runs as Python), "not built", or "pure" (SIMFS_PURE names it: runs as Python)."""
     modules = _manifest()
     finder = CompiledFinder(modules)
-    pure = os.environ.get("SIMFS_PURE", "")
+    pure = _pure()
     return {name: ("not built" if name not in modules else
-                   "pure" if pure in ("1", "all") or name in pure.split(",") else
+                   "pure" if pure is None or name in pure else
                    "compiled" if finder.current(name) else "stale") for name in sources()}

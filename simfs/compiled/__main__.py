@@ -10,15 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from simfs.compiled import BUILD, DIRECTIVES, MANIFEST, ROOT, _manifest, _sha256, sources, state
-
-
-def _config() -> str | None:
-    """The Cython version and directives the last build was made with."""
-    try:
-        return json.loads(MANIFEST.read_text()).get("config")
-    except (OSError, ValueError):
-        return None
+from simfs.compiled import BUILD, DIRECTIVES, MANIFEST, ROOT, _manifest, _sha256, manifest, sources, state
 
 
 def _so(name: str, suffix: str) -> Path:
@@ -43,7 +35,7 @@ def build(jobs: int = os.cpu_count() or 1) -> None:
     before = {name: _sha256(path) for name, path in mods.items()}
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     config = f"Cython {cython_version}, {json.dumps(DIRECTIVES, sort_keys=True)}"
-    built = _manifest() if _config() == config else {}    # other directives: everything again
+    built = _manifest() if manifest().get("config") == config else {}   # other directives: all again
     for name, path in mods.items():   # what the last build made from other source: made again
         if built.get(name, {}).get("sha256") != before[name]:         # (whatever the file times say)
             (BUILD / "c" / path.relative_to(ROOT)).with_suffix(".c").unlink(missing_ok=True)

@@ -49,8 +49,8 @@ def _split(name) -> list[bytes]:
     return parts
 
 
-#: a member as both readers give it: (name, type flag, mode, uid, gid, mtime, size, link name,
-#: device major, minor, data); names are bytes, the type flag one of tarfile's
+#: tar's type flags as Entry kinds. _members gives each member as (name, kind, mode, uid, gid,
+#: mtime, size, link name, device major, minor, data), names in bytes, whichever reader read it
 _KINDS = {tarfile.DIRTYPE: "dir", tarfile.SYMTYPE: "symlink", tarfile.LNKTYPE: "hardlink",
           tarfile.REGTYPE: "file", tarfile.AREGTYPE: "file", tarfile.CONTTYPE: "file",
           tarfile.GNUTYPE_SPARSE: "file", tarfile.FIFOTYPE: "fifo", tarfile.CHRTYPE: "chr",
