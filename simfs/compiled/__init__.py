@@ -2,7 +2,7 @@
 their source.
 
 A simulation spends its real time in many small Python calls (tens of volume operations per
-file); compiling those modules unchanged with Cython takes about a third off an in-process
+file); compiling those modules unchanged with Cython takes about a fifth off an in-process
 run. The source stays the program: `python -m simfs.compiled build` (a step of `make venv`)
 compiles the modules below into build/compiled/, with a manifest of each source's SHA-256,
 and the import hook here loads a compiled module only if its source still has that hash. An
