@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from simfs.compiled import BUILD, DIRECTIVES, MANIFEST, ROOT, _manifest, _sha256, manifest, sources, state
+from simfs.compiled import BUILD, DIRECTIVES, MANIFEST, ROOT, _manifest, _sha256, manifest, slots, sources, state
 
 
 def _so(name: str, suffix: str) -> Path:
@@ -34,19 +34,21 @@ def build(jobs: int = os.cpu_count() or 1) -> None:
     mods = sources()
     before = {name: _sha256(path) for name, path in mods.items()}
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    config = f"Cython {cython_version}, {json.dumps(DIRECTIVES, sort_keys=True)}"
+    config = (f"Cython {cython_version}, {json.dumps(DIRECTIVES, sort_keys=True)}, "
+              f"slots {_sha256(Path(slots.__file__))[:16]}")
     built = _manifest() if manifest().get("config") == config else {}   # other directives: all again
     for name, path in mods.items():   # what the last build made from other source: made again
         if built.get(name, {}).get("sha256") != before[name]:         # (whatever the file times say)
             (BUILD / "c" / path.relative_to(ROOT)).with_suffix(".c").unlink(missing_ok=True)
             _so(name, suffix).unlink(missing_ok=True)
+    slots.write(mods, BUILD / "pxd")
     exts = [Extension(name, [str(path.relative_to(ROOT))]) for name, path in mods.items()]
     cwd = os.getcwd()
     os.chdir(ROOT)                                  # relative paths: the C files name the sources so
     try:
         setup(name="simfs-compiled", ext_modules=cythonize(
                   exts, build_dir=str(BUILD / "c"), compiler_directives=DIRECTIVES, nthreads=jobs,
-                  quiet=True),
+                  include_path=[str(BUILD / "pxd")], quiet=True),
               script_args=["-q", "build_ext", "--build-lib", str(BUILD / "lib"),
                            "--build-temp", str(BUILD / "tmp"), "-j", str(jobs)])
     finally:
