@@ -137,25 +137,34 @@ class Kernel:
         self._ref(a.st_ino)
         return a
 
-    def walk(self, d: int, path: list[bytes]):
-        """The attributes of the inode `path` names under directory `d` (root: [] is `d`)."""
+    def walk(self, d: int, path: list[bytes], *, follow: bool = False, links: int = 0):
+        """The attributes of the inode `path` names under directory `d` (root: [] is `d`).
+        A symbolic link before the last name is followed as the kernel's walk follows it:
+        READLINK, then its target walked from the link's directory (an absolute target lies
+        outside the mount - on this machine, not in the image: EXDEV), at most MAXSYMLINKS
+        links in all (ELOOP); the last name only with `follow` (open without O_NOFOLLOW)."""
         a = None
-        for name in path:
+        last = len(path) - 1
+        for i, name in enumerate(path):
             if name == b".":                            # "." : the permission check only
                 self.vol.getattr(d)
                 a = None
                 continue
             a = self._lookup(d, name)
+            if (i < last or follow) and stat.S_ISLNK(a.st_mode):
+                if links >= MAXSYMLINKS:
+                    raise FSError(errno.ELOOP)
+                target = self.vol.readlink(a.st_ino)
+                if target.startswith(b"/"):
+                    raise FSError(errno.EXDEV, f"a symbolic link leads outside the image ({os.fsdecode(target)})")
+                return self.walk(d, [p for p in target.split(b"/") if p] + path[i + 1:], follow=follow,
+                                 links=links + 1)
             d = a.st_ino
         return a if a is not None else self.vol.peek_attr(d)
 
     def _parent(self, d: int, path: list[bytes]) -> int:
-        for name in path[:-1]:
-            if name == b".":
-                self.vol.getattr(d)
-                continue
-            d = self._lookup(d, name).st_ino
-        return d
+        """The directory holding the last name of `path` (links on the way followed)."""
+        return self.walk(d, path[:-1], follow=True).st_ino if len(path) > 1 else d
 
     # metadata -----------------------------------------------------------------------------------
     def stat(self, d: int, path: list[bytes]):
@@ -194,19 +203,8 @@ class Kernel:
         return File(ino, False, writer=write)
 
     def _follow(self, d: int, path: list[bytes]):
-        """walk, then the kernel's trailing-link walk: READLINK, and the target walked from
-        the link's directory, up to MAXSYMLINKS links (ELOOP). An absolute target lies
-        outside the mount (on this machine, not in the image): refused (EXDEV)."""
-        for _ in range(MAXSYMLINKS + 1):
-            parent = self._parent(d, path)              # the walk, as `walk` makes it
-            a = self.walk(parent, path[-1:])
-            if not stat.S_ISLNK(a.st_mode):
-                return a
-            target = self.vol.readlink(a.st_ino)
-            if target.startswith(b"/"):
-                raise FSError(errno.EXDEV, f"a symbolic link leads outside the image ({os.fsdecode(target)})")
-            d, path = parent, [p for p in target.split(b"/") if p]
-        raise FSError(errno.ELOOP)
+        """walk, following a link at the end too (the kernel's trailing-link walk)."""
+        return self.walk(d, path, follow=True)
 
     def open_dotdot(self, d: int, parent: int) -> File:
         """openat(d, "..", O_DIRECTORY): the walk checks d and follows the dcache (no LOOKUP)."""
