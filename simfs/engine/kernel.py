@@ -77,6 +77,7 @@ class Kernel:
         self.refs: dict[int, int] = {}                  # inode -> lookups the kernel holds
         self.unused: OrderedDict[int, None] = OrderedDict()
         self.busy: dict[int, int] = {}                  # inode -> open files and walks in progress
+        self.parents: dict[int, int] = {}               # directory -> its parent, while referenced
         self.no_copy_file_range = False                 # fc->no_copy_file_range
 
     # references -----------------------------------------------------------------------------
@@ -92,6 +93,7 @@ class Kernel:
     def _forget(self, ino: int) -> None:
         self.unused.pop(ino, None)
         n = self.refs.pop(ino, 0)
+        self.parents.pop(ino, None)
         if n:
             self.vol.drop(ino, n)
 
@@ -135,6 +137,8 @@ class Kernel:
         self.vol.getattr(d)                             # may_lookup: MAY_EXEC on d
         a = self.vol.lookup(d, name)
         self._ref(a.st_ino)
+        if a.st_mode & 0o170000 == stat.S_IFDIR:
+            self.parents[a.st_ino] = d                  # the dentry's d_parent
         return a
 
     def walk(self, d: int, path: list[bytes], *, follow: bool = False, links: int = 0):
@@ -146,8 +150,10 @@ class Kernel:
         a = None
         last = len(path) - 1
         for i, name in enumerate(path):
-            if name == b".":                            # "." : the permission check only
+            if name == b"." or name == b"..":         # the permission check, then the dcache
                 self.vol.getattr(d)
+                if name == b"..":
+                    d = self._dotdot(d)
                 a = None
                 continue
             a = self._lookup(d, name)
@@ -161,6 +167,18 @@ class Kernel:
                                  links=links + 1)
             d = a.st_ino
         return a if a is not None else self.vol.peek_attr(d)
+
+    def _dotdot(self, d: int) -> int:
+        """".." from directory `d`: the kernel takes its dentry's parent, with no LOOKUP (one
+        LOOKUP of ".." where this kernel has not walked down to `d`); above the mount's root
+        lies this machine, not the image."""
+        if d == self.root:
+            raise FSError(errno.EXDEV, "a path leads out of the image (.. of its root)")
+        parent = self.parents.get(d)
+        if parent is None:
+            parent = self.vol.lookup(d, b"..").st_ino
+            self._ref(parent)
+        return parent
 
     def _parent(self, d: int, path: list[bytes]) -> int:
         """The directory holding the last name of `path` (links on the way followed)."""

@@ -1,6 +1,7 @@
 """The in-process kernel's path walk (simfs.engine.kernel.Kernel.walk) through symbolic links:
 a link before the last name is followed (its target walked from the link's directory), the last
-name only where the call follows it, absolute targets are refused (they lie outside the image),
+name only where the call follows it, ".." goes to the parent without a LOOKUP, and a path out of
+the image (an absolute target, ".." of the root) is refused,
 and a chain of more than MAXSYMLINKS links stops with ELOOP, as in Linux. The mounted oracle for
 the operations of such walks: tests/mount/test_verbs_validate.py (links_tree)."""
 
@@ -31,6 +32,7 @@ def k(tmp_path):
     k.symlink(R, [b"d", b"up"], b"../d/sub")
     k.symlink(R, [b"abs"], b"/etc")
     k.symlink(R, [b"loop"], b"loop")
+    k.symlink(R, [b"out"], b"../d")
     for i in range(MAXSYMLINKS + 1):                 # c0 -> c1 -> ... -> c40 -> d
         k.symlink(R, [b"c%d" % i], b"c%d" % (i + 1) if i < MAXSYMLINKS else b"d")
     yield k
@@ -55,11 +57,12 @@ def test_names_are_made_where_the_links_lead(k):
     assert k.stat(R, [b"d", b"sub", b"g"]).st_ino
 
 
-def test_absolute_targets_and_long_chains_are_refused(k):
+def test_paths_out_of_the_image_and_long_chains_are_refused(k):
     R = k.root
-    with pytest.raises(FSError) as e:
-        k.stat(R, [b"abs", b"passwd"])
-    assert e.value.errno == errno.EXDEV
+    for path in ([b"abs", b"passwd"], [b"out", b"sub"], [b"d", b"..", b"..", b"d"]):
+        with pytest.raises(FSError) as e:                                # out of the image
+            k.stat(R, path)
+        assert e.value.errno == errno.EXDEV, path
     for path in ([b"loop", b"x"], [b"c0", b"sub"]):
         with pytest.raises(FSError) as e:
             k.stat(R, path)
