@@ -3,9 +3,9 @@ their source.
 
 A simulation spends its real time in many small Python calls (tens of volume operations per
 file); compiling those modules unchanged with Cython, their plain classes as extension types
-whose attributes live in fixed slots (simfs.compiled.slots), takes about a quarter off an
-in-process run. The source stays the program: `python -m simfs.compiled build` (a step of `make venv`)
-compiles the modules below into build/compiled/, with a manifest of each source's SHA-256,
+whose attributes live in fixed slots (simfs.compiled.slots), takes about half the real time
+off an in-process run. The source stays the program: `python -m simfs.compiled build` (a step
+of `make venv`) compiles the modules below into build/compiled/, with a manifest of each source's SHA-256,
 and the import hook here loads a compiled module only if its source still has that hash. An
 edited module is imported from its source until the next build, never from a stale build; a
 build for another Python is never loaded. SIMFS_PURE=1 imports every module from source
