@@ -40,12 +40,14 @@ MMAP_WRITER = Path(__file__).resolve().parents[1] / "tests" / "tools" / "mmap_wr
 class Case:
     """A verb and the real command it stands for. `command(mnt, tarball)` is a shell string;
     `needs` what the image holds before the run: "tree" (the tree in /tree), "dir" (an empty
-    /tree, for unpack)."""
+    /tree, for unpack). `refused`: the message the verb stops with where the tool exits 1
+    after its work (cp -a meeting its own copy)."""
     verb: str
     command: object
     params: dict = field(default_factory=dict)
     needs: str = "tree"
     where: str = TREE
+    refused: str = ""
 
 
 def q(p) -> str:
@@ -171,6 +173,7 @@ def oplogs(case: Case, options: str, tarball: Path, work: Path) -> tuple[list, l
     close drops unlogged; they are left out."""
     from simfs.engine import verbs
     from simfs.engine.treedesc import from_tarball
+    from simfs.errors import VerbRefused
     base = prepare(work, case.needs, tarball, options)
     a, b = work / "a.img", work / "b.img"
     for copy in (a, b):
@@ -180,7 +183,14 @@ def oplogs(case: Case, options: str, tarball: Path, work: Path) -> tuple[list, l
     params = dict(case.params)
     if case.needs == "dir":
         params["source"] = from_tarball(str(tarball))
-    verbs.run(str(b), volume_options(options), case.verb, case.where, oplog=str(vlog), **params)
+    try:
+        verbs.run(str(b), volume_options(options), case.verb, case.where, oplog=str(vlog), **params)
+    except VerbRefused as e:
+        if str(e) != case.refused:
+            raise
+    else:
+        if case.refused:
+            raise AssertionError(f"the verb did not stop with {case.refused!r}")
     out = []
     for log in (mlog, vlog):
         lines = log.read_text().splitlines()[1:]

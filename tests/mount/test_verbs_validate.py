@@ -191,3 +191,16 @@ def test_a_path_through_symbolic_links_goes_as_the_kernels_walk_goes(verb, where
     assert not verbcheck.oplog_difference(*logs)
     assert sum('["readlink",' in op for op in logs[1]) >= where.count("via") + 2 * where.count("hop") \
         + where.count("up")
+
+
+def test_a_copy_into_itself_through_a_link_stops_as_cp_stops(links_tree):
+    """cp -a tree/d tree/via/new (via -> d) makes d/new, meets it among d's entries, compares
+    the names (lstat'ing their directories), skips it with "will not create hard link", copies
+    the rest and exits 1; the verb asks the same operations and stops with that message (no
+    runaway copy of the copy)."""
+    where, dst = "tree/d", "tree/via/new"
+    case = verbcheck.Case("cp-a", lambda m, t: f"cp -a {verbcheck.q(m)}/{where} {verbcheck.q(m)}/{dst}; "
+                          "test $? = 1", {"dst": dst}, where=where,
+                          refused=f"cp: will not create hard link '{dst}/new' to directory '{dst}'")
+    logs = verbcheck.oplogs(case, "alloc=ext2,dirorder=hash,disk=sas10k", links_tree, links_tree.parent)
+    assert not verbcheck.oplog_difference(*logs)

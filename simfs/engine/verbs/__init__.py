@@ -17,6 +17,8 @@ import contextlib
 import gc
 import os
 
+from simfs.errors import VerbRefused
+
 from . import cat, cp, dd, du, find, grep, mmap_fill, rm, tar_read, unpack
 
 VERBS = {
@@ -54,7 +56,8 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
     as the experiments' runner writes NAME to MNT/.simfs/mark before a tool (the
     root's inode is then read before the phase, as on a mount). `oplog`: record the operations the volume is
     asked in the form `-o oplog=PATH` records a mount's (so the two can be compared line by
-    line). FSError from the verb propagates after the volume is closed."""
+    line). FSError from the verb propagates after the volume is closed; VerbRefused (the
+    tool's error after its work, as cp -a's exit 1) after a normal unmount."""
     from simfs.engine.kernel import Kernel
     from simfs.fs.volume import Volume
 
@@ -77,7 +80,11 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
                 k.ctl()
                 vol.mark(mark)
             start = vol.clock.now
-            result = fn(k, split(where), **params)
+            refused = None
+            try:
+                result = fn(k, split(where), **params)
+            except VerbRefused as e:            # the tool's error after its work (cp -a exits 1):
+                refused, result = e, None       # unmounted as usual, then raised
             sim_cmd = vol.clock.now - start
             k.unmount()
         except BaseException:
@@ -85,6 +92,8 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
             vol.close()
             raise
         vol.close()
+        if refused is not None:
+            raise refused
     return {"result": result, "time": vol.stats_snapshot(), "counters": vol.counters,
             "sim_cmd": sim_cmd, "warnings": list(vol.warnings)}
 

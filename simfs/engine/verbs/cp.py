@@ -17,11 +17,16 @@ The second name of a file with several links: linkat(first copy, DST). A FIFO or
 mknodat(DST, mode & 0700, rdev), then as a directory's end (utimensat, fchownat, llistxattr
 twice, the ACL attempts, chmod).
 
-Refused before anything is asked (VerbRefused): a DST that is SRC or lies inside it, compared
-name by name after "." and ".." are resolved lexically (the model walks ".." as the directory's
-".." entry and follows no symbolic link, so the names decide). GNU cp says "cannot copy a
-directory, 'SRC', into itself, 'DST'" only once it meets the copy it is making inside SRC,
-after it has made part of it; here nothing is made.
+Refused before anything is asked (VerbRefused): a DST that is SRC or lies inside it by its
+names, "." and ".." resolved lexically (GNU cp says "cannot copy a directory, 'SRC', into
+itself, 'DST'" only once it meets the copy it is making inside SRC; here nothing is made). A
+DST that lies inside SRC through a symbolic link is found as GNU cp finds it: the copy meets
+a directory it made itself (cp remembers each one's inode and name), compares the two names
+(gnulib same_nameat: with equal last names, an lstat of each one's directory; twice, the
+second time the new name's own directory), says "will not create hard link 'DST/...' to
+directory 'DST'" (or, for two names in one directory, "cannot copy a directory into itself")
+and skips it; the rest is copied, and the verb then stops with that message (VerbRefused; cp
+exits 1).
 """
 
 from __future__ import annotations
@@ -78,10 +83,34 @@ def run(k, where: list[bytes], dst: list[bytes] | str = b"copy", **_) -> dict:
     if not stat.S_ISREG(a.st_mode):                 # copy_internal lstat's DST again, but for a file
         _absent(k, dst)
     if not stat.S_ISDIR(a.st_mode):                 # a file, link or node: copied as in a tree
-        _copy(k, list(where), list(dst), {}, counts, a)
+        _copy(k, list(where), list(dst), {}, counts, {}, a)
         return counts
-    _dir(k, list(where), list(dst), a, {}, counts)
+    made: dict = {}
+    _dir(k, list(where), list(dst), a, {}, counts, made)
+    if None in made:                                # met a directory it made: cp's error, exit 1
+        earlier, name = made[None]
+        raise VerbRefused(f"cp: cannot copy a directory, {quote(text(where))}, into itself, "
+                          f"{quote(text(dst))}" if earlier is None else
+                          f"cp: will not create hard link {quote(text(name))} to directory "
+                          f"{quote(text(earlier))}")
     return counts
+
+
+def _same_name(k, a: list, b: list) -> bool:
+    """gnulib same_nameat: the same last name in the same directory (each lstat'ed)."""
+    return a[-1:] == b[-1:] and k.stat(k.root, a[:-1]).st_ino == k.stat(k.root, b[:-1]).st_ino
+
+
+def _made_before(k, src, dst, earlier, made) -> None:
+    """copy_internal meeting `earlier`, a directory it made, as SRC's entry `src`: noted in
+    `made` under None (the first time) and skipped."""
+    if _same_name(k, src, earlier):
+        note = (None, dst)
+    elif _same_name(k, dst, earlier):               # "source directory specified more than once"
+        return
+    else:
+        note = (earlier, dst)
+    made.setdefault(None, note)
 
 
 def _absent(k, path) -> None:
@@ -114,27 +143,31 @@ def _set_meta(k, src, dst, a) -> None:
     k.chmod(R, dst, a.st_mode)
 
 
-def _dir(k, src, dst, a, links, counts) -> None:
+def _dir(k, src, dst, a, links, counts, made) -> None:
+    """`made`: inode -> name of each directory made so far (None -> cp's error, once one was
+    met among the entries it copies)."""
     R = k.root
     counts["dirs"] += 1
     k.mkdir(R, dst, a.st_mode & 0o700)
-    k.stat(R, dst)
+    made[k.stat(R, dst).st_ino] = dst
     f = k.open(R, src, directory=True)
     k.fstat(f)
     entries = k.listdir(f)
     k.close(f)
     entries.sort(key=lambda e: e[1])
     for name, ino, kind in entries:
-        _copy(k, src + [name], dst + [name], links, counts)
+        _copy(k, src + [name], dst + [name], links, counts, made)
     _set_meta(k, src, dst, a)
 
 
-def _copy(k, src, dst, links, counts, a=None) -> None:
+def _copy(k, src, dst, links, counts, made, a=None) -> None:
     R = k.root
     a = a if a is not None else k.stat(R, src)
     kind = stat.S_IFMT(a.st_mode)
-    if kind == stat.S_IFDIR:
-        _dir(k, src, dst, a, links, counts)
+    if kind == stat.S_IFDIR and a.st_ino in made:   # the copy itself, met inside SRC: skipped
+        _made_before(k, src, dst, made[a.st_ino], made)
+    elif kind == stat.S_IFDIR:
+        _dir(k, src, dst, a, links, counts, made)
     elif kind == stat.S_IFREG:
         if a.st_nlink > 1:
             first = links.get(a.st_ino)
