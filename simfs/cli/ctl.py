@@ -12,6 +12,7 @@ import os
 import sys
 
 from simfs.cli.common import Fmt, fail
+from simfs.fs.types import MAX_PHASE_NAME
 
 # action -> (control file, help)
 ACTIONS = {
@@ -41,9 +42,9 @@ def cmd_ctl(a) -> int:
     if a.action == "mark":
         if not a.name or not a.name.strip():
             return fail("mark needs a phase name: simfs ctl MNT mark NAME", "ctl")
-        if "\n" in a.name:
-            return fail("a phase name is one line", "ctl")
-        data = a.name.strip().encode()
+        data = a.name.strip().encode(errors="surrogateescape")
+        if "\n" in a.name or len(data) > MAX_PHASE_NAME:
+            return fail(f"a phase name is one line of at most {MAX_PHASE_NAME} bytes", "ctl")
     elif a.name is not None:
         return fail(f"{a.action} takes no argument (got {a.name!r})", "ctl")
     else:

@@ -5,6 +5,9 @@ from dataclasses import dataclass, field
 
 from simfs.ondisk.constants import MAX_NAME_LEN
 
+#: the longest phase name (Volume.mark, simfs ctl MNT mark), in bytes: a file name's NAME_MAX
+MAX_PHASE_NAME = MAX_NAME_LEN
+
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
 XATTR_CREATE = 1

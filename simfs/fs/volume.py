@@ -58,7 +58,8 @@ from simfs.fs.inspect import Inspection
 from simfs.fs.namespace import Namespace
 from simfs.fs.placement import Placement
 from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them from here)
-    ENOATTR, RENAME_EXCHANGE, RENAME_NOREPLACE, XATTR_CREATE, XATTR_REPLACE, Attr, StatFS, VolumeOptions,
+    ENOATTR, MAX_PHASE_NAME, RENAME_EXCHANGE, RENAME_NOREPLACE, XATTR_CREATE, XATTR_REPLACE, Attr, StatFS,
+    VolumeOptions,
 )
 from simfs.fs.xattrs import Xattrs
 from simfs.ondisk.constants import (
@@ -401,7 +402,11 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.dirs.indexed_entries = 0
 
     def mark(self, name: str) -> None:
-        """Start a named phase: counters from here on are kept apart."""
+        """Start a named phase: counters from here on are kept apart. The name heads a column
+        of every statistics table and names trace rows: one line, at most MAX_PHASE_NAME bytes
+        (EINVAL otherwise)."""
+        if not name.strip() or "\n" in name or len(name.encode(errors="surrogateescape")) > MAX_PHASE_NAME:
+            raise FSError(errno.EINVAL, f"a phase name is one line of 1 to {MAX_PHASE_NAME} bytes")
         self.stats.mark(name, self.clock.now)
 
     def reset_stats(self) -> None:

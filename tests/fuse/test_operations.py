@@ -455,13 +455,16 @@ def test_stats_info_mark_reset(ops_vol):
     assert set(info["control_files"]) == {"stats", "info", "sync", "drop_caches", "reset", "mark"}
     write_ctl(ops, b"mark", b"readback\n")
     assert [p.name for p in vol.stats.phases] == ["all", "readback"]
-    with pytest.raises(pyfuse3.FUSEError) as e:
-        write_ctl(ops, b"mark", b"  \n")
-    assert e.value.errno == errno.EINVAL
+    for bad in (b"  \n", b"x" * 256, b"two\nlines"):
+        with pytest.raises(pyfuse3.FUSEError) as e:
+            write_ctl(ops, b"mark", bad)
+        assert e.value.errno == errno.EINVAL, bad
+    write_ctl(ops, b"mark", b"y" * 255)
+    write_ctl(ops, b"mark", b"readback\n")
     call(ops, "lookup", FUSE_ROOT, b"a", ROOT_CTX)
     doc = json.loads(read_ctl(ops, b"stats"))
-    assert [p["name"] for p in doc["time"]["phases"]] == ["all", "readback"]
-    assert doc["time"]["phases"][1]["operations"]["lookup"]["count"] == 1
+    assert [p["name"] for p in doc["time"]["phases"]] == ["all", "readback", "y" * 255, "readback"]
+    assert doc["time"]["phases"][-1]["operations"]["lookup"]["count"] == 1
     write_ctl(ops, b"reset", b"1")
     doc = json.loads(read_ctl(ops, b"stats"))
     assert doc["ops"] == {} and doc["errors"] == {} and [p["name"] for p in doc["time"]["phases"]] == ["all"]

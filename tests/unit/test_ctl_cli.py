@@ -53,6 +53,9 @@ def test_ctl_refuses_bad_input(tmp_path, capsys):
     assert "not a simfs mount" in capsys.readouterr().err
     assert main(["ctl", str(tmp_path), "mark"]) == 2
     assert "needs a phase name" in capsys.readouterr().err
+    for name in ("a\nb", "x" * 256):
+        assert main(["ctl", str(tmp_path), "mark", name]) == 2
+        assert "one line of at most 255 bytes" in capsys.readouterr().err
     assert main(["ctl", str(tmp_path), "reset", "x"]) == 2
     assert main(["ctl", str(tmp_path / "nope"), "sync"]) == 2
     with pytest.raises(SystemExit) as e:
