@@ -144,12 +144,15 @@ def _set_meta(k, src, dst, a) -> None:
 
 
 def _dir(k, src, dst, a, links, counts, made) -> None:
-    """`made`: inode -> name of each directory made so far (None -> cp's error, once one was
-    met among the entries it copies)."""
+    """`made`: the inode -> name of the top directory made (cp remembers every one, but the
+    copy can only meet its top: the rest lies inside it, and it is skipped once met); None ->
+    cp's error, once met."""
     R = k.root
     counts["dirs"] += 1
     k.mkdir(R, dst, a.st_mode & 0o700)
-    made[k.stat(R, dst).st_ino] = dst
+    b = k.stat(R, dst)
+    if not made:
+        made[b.st_ino] = dst
     f = k.open(R, src, directory=True)
     k.fstat(f)
     entries = k.listdir(f)
