@@ -42,25 +42,14 @@ class VolumeOptions:
         "file data is charged and accounted but not stored: it reads as zeros, the image "
         "keeps only metadata (README: Data-less images)")})
 
-@dataclass
 class Attr:
-    st_ino: int
-    st_mode: int
-    st_nlink: int
-    st_uid: int
-    st_gid: int
-    st_rdev: int
-    st_size: int
-    st_blocks: int
-    st_blksize: int
-    st_atime_ns: int
-    st_mtime_ns: int
-    st_ctime_ns: int
-    generation: int
+    """A file's attributes, as a GETATTR or LOOKUP reply carries them (os.stat_result's names).
 
-    # written out (dataclass keeps a class's own __init__): the generated one is interpreted
-    # code, and every GETATTR, LOOKUP and write builds an Attr; this one is compiled with the
-    # module (simfs.compiled)
+    A plain class with __slots__, not a dataclass: every GETATTR, LOOKUP and write builds one,
+    and compiled (simfs.compiled) it is an extension type whose fields are fixed slots."""
+    __slots__ = ("st_ino", "st_mode", "st_nlink", "st_uid", "st_gid", "st_rdev", "st_size",
+                 "st_blocks", "st_blksize", "st_atime_ns", "st_mtime_ns", "st_ctime_ns", "generation")
+
     def __init__(self, st_ino, st_mode, st_nlink, st_uid, st_gid, st_rdev, st_size, st_blocks,
                  st_blksize, st_atime_ns, st_mtime_ns, st_ctime_ns, generation):
         self.st_ino, self.st_mode, self.st_nlink = st_ino, st_mode, st_nlink
@@ -68,6 +57,15 @@ class Attr:
         self.st_rdev, self.st_size, self.st_blocks, self.st_blksize = st_rdev, st_size, st_blocks, st_blksize
         self.st_atime_ns, self.st_mtime_ns, self.st_ctime_ns = st_atime_ns, st_mtime_ns, st_ctime_ns
         self.generation = generation
+
+    def _fields(self) -> tuple:
+        return tuple(getattr(self, name) for name in Attr.__slots__)
+
+    def __eq__(self, other):
+        return self._fields() == other._fields() if isinstance(other, Attr) else NotImplemented
+
+    def __repr__(self) -> str:
+        return "Attr(" + ", ".join(f"{n}={v!r}" for n, v in zip(Attr.__slots__, self._fields())) + ")"
 
 
 @dataclass
