@@ -126,7 +126,7 @@ def register(sub) -> None:
         description="Run one of the seeds' tools on IMAGE in-process: the tool's system calls go "
                     "through a model of the kernel's FUSE client, so the volume receives what a "
                     "mount of the real tool receives (the figures agree within 3%: README, "
-                    "In-process verbs), six to ten times faster on /usr/include. Each run is a cold mount: empty "
+                    "In-process verbs), seven to ten times faster on /usr/include. Each run is a cold mount: empty "
                     "caches at the start, the unmount's write-back at the end. Prints the "
                     "statistics (those -o stats= writes at unmount).",
         epilog="examples:\n"
