@@ -71,9 +71,6 @@ from simfs.ondisk.groupdesc import unpack_table
 from simfs.ondisk.superblock import Geometry, Superblock
 
 log = logging.getLogger("simfs.fs.volume")
-# the file types whose block[] holds no block map (Inode.has_block_map is false): st_rdev
-# comes from it
-_DEVICE_TYPES = frozenset((stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK))
 _CLOCK_REALTIME_COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)   # 5 in Linux's <time.h>
 
 
@@ -468,11 +465,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             raise FSError(self.unwritable.errno or errno.EIO)
 
     def _attr(self, inode) -> Attr:
-        mode = inode.mode
-        return Attr(inode.ino, mode, inode.links, inode.uid, inode.gid,
-                    inode.get_rdev() if mode & 0o170000 in _DEVICE_TYPES else 0,
-                    inode.size, inode.blocks, self.block_size,
-                    inode.atime_ns, inode.mtime_ns, inode.ctime_ns, inode.generation)
+        return Attr(*inode.stat_fields(self.block_size))
 
     def _touch(self, inode, m: bool = True, c: bool = True) -> None:
         now = self._now()

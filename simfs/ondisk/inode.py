@@ -6,6 +6,9 @@ import struct
 
 from simfs.ondisk.constants import N_BLOCKS
 
+#: the file types whose block[] holds no block map (has_block_map is false): st_rdev comes from it
+_DEVICE_TYPES = frozenset((stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK))
+
 _BASE = struct.Struct("<HHIIIIIHHII4x15IIII4xHHHH4x")
 # mode uid size_lo atime ctime mtime dtime gid links blocks_lo flags (osd1) block[15]
 # generation file_acl size_high (faddr) blocks_hi file_acl_hi uid_hi gid_hi (checksum_lo, reserved)
@@ -138,8 +141,17 @@ class Inode:
     @property
     def has_block_map(self) -> bool:
         """Device inodes store their number in block[]; fast symlinks store the target there."""
-        return not (stat.S_ISCHR(self.mode) or stat.S_ISBLK(self.mode)
-                    or stat.S_ISFIFO(self.mode) or stat.S_ISSOCK(self.mode))
+        return stat.S_IFMT(self.mode) not in _DEVICE_TYPES
+
+    def stat_fields(self, block_size: int) -> tuple:
+        """What a stat reply carries, in simfs.fs.types.Attr's order: (ino, mode, links, uid,
+        gid, rdev, size, blocks, block size, atime, mtime, ctime in ns, generation). Read here,
+        where compiled code reaches the fields directly (simfs.compiled.slots)."""
+        mode = self.mode
+        return (self.ino, mode, self.links, self.uid, self.gid,
+                self.get_rdev() if mode & 0o170000 in _DEVICE_TYPES else 0,
+                self.size, self.blocks, block_size, self.atime_ns, self.mtime_ns, self.ctime_ns,
+                self.generation)
 
     # device numbers (Linux ext2 encoding) -------------------------------------------------
     def get_rdev(self) -> int:
