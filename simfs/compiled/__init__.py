@@ -7,9 +7,9 @@ whose attributes live in fixed slots (simfs.compiled.slots), takes about a third
 time off an in-process run. The source stays the program: `python -m simfs.compiled build`
 (a step of `make venv`) compiles the modules below into build/compiled/, with a manifest of
 each source's SHA-256, and the import hook here loads a compiled module only if its source
-still has that hash. An edited module is imported from its source until the next build, never from a stale build; a
-build for another Python is never loaded. SIMFS_PURE=1 imports every module from source
-(SIMFS_PURE=simfs.fs.volume,... the modules named).
+still has that hash. An edited module is imported from its source until the next build,
+never from a stale build; a build for another Python is never loaded. SIMFS_PURE=1 imports
+every module from source (SIMFS_PURE=simfs.fs.volume,... the modules named).
 
 Simulated results do not depend on it: the compiled code runs the same Python operations on
 the same Python values (tests/unit/test_compiled.py compares a run both ways).

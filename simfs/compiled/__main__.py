@@ -10,7 +10,8 @@ import os
 import sys
 from pathlib import Path
 
-from simfs.compiled import BUILD, DIRECTIVES, MANIFEST, ROOT, _manifest, _sha256, manifest, slots, sources, state
+from simfs.compiled import (BUILD, DIRECTIVES, MANIFEST, ROOT, _manifest, _sha256, manifest, slots, sources,
+                            state)
 
 
 def _so(name: str, suffix: str) -> Path:

@@ -150,7 +150,7 @@ class Kernel:
         a = None
         last = len(path) - 1
         for i, name in enumerate(path):
-            if name == b"." or name == b"..":         # the permission check, then the dcache
+            if name == b"." or name == b"..":           # the permission check (".." then from the dcache)
                 self.vol.getattr(d)
                 if name == b"..":
                     d = self._dotdot(d)
@@ -162,7 +162,8 @@ class Kernel:
                     raise FSError(errno.ELOOP)
                 target = self.vol.readlink(a.st_ino)
                 if target.startswith(b"/"):
-                    raise FSError(errno.EXDEV, f"a symbolic link leads outside the image ({os.fsdecode(target)})")
+                    raise FSError(errno.EXDEV,
+                                  f"a symbolic link leads outside the image ({os.fsdecode(target)})")
                 return self.walk(d, [p for p in target.split(b"/") if p] + path[i + 1:], follow=follow,
                                  links=links + 1)
             d = a.st_ino
