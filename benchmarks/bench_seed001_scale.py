@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -60,6 +61,8 @@ def main(argv=None) -> int:
     ap.add_argument("--files", type=int, nargs="+", default=[10_000, 100_000, 1_000_000, 2_000_000])
     ap.add_argument("--dir", default="/var/tmp", help="where the (sparse) images go")
     a = ap.parse_args(argv)
+    if not os.path.isdir(a.dir):
+        ap.error(f"--dir {a.dir}: no such directory")
     print("| files | directories | unpack s | find s | simulated s (unpack + find) | µs/file | "
           "vs first | CPU µs/file (whole run) | vs first | peak RSS MiB |\n"
           "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|", flush=True)

@@ -83,6 +83,31 @@ def _unsafe(target: bytes) -> bool:
     return target.startswith(b"/") or b".." in target.split(b"/")
 
 
+# module functions, not closures of run: compiled, a closure that another closure calls is kept
+# in the scope they share, and the cycle would keep the run's kernel and volume alive until a
+# full garbage collection
+def _fchmodat(k, c: int, p: list[bytes], mode: int) -> None:
+    """gnulib's fchmodat(AT_SYMLINK_NOFOLLOW): open O_PATH, fstat, chmod /proc/self/fd/N."""
+    f = k.open_path(c, p)
+    k.fstat(f)
+    k.fchmod(f, mode)
+    k.close(f)
+
+
+def _set_dir(k, c: int, d: _Delayed, check: bool) -> None:
+    p = d.walk
+    if check:
+        k.stat(c, p)                      # check_for_renamed_directories
+    k.utimens(c, p, mtime_ns=d.mtime)
+    k.chown(c, p, d.uid, d.gid)
+    if d.dot:
+        if (d.mode ^ d.cur) & 0o7777 == 0:
+            return
+    elif (d.mode ^ d.cur) & 0o777 == 0 and not d.mode & ~0o777:
+        return
+    _fchmodat(k, c, p, d.mode)
+
+
 def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = True,
         dot_mode: int | None = None, dot_mtime_ns: int = 0, dot_uid: int = 0, dot_gid: int = 0,
         **_) -> dict:
@@ -110,26 +135,6 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
     links: list[tuple] = []               # placeholders: (path, target, entry)
     pos = 0                               # archive offset
 
-    def fchmodat(p: list[bytes], mode: int) -> None:
-        """gnulib's fchmodat(AT_SYMLINK_NOFOLLOW): open O_PATH, fstat, chmod /proc/self/fd/N."""
-        f = k.open_path(c, p)
-        k.fstat(f)
-        k.fchmod(f, mode)
-        k.close(f)
-
-    def set_dir(d: _Delayed, check: bool) -> None:
-        p = d.walk
-        if check:
-            k.stat(c, p)                  # check_for_renamed_directories
-        k.utimens(c, p, mtime_ns=d.mtime)
-        k.chown(c, p, d.uid, d.gid)
-        if d.dot:
-            if (d.mode ^ d.cur) & 0o7777 == 0:
-                return
-        elif (d.mode ^ d.cur) & 0o777 == 0 and not d.mode & ~0o777:
-            return
-        fchmodat(p, d.mode)
-
     def apply(path, after_links: bool = False) -> None:
         """apply_nonancestor_delayed_set_stat: once an entry held back for the links is
         reached, this call fstatat's it and every older one first."""
@@ -142,7 +147,7 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
             if path and (d.dot or _ancestor(d.path, path)):
                 break
             delayed.pop()
-            set_dir(d, check)
+            _set_dir(k, c, d, check)
 
     def made(e, dotted: bool, make):
         """maybe_recoverable: when a member's directory is missing (an archive need not
@@ -234,7 +239,7 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
                 k.utimens(c, p, mtime_ns=e.mtime_ns)
                 k.chown(c, p, e.uid, e.gid)
                 if (mode ^ cur) or mode & ~0o777:
-                    fchmodat(p, mode)
+                    _fchmodat(k, c, p, mode)
             elif e.kind == "hardlink":
                 counts["hardlinks"] += 1
                 old = _walk(e.link, dotted)
