@@ -5,9 +5,9 @@ Compiled code reaches an ordinary instance's attribute through a dictionary look
 time (`self.clock`, `self.buffers`: most of the data path's work). An extension type
 (Cython's `cdef class`) keeps the attributes it declares in fixed slots of the object, and
 its methods reach them directly. The source says nothing about this: for each plain class
-of a compiled module - a top-level class with no base class, no decorator, no
-metaclass and no descriptor methods - the build declares every attribute its methods assign on `self` (or its
-`__slots__` name) as a slot holding any Python object. Nothing else changes: a class with a
+of a compiled module - a top-level class with no base class, no decorator, no metaclass and
+no descriptor methods - the build declares every attribute its methods assign on `self` (or
+each `__slots__` name) as a slot holding any Python object. Nothing else changes: a class with a
 `__dict__` keeps it (an attribute set elsewhere lands there, as before) and its weak
 references; a class with `__slots__` stays without both. Names the class body itself binds
 (methods, properties, class attributes) and private `__names` are left to Python.

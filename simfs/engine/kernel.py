@@ -207,7 +207,7 @@ class Kernel:
         a symbolic link at the end of `path` is followed unless `directory` (the verbs' walks
         open directories they found, never through a link)."""
         if path:
-            a = self.walk(d, path) if directory else self._follow(d, path)
+            a = self.walk(d, path, follow=not directory)
             ino = a.st_ino
         else:
             ino = d
@@ -220,10 +220,6 @@ class Kernel:
             return File(ino, True, self.vol.opendir_state())
         self.vol.open_file(ino)                         # OPEN
         return File(ino, False, writer=write)
-
-    def _follow(self, d: int, path: list[bytes]):
-        """walk, following a link at the end too (the kernel's trailing-link walk)."""
-        return self.walk(d, path, follow=True)
 
     def open_dotdot(self, d: int, parent: int) -> File:
         """openat(d, "..", O_DIRECTORY): the walk checks d and follows the dcache (no LOOKUP)."""

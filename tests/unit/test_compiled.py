@@ -70,7 +70,7 @@ for disk in ("sas10k", "wd-ears,partition_offset=63"):
          hash_seed="00000000-0000-0000-0000-000000000002", now=1)
     opts = mountopts.parse([f"alloc=ext2,dirorder=hash,writeback=async,disk={disk}"]).volume
     out.append(verbs.run(img, opts, "unpack", "t", mkdir=True, source=from_directory(src)))
-    for verb, params in (("tar-read", {}), ("find", {"type": "f"}), ("cp-a", {"to": "c"}), ("rm-rf", {})):
+    for verb, params in (("tar-read", {}), ("find", {"type": "f"}), ("cp-a", {"dst": "c"}), ("rm-rf", {})):
         out.append(verbs.run(img, opts, verb, "t", **params))
 print(json.dumps({"file": simfs.fs.volume.__file__, "runs": [(r["time"], r["counters"]) for r in out]}))
 """

@@ -82,35 +82,42 @@ def run(k, where: list[bytes], dst: list[bytes] | str = b"copy", **_) -> dict:
     a = k.stat(k.root, where)
     if not stat.S_ISREG(a.st_mode):                 # copy_internal lstat's DST again, but for a file
         _absent(k, dst)
+    made = _Made(where, dst)
     if not stat.S_ISDIR(a.st_mode):                 # a file, link or node: copied as in a tree
-        _copy(k, list(where), list(dst), {}, counts, {}, a)
+        _copy(k, list(where), list(dst), {}, counts, made, a)
         return counts
-    made: dict = {}
     _dir(k, list(where), list(dst), a, {}, counts, made)
-    if None in made:                                # met a directory it made: cp's error, exit 1
-        earlier, name = made[None]
-        raise VerbRefused(f"cp: cannot copy a directory, {quote(text(where))}, into itself, "
-                          f"{quote(text(dst))}" if earlier is None else
-                          f"cp: will not create hard link {quote(text(name))} to directory "
-                          f"{quote(text(earlier))}")
+    if made.error:                                  # met the directory it made: exit 1
+        raise VerbRefused(made.error)
     return counts
+
+
+class _Made:
+    """The top directory cp made (`ino`, `name`) - cp remembers every one, but the copy can only
+    meet its top: the rest lies inside it - and cp's error once the copy met it. `where`,
+    `dst`: the operands, as the error names them."""
+
+    def __init__(self, where: list, dst: list):
+        self.where, self.dst = where, dst
+        self.ino, self.name, self.error = None, None, ""
+
+    def met(self, k, src: list, dst: list) -> None:
+        """copy_internal meeting the directory it made as SRC's entry `src` (to be `dst`):
+        the names compared (gnulib same_nameat), the error noted once, the entry skipped."""
+        if _same_name(k, src, self.name):
+            error = (f"cp: cannot copy a directory, {quote(text(self.where))}, into itself, "
+                     f"{quote(text(self.dst))}")
+        elif _same_name(k, dst, self.name):         # "source directory specified more than once"
+            return
+        else:
+            error = (f"cp: will not create hard link {quote(text(dst))} to directory "
+                     f"{quote(text(self.name))}")
+        self.error = self.error or error
 
 
 def _same_name(k, a: list, b: list) -> bool:
     """gnulib same_nameat: the same last name in the same directory (each lstat'ed)."""
     return a[-1:] == b[-1:] and k.stat(k.root, a[:-1]).st_ino == k.stat(k.root, b[:-1]).st_ino
-
-
-def _made_before(k, src, dst, earlier, made) -> None:
-    """copy_internal meeting `earlier`, a directory it made, as SRC's entry `src`: noted in
-    `made` under None (the first time) and skipped."""
-    if _same_name(k, src, earlier):
-        note = (None, dst)
-    elif _same_name(k, dst, earlier):               # "source directory specified more than once"
-        return
-    else:
-        note = (earlier, dst)
-    made.setdefault(None, note)
 
 
 def _absent(k, path) -> None:
@@ -143,16 +150,13 @@ def _set_meta(k, src, dst, a) -> None:
     k.chmod(R, dst, a.st_mode)
 
 
-def _dir(k, src, dst, a, links, counts, made) -> None:
-    """`made`: the inode -> name of the top directory made (cp remembers every one, but the
-    copy can only meet its top: the rest lies inside it, and it is skipped once met); None ->
-    cp's error, once met."""
+def _dir(k, src, dst, a, links, counts, made: _Made) -> None:
     R = k.root
     counts["dirs"] += 1
     k.mkdir(R, dst, a.st_mode & 0o700)
     b = k.stat(R, dst)
-    if not made:
-        made[b.st_ino] = dst
+    if made.ino is None:
+        made.ino, made.name = b.st_ino, dst
     f = k.open(R, src, directory=True)
     k.fstat(f)
     entries = k.listdir(f)
@@ -167,8 +171,8 @@ def _copy(k, src, dst, links, counts, made, a=None) -> None:
     R = k.root
     a = a if a is not None else k.stat(R, src)
     kind = stat.S_IFMT(a.st_mode)
-    if kind == stat.S_IFDIR and a.st_ino in made:   # the copy itself, met inside SRC: skipped
-        _made_before(k, src, dst, made[a.st_ino], made)
+    if kind == stat.S_IFDIR and a.st_ino == made.ino:   # the copy itself, met inside SRC: skipped
+        made.met(k, src, dst)
     elif kind == stat.S_IFDIR:
         _dir(k, src, dst, a, links, counts, made)
     elif kind == stat.S_IFREG:
