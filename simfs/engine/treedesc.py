@@ -15,6 +15,7 @@ import stat
 import struct
 import tarfile
 from dataclasses import dataclass
+from decimal import ROUND_FLOOR, Decimal
 
 
 @dataclass(slots=True)
@@ -32,6 +33,11 @@ class Entry:
     rdev: int = 0                  # a device's number, as FUSE's MKNOD carries it (fuse_rdev)
     dotted: bool | None = None     # an archive member named "./a/b" (True) or "a/b" (False);
                                    # None: not from an archive, named as `tar -C SRC .` does
+    offset: int | None = None      # where a member's data start in the archive (tar cuts its
+                                   # writes at the archive's records); None: not from an archive
+                                   # (placed as GNU tar --sort=name would write it)
+    sparse: list[tuple[int, int]] | None = None   # a sparse member's map as GNU tar extracts
+                                   # it: (offset, bytes) of each data region, then (size, 0)
 
 
 def fuse_rdev(major: int, minor: int) -> int:
@@ -63,10 +69,11 @@ def from_tarball(path: str, *, with_data: bool = False):
     member. A large read buffer keeps most seeks to the next header inside it (no system call)."""
     first = True
     with open(path, "rb", buffering=1 << 20) as f:
-        for name, kind, mode, uid, gid, mtime, size, link, major, minor, data in _members(f, path, with_data):
+        for name, kind, mode, uid, gid, mtime_ns, size, link, major, minor, data, offset, sparse \
+                in _members(f, path, with_data):
             parts = _split(name)
-            common = dict(mode=mode & 0o7777, mtime_ns=int(mtime) * 1_000_000_000,
-                          uid=uid, gid=gid, dotted=name.startswith(b"./"))
+            common = dict(mode=mode & 0o7777, mtime_ns=mtime_ns, uid=uid, gid=gid,
+                          dotted=name.startswith(b"./"))
             if not parts:
                 if kind == "dir" and first:
                     yield Entry([], "dir", **common)
@@ -78,7 +85,7 @@ def from_tarball(path: str, *, with_data: bool = False):
             elif kind == "hardlink":
                 yield Entry(parts, kind, link=_split(link), **common)
             elif kind == "file":
-                yield Entry(parts, kind, size=size, data=data, **common)
+                yield Entry(parts, kind, size=size, data=data, offset=offset, sparse=sparse, **common)
             elif kind in ("chr", "blk"):
                 yield Entry(parts, kind, rdev=fuse_rdev(major, minor), **common)
             elif kind is not None:
@@ -89,7 +96,8 @@ def _members(f, path: str, with_data: bool):
     """The archive's members: read by _ustar when the archive is a plain (uncompressed) ustar
     or GNU one on a regular file, else by tarfile (compressed, a pipe, pax headers, sparse
     files, base-256 numbers: _ustar hands over where it meets one, and tarfile goes on after
-    the members already given)."""
+    the members already given). Each as (name, kind, mode, uid, gid, mtime in ns, size, link
+    name, device major, minor, data, offset of the data in the archive, sparse map or None)."""
     done = 0
     if os.path.isfile(path):
         try:
@@ -107,8 +115,30 @@ def _members(f, path: str, with_data: bool):
             if i <= done:
                 continue
             data = tf.extractfile(m).read() if with_data and m.isreg() else None
-            yield (os.fsencode(m.name), _KINDS.get(m.type), m.mode, m.uid, m.gid, m.mtime, m.size,
-                   os.fsencode(m.linkname), m.devmajor, m.devminor, data)
+            yield (os.fsencode(m.name), _KINDS.get(m.type), m.mode, m.uid, m.gid, _mtime_ns(m), m.size,
+                   os.fsencode(m.linkname), m.devmajor, m.devminor, data, m.offset_data, _sparse_map(m))
+
+
+def _mtime_ns(m: tarfile.TarInfo) -> int:
+    """The member's mtime in ns: a pax header's exact decimal (tarfile's float would round
+    it; GNU tar restores it to the nanosecond), else whole seconds."""
+    exact = m.pax_headers.get("mtime")
+    if exact is not None:
+        try:
+            return int((Decimal(exact) * 1_000_000_000).to_integral_value(ROUND_FLOOR))
+        except ArithmeticError:
+            pass
+    return int(m.mtime) * 1_000_000_000
+
+
+def _sparse_map(m: tarfile.TarInfo) -> list[tuple[int, int]] | None:
+    """A sparse member's map as GNU tar 1.34 extracts it: its data regions, then (size, 0),
+    the entry GNU tar always ends a map with and extracts as an ftruncate to the size.
+    (tarfile's list keeps a header's unused slots as (0, 0) and drops the ones in extension
+    headers that are (size, 0).)"""
+    if not m.issparse():
+        return None
+    return [(o, n) for o, n in m.sparse if n] + [(m.size, 0)]
 
 
 class _Unsupported(Exception):
@@ -172,7 +202,7 @@ def _ustar(f, with_data: bool):
         if long_link is not None:
             link = long_link
         long_name = long_link = None
-        data = None
+        data, start = None, offset
         if kind == "file":
             offset += _blocks(size)
             if with_data:
@@ -182,7 +212,7 @@ def _ustar(f, with_data: bool):
                 f.seek(_blocks(size) - size, 1)
             else:
                 f.seek(_blocks(size), 1)
-        yield name, kind, mode, uid, gid, mtime, size, link, major, minor, data
+        yield name, kind, mode, uid, gid, mtime * 1_000_000_000, size, link, major, minor, data, start, None
 
 
 def _nts(field: bytes) -> bytes:

@@ -118,6 +118,34 @@ def test_an_archive_without_dot_names_unpacks_as_tar_unpacks_it(work):
     assert not verbcheck.oplog_difference(*logs)
 
 
+@pytest.mark.parametrize("form", ["gnu -S", "posix", "posix -S"])
+def test_sparse_and_pax_archives_unpack_as_tar_unpacks_them(form, work):
+    """tar -S keeps a sparse file as a map of its data: GNU tar writes each region at its
+    offset, 512 bytes a write, and ends with an ftruncate to the size; a pax archive's
+    extended headers move each member's data, and tar cuts its writes at that archive's own
+    records; pax times go to the nanosecond."""
+    d = work / f"form-{form.replace(' ', '')}"
+    src = d / "src"
+    (src / "d").mkdir(parents=True)
+    with open(src / "d" / "sparse", "wb") as f:
+        f.write(b"s" * 5000)
+        f.seek(1 << 20)
+        f.write(b"t" * 30000)
+        f.truncate(3 << 20)
+    for i in range(6):
+        (src / "d" / f"f{i}").write_bytes(b"x" * (i * 7000 + 1))
+        os.utime(src / "d" / f"f{i}", ns=(10**18 + i * 123_456_789, 10**18 + i * 987_654_321))
+    fmt, *flags = form.split()
+    tarball = d / "t.tar"
+    subprocess.run(["tar", f"--format={fmt}", *flags, "--sort=name", "-cf", str(tarball), "-C", str(src), "."],
+                   check=True)
+    logs = verbcheck.oplogs(verbcheck.CASES["unpack"], "alloc=ext2,dirorder=hash,disk=sas10k", tarball, d)
+    assert not verbcheck.oplog_difference(*logs)
+    writes = [op for op in logs[1] if op.startswith('["write",')]
+    if "-S" in form:
+        assert len(writes) < 200 and any('{"size":3145728}' in op for op in logs[1])
+
+
 @pytest.fixture(scope="module")
 def nodes_tree(work):
     """A tarball of a tree with FIFOs and device nodes (one numbered past 255), a file and a

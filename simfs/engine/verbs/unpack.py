@@ -14,7 +14,9 @@ are relative to DIR's descriptor, "./a/b" as `tar -C SRC .` writes them, or "a/b
 - a directory: mkdirat(path, mode & 0700), delayed;
 - a file: openat(path, O_WRONLY|O_CREAT|O_EXCL, mode & 0700); write()s cut at tar's 10240-byte
   records (the first one the rest of the record the data starts in); futimens (mtime only),
-  fchown, fchmod (unless the creation mode was already right), close;
+  fchown, fchmod (unless the creation mode was already right), close; a sparse member (tar -S):
+  each data region at its offset in 512-byte writes, then ftruncate to the size (the map's
+  last entry), the holes never written;
 - a symbolic link: symlinkat, utimensat, fchownat, the fchmodat emulation (open O_PATH, fstat,
   close: symbolic links have no mode). A link whose target is absolute or has a ".." component
   becomes a placeholder (openat(O_CREAT|O_EXCL, 0), fstat, close); the delayed directories
@@ -26,9 +28,10 @@ are relative to DIR's descriptor, "./a/b" as `tar -C SRC .` writes them, or "a/b
 - a hard link: linkat(old, new, 0); while placeholders are pending, fstatat(old) before it
   (find_delayed_link_source) and after it (is the source a delayed link?).
 
-Write sizes follow the archive GNU tar writes with `--sort=name -cf - -C SRC .` (GNU format:
-"./" names, 512-byte headers, ././@LongLink for names over 100 bytes); the archive itself is
-read from outside the mount and costs nothing here.
+Write sizes follow where each member's data lie in the archive (`Entry.offset`); for a
+directory or a generated tree, where GNU tar's `--sort=name -cf - -C SRC .` puts them (GNU
+format: "./" names, 512-byte headers, ././@LongLink for names over 100 bytes). The archive
+itself is read from outside the mount and costs nothing here.
 """
 
 from __future__ import annotations
@@ -92,6 +95,19 @@ def _fchmodat(k, c: int, p: list[bytes], mode: int) -> None:
     k.fstat(f)
     k.fchmod(f, mode)
     k.close(f)
+
+
+def _write_sparse(k, f, regions: list[tuple[int, int]], data) -> None:
+    """GNU tar's sparse_extract_file: each data region written at its offset in 512-byte
+    writes (one per archive block); a region of no bytes (the map's last, at the file's
+    size) is an ftruncate there. The holes get no block."""
+    for at, n in regions:
+        if not n:
+            k.ftruncate(f, at)
+            continue
+        for off in range(at, at + n, BLOCK):
+            m = min(BLOCK, at + n - off)
+            k.write(f, off, data[off:off + m] if data is not None else _FILLER[:m])
 
 
 def _set_dir(k, c: int, d: _Delayed, check: bool) -> None:
@@ -204,14 +220,19 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
                 counts["files"] += 1
                 cur = mode & 0o700
                 f = made(e, dotted, lambda: k.create(c, p, cur))
-                size, off, data = e.size, 0, e.data
-                while off < size:
-                    n = min(size - off, record - (pos + off) % record)
-                    chunk = data[off:off + n] if data is not None else _FILLER[:n]
-                    k.write(f, off, chunk)
-                    off += n
+                size, data = e.size, e.data
+                if e.offset is not None:
+                    pos = e.offset                  # the archive's own layout
+                if e.sparse is not None:
+                    _write_sparse(k, f, e.sparse, data)
+                else:
+                    off = 0
+                    while off < size:
+                        n = min(size - off, record - (pos + off) % record)
+                        k.write(f, off, data[off:off + n] if data is not None else _FILLER[:n])
+                        off += n
+                    pos += _blocks(size)
                 counts["bytes"] += size
-                pos += _blocks(size)
                 k.futimens(f, mtime_ns=e.mtime_ns)
                 k.fchown(f, e.uid, e.gid)
                 if (mode ^ cur) or mode & ~0o777:
