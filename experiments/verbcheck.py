@@ -122,7 +122,7 @@ def inprocess(case: Case, image: Path, options: str, tarball: Path) -> dict:
     from simfs.engine import verbs
     from simfs.engine.treedesc import from_tarball
     params = dict(case.params)
-    if case.needs == "dir":
+    if case.verb == "unpack":
         params["source"] = from_tarball(str(tarball))
     t0 = time.perf_counter()
     out = verbs.run(str(image), volume_options(options), case.verb, case.where, **params)
@@ -181,7 +181,7 @@ def oplogs(case: Case, options: str, tarball: Path, work: Path) -> tuple[list, l
     mlog, vlog = work / "mounted.oplog", work / "verb.oplog"
     mounted(case, a, f"{options},oplog={mlog}", tarball, work)
     params = dict(case.params)
-    if case.needs == "dir":
+    if case.verb == "unpack":
         params["source"] = from_tarball(str(tarball))
     try:
         verbs.run(str(b), volume_options(options), case.verb, case.where, oplog=str(vlog), **params)

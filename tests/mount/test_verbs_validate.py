@@ -98,6 +98,20 @@ def test_the_verb_asks_the_volume_what_the_mount_asks(verb, work):
 
 
 
+def test_unpacking_over_the_tree_again_goes_as_tar_goes(work):
+    """tar -xpf onto the tree it unpacked before (GNU tar's default old-files policy): a
+    directory found there is kept (an fstatat, then its metadata as usual), a file, link,
+    symbolic link or placeholder is unlinked and made again; a hard link first stat's both
+    names. On a generated tree with hard links and placeholders."""
+    d = work / "again"
+    d.mkdir()
+    tarball = verbcheck.tarball_of(None, 60, d)
+    case = verbcheck.Case("unpack", verbcheck.CASES["unpack"].command)       # needs the tree
+    logs = verbcheck.oplogs(case, "alloc=ext2,dirorder=hash,disk=sas10k", tarball, d)
+    assert not verbcheck.oplog_difference(*logs)
+    assert sum('["unlink",' in op for op in logs[1]) > 60
+
+
 def test_an_archive_without_dot_names_unpacks_as_tar_unpacks_it(work):
     """`tar -cf T -C SRC b a c` names its members "b/f", not "./b/f", and has no "./" member:
     tar then walks no "." (no permission GETATTR per path) and sets no metadata on the unpack

@@ -143,6 +143,23 @@ def test_unpack_from_a_directory_matches_the_tarball(tmp_path, tarball):
     assert snap_a == snap_b
 
 
+def test_unpack_again_keeps_the_directories_and_replaces_the_rest(tmp_path, tarball):
+    """A second unpack onto the tree (GNU tar's default old-files policy): the same tree; no
+    directory made again, every file, link and symbolic link removed and made anew (and the
+    placeholder for the ".." link once more, at the end)."""
+    src, tar = tarball
+    img = _image(tmp_path)
+    _close(*_unpack(img, tar)[:2])
+    r = verbs.run(str(img), VolumeOptions(), "unpack", "tree", source=treedesc.from_tarball(str(tar)))
+    ops = r["time"]["total"]["operations"]
+    local = _local(src)
+    assert "mkdir" not in ops
+    assert ops["unlink"]["count"] == sum(kind != stat.S_IFDIR for kind, *_ in local.values()) + 1
+    with Volume.open(str(img), VolumeOptions()) as vol:
+        assert _listing(vol, _lookup(vol, [b"tree"])) == local
+    assert_fsck_clean(str(img))
+
+
 @pytest.mark.parametrize("alloc,dirorder", [("ext2", "hash"), ("cg", "linear"),
                                             ("first-free", "inode")])
 def test_unpack_is_deterministic(tmp_path, tarball, alloc, dirorder):

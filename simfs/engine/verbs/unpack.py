@@ -26,7 +26,14 @@ are relative to DIR's descriptor, "./a/b" as `tar -C SRC .` writes them, or "a/b
 - a FIFO or a device: mknodat(path, mode & 0700, rdev), utimensat and fchownat (NOFOLLOW),
   and the fchmodat emulation unless the mode is already right;
 - a hard link: linkat(old, new, 0); while placeholders are pending, fstatat(old) before it
-  (find_delayed_link_source) and after it (is the source a delayed link?).
+  (find_delayed_link_source) and after it (is the source a delayed link?);
+- a name that is there already (a second unpack onto the tree; tar's default old-files
+  policy): a directory member's mkdirat fails with EEXIST, an fstatat finds a directory and
+  keeps it (its current mode, all bits, decides the chmod at the end); any other member, or a
+  non-directory in a directory's way, is removed (unlinkat; rmdir if it is an empty
+  directory) and made again; a failed linkat first fstatat's both names (one file: done). A
+  directory with entries in a file's way stops the unpack with EEXIST (tar reports it and
+  goes on with the next member).
 
 Write sizes follow where each member's data lie in the archive (`Entry.offset`); for a
 directory or a generated tree, where GNU tar's `--sort=name -cf - -C SRC .` puts them (GNU
@@ -63,11 +70,14 @@ def _long(name: bytes) -> int:
 
 
 class _Delayed:
-    __slots__ = ("path", "walk", "mode", "cur", "mtime", "uid", "gid", "after_links", "dot")
+    __slots__ = ("path", "walk", "mode", "cur", "mtime", "uid", "gid", "after_links", "dot", "found")
 
-    def __init__(self, path, walk, mode, cur, mtime, uid, gid, dot=False):
+    def __init__(self, path, walk, mode, cur, mtime, uid, gid, dot=False, found=False):
         self.path, self.walk, self.mode, self.cur, self.mtime = path, walk, mode, cur, mtime
         self.uid, self.gid, self.dot = uid, gid, dot
+        # a directory tar found there ("." always): its current mode is what tar stat'ed, all
+        # of its bits compared (current_mode_mask = ALL_MODE_BITS)
+        self.found = found or dot
         # delay_set_stat marks "." at once (must_be_dot_or_slash -> mark_after_links): it is
         # set after the delayed links, with an fstatat first
         self.after_links = dot
@@ -110,13 +120,90 @@ def _write_sparse(k, f, regions: list[tuple[int, int]], data) -> None:
             k.write(f, off, data[off:off + m] if data is not None else _FILLER[:m])
 
 
+def _made(k, c: int, e, dotted: bool, make, there=None):
+    """maybe_recoverable around one member's creation: tar tries again after making the
+    member's missing directories (an archive need not list them: mkdirat of each component
+    from the top, EEXIST ignored, mode 0755 (umask 022)), or after removing what is in its
+    way (EEXIST, the default old-files policy). `there(err)`, asked first on each failure,
+    looks at what is there and returns it to keep it (a directory for a directory member,
+    the same file for a hard link), None to go on. Returns make()'s result or what was kept."""
+    p, dirs_made = _walk(e.path, dotted), False
+    while True:
+        try:
+            return make()
+        except FSError as err:
+            kept = there(err) if there is not None else None
+            if kept is not None:
+                return kept
+            if err.errno == errno.EEXIST:
+                _remove(k, c, p)
+                continue
+            if err.errno != errno.ENOENT or len(e.path) < 2 or dirs_made:
+                raise
+        dirs_made = True
+        for i in range(1, len(e.path)):
+            try:
+                k.mkdir(c, _walk(e.path[:i], dotted), NEW_DIR_MODE, 0, 0)
+            except FSError as err:
+                if err.errno != errno.EEXIST:
+                    raise
+
+
+def _remove(k, c: int, p: list[bytes]) -> None:
+    """remove_any_file: unlinkat, and rmdir where a directory is in the way; one with entries
+    stays, and the member fails with EEXIST (tar: "Cannot open: File exists")."""
+    try:
+        k.unlink(c, p)
+        return
+    except FSError as err:
+        if err.errno not in (errno.EISDIR, errno.EPERM):
+            raise FSError(errno.EEXIST) from None
+    try:
+        k.rmdir(c, p)
+    except FSError:
+        raise FSError(errno.EEXIST) from None
+
+
+def _directory_there(k, c: int, p: list[bytes]):
+    """extract_dir after mkdirat failed with EEXIST: an fstatat; a directory is kept as it is."""
+    def there(err):
+        if err.errno != errno.EEXIST:
+            return None
+        a = k.stat(c, p)
+        return a if stat.S_ISDIR(a.st_mode) else None
+    return there
+
+
+def _link_there(k, c: int, old: list[bytes], p: list[bytes]):
+    """extract_link after linkat failed: an fstatat of each name; the link is there already
+    if they are one file."""
+    def there(err):
+        try:
+            a = k.stat(c, old)
+            b = k.stat(c, p)
+        except FSError:
+            return None
+        return a if a.st_ino == b.st_ino else None
+    return there
+
+
+def _mkdir(k, c: int, p: list[bytes], mode: int) -> None:
+    """mkdirat (None: _made's caller tells a new directory from one found there)."""
+    k.mkdir(c, p, mode, 0, 0)
+
+
+def _link(k, c: int, old: list[bytes], p: list[bytes]) -> None:
+    """linkat (None: _made's caller tells a new link from one found there)."""
+    k.link(c, old, p)
+
+
 def _set_dir(k, c: int, d: _Delayed, check: bool) -> None:
     p = d.walk
     if check:
         k.stat(c, p)                      # check_for_renamed_directories
     k.utimens(c, p, mtime_ns=d.mtime)
     k.chown(c, p, d.uid, d.gid)
-    if d.dot:
+    if d.found:
         if (d.mode ^ d.cur) & 0o7777 == 0:
             return
     elif (d.mode ^ d.cur) & 0o777 == 0 and not d.mode & ~0o777:
@@ -165,23 +252,6 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
             delayed.pop()
             _set_dir(k, c, d, check)
 
-    def made(e, dotted: bool, make):
-        """maybe_recoverable: when a member's directory is missing (an archive need not
-        list directories), tar makes it - mkdirat of each component from the top, EEXIST
-        ignored, mode 0755 (umask 022) - and tries again."""
-        try:
-            return make()
-        except FSError as err:
-            if err.errno != errno.ENOENT or len(e.path) < 2:
-                raise
-        for i in range(1, len(e.path)):
-            try:
-                k.mkdir(c, _walk(e.path[:i], dotted), NEW_DIR_MODE, 0, 0)
-            except FSError as err:
-                if err.errno != errno.EEXIST:
-                    raise
-        return make()
-
     def set_link(p: list[bytes], e) -> None:
         k.utimens(c, p, mtime_ns=e.mtime_ns)
         k.chown(c, p, e.uid, e.gid)
@@ -214,12 +284,13 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
             if e.kind == "dir":
                 counts["dirs"] += 1
                 cur = mode & 0o700
-                made(e, dotted, lambda: k.mkdir(c, p, cur, 0, 0))
-                delayed.append(_Delayed(e.path, p, mode, cur, e.mtime_ns, e.uid, e.gid))
+                a = _made(k, c, e, dotted, lambda: _mkdir(k, c, p, cur), _directory_there(k, c, p))
+                delayed.append(_Delayed(e.path, p, mode, cur if a is None else a.st_mode & 0o7777, e.mtime_ns,
+                                        e.uid, e.gid, found=a is not None))
             elif e.kind == "file":
                 counts["files"] += 1
                 cur = mode & 0o700
-                f = made(e, dotted, lambda: k.create(c, p, cur))
+                f = _made(k, c, e, dotted, lambda: k.create(c, p, cur))
                 size, data = e.size, e.data
                 if e.offset is not None:
                     pos = e.offset                  # the archive's own layout
@@ -241,7 +312,7 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
             elif e.kind == "symlink":
                 counts["symlinks"] += 1
                 if _unsafe(e.target):
-                    f = made(e, dotted, lambda: k.create(c, p, 0))
+                    f = _made(k, c, e, dotted, lambda: k.create(c, p, 0))
                     k.fstat(f)
                     k.close(f)
                     for d in reversed(delayed):      # mark_after_links
@@ -251,12 +322,12 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
                         k.stat(c, d.walk)
                     links.append((p, e))
                 else:
-                    made(e, dotted, lambda: k.symlink(c, p, e.target, e.uid, e.gid))
+                    _made(k, c, e, dotted, lambda: k.symlink(c, p, e.target, e.uid, e.gid))
                     set_link(p, e)
             elif e.kind in NODES:
                 counts["nodes"] += 1
                 cur = mode & 0o700
-                made(e, dotted, lambda: k.mknod(c, p, NODES[e.kind] | cur, e.rdev))
+                _made(k, c, e, dotted, lambda: k.mknod(c, p, NODES[e.kind] | cur, e.rdev))
                 k.utimens(c, p, mtime_ns=e.mtime_ns)
                 k.chown(c, p, e.uid, e.gid)
                 if (mode ^ cur) or mode & ~0o777:
@@ -265,10 +336,10 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
                 counts["hardlinks"] += 1
                 old = _walk(e.link, dotted)
                 if links:
-                    k.stat(c, old)
-                made(e, dotted, lambda: k.link(c, old, p))
-                if links:
-                    k.stat(c, old)
+                    k.stat(c, old)                    # find_delayed_link_source
+                if _made(k, c, e, dotted, lambda: _link(k, c, old, p), _link_there(k, c, old, p)) is None \
+                        and links:
+                    k.stat(c, old)                    # linked: is the source a delayed link?
     except FSError as err:                       # name the member, as tar's message does
         raise FSError(err.errno, os.fsdecode(b"/".join(e.path)) if e else "") from None
     apply([])                                    # extract_finish: what no link holds back
