@@ -313,16 +313,19 @@ class Kernel:
         return self._make(d, path, lambda p, name: self.vol.mknod(p, name, mode, rdev, uid, gid))
 
     def unlink(self, d: int, path: list[bytes]) -> None:
-        self._remove(d, path, self.vol.unlink)
+        self._remove(d, path, directory=False)
 
     def rmdir(self, d: int, path: list[bytes]) -> None:
-        self._remove(d, path, self.vol.rmdir)
+        self._remove(d, path, directory=True)
 
-    def _remove(self, d: int, path: list[bytes], fn) -> None:
+    def _remove(self, d: int, path: list[bytes], *, directory: bool) -> None:
         p = self._parent(d, path)
-        victim = self._lookup(p, path[-1]).st_ino
-        self.vol.getattr(p)                             # may_delete: MAY_WRITE|MAY_EXEC
-        fn(p, path[-1])
+        a = self._lookup(p, path[-1])
+        victim = a.st_ino
+        self.vol.getattr(p)                             # may_delete: MAY_WRITE|MAY_EXEC, then
+        if stat.S_ISDIR(a.st_mode) != directory:        # the victim's type (no request)
+            raise FSError(errno.ENOTDIR if directory else errno.EISDIR)
+        (self.vol.rmdir if directory else self.vol.unlink)(p, path[-1])
         if victim not in self.busy and self._nameless(victim):
             self._forget(victim)                        # the dentry dies, the inode is evicted
 

@@ -4,6 +4,7 @@ with the real tools on a mount is checked by tests/mount/test_verbs_validate.py.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -13,6 +14,7 @@ import pytest
 
 from simfs.engine import treedesc, verbs
 from simfs.engine.kernel import Kernel
+from simfs.errors import FSError
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 from tests.helpers import assert_fsck_clean
@@ -157,6 +159,22 @@ def test_unpack_again_keeps_the_directories_and_replaces_the_rest(tmp_path, tarb
     assert ops["unlink"]["count"] == sum(kind != stat.S_IFDIR for kind, *_ in local.values()) + 1
     with Volume.open(str(img), VolumeOptions()) as vol:
         assert _listing(vol, _lookup(vol, [b"tree"])) == local
+    assert_fsck_clean(str(img))
+
+
+def test_unpack_stops_where_a_directory_with_entries_is_in_a_files_way(tmp_path):
+    """tar: "./x: Cannot open: File exists" (unlinkat EISDIR, rmdir ENOTEMPTY): the verb stops
+    there with EEXIST naming the member; what it made is on the image, which is clean."""
+    for name, make in (("a", lambda r: (r / "x").mkdir() or (r / "x" / "f").write_text("f")),
+                       ("b", lambda r: (r / "x").write_text("file"))):
+        (tmp_path / name).mkdir()
+        make(tmp_path / name)
+        subprocess.run(["tar", "-cf", str(tmp_path / f"{name}.tar"), "-C", str(tmp_path / name), "."], check=True)
+    img = _image(tmp_path)
+    verbs.run(str(img), VolumeOptions(), "unpack", "t", mkdir=True, source=treedesc.from_tarball(str(tmp_path / "a.tar")))
+    with pytest.raises(FSError) as e:
+        verbs.run(str(img), VolumeOptions(), "unpack", "t", source=treedesc.from_tarball(str(tmp_path / "b.tar")))
+    assert e.value.errno == errno.EEXIST and "x" in str(e.value)
     assert_fsck_clean(str(img))
 
 

@@ -127,7 +127,7 @@ def _made(k, c: int, e, dotted: bool, make, there=None):
     way (EEXIST, the default old-files policy). `there(err)`, asked first on each failure,
     looks at what is there and returns it to keep it (a directory for a directory member,
     the same file for a hard link), None to go on. Returns make()'s result or what was kept."""
-    p, dirs_made = _walk(e.path, dotted), False
+    dirs_made = False
     while True:
         try:
             return make()
@@ -136,7 +136,7 @@ def _made(k, c: int, e, dotted: bool, make, there=None):
             if kept is not None:
                 return kept
             if err.errno == errno.EEXIST:
-                _remove(k, c, p)
+                _remove(k, c, _walk(e.path, dotted))
                 continue
             if err.errno != errno.ENOENT or len(e.path) < 2 or dirs_made:
                 raise
