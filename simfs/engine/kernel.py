@@ -53,11 +53,12 @@ def direntplus_size(name: bytes) -> int:
 class File:
     """An open file description: the inode, whether it is a directory or open for writing,
     and its position."""
-    __slots__ = ("ino", "is_dir", "state", "cookie", "eof", "pos", "ra", "writer")
+    __slots__ = ("ino", "is_dir", "state", "cookie", "eof", "pos", "ra", "writer", "pages")
 
     def __init__(self, ino: int, is_dir: bool, state=None, writer: bool = False):
         self.ino, self.is_dir, self.state, self.writer = ino, is_dir, state, writer
         self.cookie, self.eof, self.pos = 0, False, 0
+        self.pages = None           # read's page contents not yet handed out (read(data=True))
         self.ra = None
 
 
@@ -79,6 +80,7 @@ class Kernel:
         self.busy: dict[int, int] = {}                  # inode -> open files and walks in progress
         self.parents: dict[int, int] = {}               # directory -> its parent, while referenced
         self.no_copy_file_range = False                 # fc->no_copy_file_range
+        self.no_fallocate = False                       # fc->no_fallocate
 
     # references -----------------------------------------------------------------------------
     def _ref(self, ino: int) -> None:
@@ -473,25 +475,59 @@ class Kernel:
             f.ra = PageCache(self.ra_pages)
         f.ra.max = 2 * self.ra_pages
 
-    def read(self, f: File, offset: int, size: int) -> int:
-        """pread through the page cache with on-demand read-ahead; the bytes read."""
+    def read(self, f: File, offset: int, size: int, *, data: bool = False):
+        """pread through the page cache with on-demand read-ahead; the bytes read (their
+        number; with `data`, the bytes themselves: what read-ahead brought in beyond them is
+        kept for the next such read)."""
         a = self.vol.getattr(f.ino)
         if f.ra is None:
             f.ra = PageCache(self.ra_pages)
         end = min(offset + size, a.st_size)
         if end <= offset:
-            return 0
+            return b"" if data else 0
+        if data and f.pages is None:
+            f.pages = {}
         for start, count in f.ra.access(offset // PAGE, (end - 1) // PAGE + 1,
                                         (a.st_size + PAGE - 1) // PAGE,
                                         (offset + size + PAGE - 1) // PAGE):
             pos, left = start * PAGE, count * PAGE
             while left > 0:
                 n = min(left, self.max_read)
-                self.vol.read(f.ino, pos, n)
+                got = self.vol.read(f.ino, pos, n)
+                if data:
+                    for i in range(0, len(got), PAGE):
+                        f.pages[(pos + i) // PAGE] = got[i:i + PAGE]
                 pos += n
                 left -= n
         f.ra.prev_pos = end                             # filemap_read: ra->prev_pos = last_pos
-        return end - offset
+        if not data:
+            return end - offset
+        first, last = offset // PAGE, (end - 1) // PAGE
+        out = b"".join(f.pages.get(i, b"").ljust(PAGE, b"\0") for i in range(first, last + 1))
+        for i in range(first, last + (end % PAGE == 0)):   # handed out whole: not kept
+            f.pages.pop(i, None)
+        return out[offset - first * PAGE:end - first * PAGE]
+
+    def fallocate(self, f: File) -> None:
+        """fallocate (cp's hole punching): simfs has no FALLOCATE; the first call asks the
+        server (file_modified first: the capability GETXATTR) and gets ENOSYS, remembered
+        for the rest of the mount; EOPNOTSUPP each time."""
+        if not self.no_fallocate:
+            self._caps(f.ino)
+            self.no_fallocate = True
+        raise FSError(errno.EOPNOTSUPP)
+
+    def lseek(self, f: File, offset: int, whence: int) -> int:
+        """lseek: SEEK_SET and SEEK_CUR stay in the kernel; SEEK_DATA and SEEK_HOLE ask the
+        server once (simfs has no LSEEK: ENOSYS, remembered, no volume operation), then
+        answer from the size after a GETATTR (fuse_update_attributes): the whole file is
+        data, its end the only hole (ENXIO at or past the end)."""
+        if whence not in (os.SEEK_DATA, os.SEEK_HOLE):
+            return offset
+        size = self.vol.getattr(f.ino).st_size
+        if offset >= size:
+            raise FSError(errno.ENXIO)
+        return offset if whence == os.SEEK_DATA else size
 
 
 class PageCache:

@@ -161,6 +161,42 @@ def test_sparse_and_pax_archives_unpack_as_tar_unpacks_them(form, work):
 
 
 @pytest.fixture(scope="module")
+def holes_tree(work):
+    """A tarball (tar -S) of files with holes: binary data then a long hole, text longer than
+    grep's first buffer then a hole and more text, and one that is all hole."""
+    d = work / "holes"
+    src = d / "src"
+    (src / "d").mkdir(parents=True)
+    with open(src / "d" / "bin", "wb") as f:
+        f.write(bytes(range(256)) * 40)
+        f.seek(3 << 20)
+        f.write(b"\1" * 5000)
+        f.truncate(5 << 20)
+    with open(src / "d" / "text", "wb") as f:
+        f.write(b"a line of text\n" * 20000)
+        f.seek(2 << 20)
+        f.write(b"more text\n" * 100)
+    with open(src / "empty-but-long", "wb") as f:
+        f.truncate(1 << 20)
+    tarball = d / "t.tar"
+    subprocess.run(["tar", "-S", "--sort=name", "-cf", str(tarball), "-C", str(src), "."], check=True)
+    return tarball
+
+
+@pytest.mark.parametrize("verb", ["cp-a", "grep", "tar-read", "du"])
+def test_files_with_holes_go_as_the_real_tools_take_them(verb, holes_tree):
+    """cp -a copies a file with holes by reading it and writing only its blocks that hold
+    data (SEEK_DATA and SEEK_HOLE answered from the size, one GETATTR each; the hole punch
+    refused once with the capability check); grep calls a file with a NUL binary, then skips
+    its all-zero reads with lseek(SEEK_DATA)."""
+    logs = verbcheck.oplogs(verbcheck.CASES[verb], "alloc=ext2,dirorder=hash,disk=sas10k", holes_tree,
+                            holes_tree.parent)
+    assert not verbcheck.oplog_difference(*logs)
+    if verb == "cp-a":
+        assert any('{"size":5242880}' in op for op in logs[1])      # the ftruncate after a hole
+
+
+@pytest.fixture(scope="module")
 def nodes_tree(work):
     """A tarball of a tree with FIFOs and device nodes (one numbered past 255), a file and a
     symbolic link."""

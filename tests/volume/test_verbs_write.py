@@ -210,6 +210,33 @@ def test_cp_a_copies_the_tree(tmp_path, tarball):
     assert snaps[0] == snaps[1]
 
 
+def test_cp_a_keeps_the_holes(tmp_path):
+    """A file with holes (unpacked from tar -S) is copied by cp -a's sparse path: the same
+    bytes, and no block for the holes (as many blocks as the source)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    with open(src / "f", "wb") as f:
+        f.write(bytes(range(256)) * 40)
+        f.seek(3 << 20)
+        f.write(b"x" * 5000)
+        f.truncate(5 << 20)
+    tar = tmp_path / "t.tar"
+    subprocess.run(["tar", "-S", "-cf", str(tar), "-C", str(src), "."], check=True)
+    img = _image(tmp_path)
+    vol = Volume.open(str(img), VolumeOptions())
+    k = Kernel(vol)
+    k.mkdir(k.root, [b"tree"], 0o755)
+    verbs.VERBS["unpack"](k, [b"tree"], treedesc.from_tarball(str(tar), with_data=True))
+    verbs.VERBS["cp-a"](k, [b"tree"], dst=[b"copy"])
+    a, b = (vol.lookup(_lookup(vol, [top]), b"f") for top in (b"tree", b"copy"))
+    assert vol.read(a.st_ino, 0, 6 << 20) == vol.read(b.st_ino, 0, 6 << 20) == (src / "f").read_bytes()
+    assert b.st_size == 5 << 20 and b.st_blocks == a.st_blocks < 100
+    for x in (a, b):
+        vol.drop(x.st_ino)
+    _close(vol, k)
+    assert_fsck_clean(str(img))
+
+
 def test_cp_a_copies_the_bytes(tmp_path, tarball):
     _, tar = tarball
     img = _image(tmp_path)

@@ -10,7 +10,9 @@ setxattr(DST, ...) (both EOPNOTSUPP from the kernel after the walk: no request),
 
 A file: openat(SRC, O_RDONLY|O_NOFOLLOW), fstat, openat(DST, O_WRONLY|O_CREAT|O_EXCL,
 mode & 0700), ioctl(FICLONE) (EOPNOTSUPP, no request), fstat, copy_file_range until it returns
-0 (the kernel splices: see Kernel.copy_file_range), futimens([atime, mtime]), fchown only if the
+0 (the kernel splices: see Kernel.copy_file_range) - or, for a file with holes (fewer blocks
+than its size needs), lseek_copy's read and write of its data blocks (_sparse) -
+futimens([atime, mtime]), fchown only if the
 new file's owner differs, flistxattr(SRC) twice, the ACL get/set (no request), fchmod, close
 both. A symbolic link: readlink(SRC), symlinkat, fchownat, utimensat, llistxattr(SRC) twice.
 The second name of a file with several links: linkat(first copy, DST). A FIFO or a device:
@@ -32,11 +34,84 @@ exits 1).
 from __future__ import annotations
 
 import errno
+import os
 import stat
 
 from simfs.errors import FSError, VerbRefused
 
 from .operands import quote, text
+
+
+IO_BUFSIZE = 128 << 10      # coreutils 9.1's ioblksize.h
+
+
+def _sparse(k, fi, fo, size: int, hole: int) -> None:
+    """copy_reg for a source with fewer blocks than its size (ST_NBLOCKS < st_size / 512):
+    infer_scantype's lseek(SEEK_DATA), then lseek_copy. Without FUSE LSEEK the kernel answers
+    from the size, so the whole file is one extent, which sparse_copy reads IO_BUFSIZE bytes at
+    a time (the size + 1 for a smaller file), writing the runs of `hole`-byte chunks that
+    hold a non-zero byte and seeking over the others (the FALLOCATE that would punch them is
+    refused without a request); then lseek(SEEK_DATA) past the end (ENXIO) and, when the
+    copy ended in a hole, an ftruncate to the size."""
+    k.lseek(fi, 0, os.SEEK_DATA)
+    k.lseek(fi, 0, os.SEEK_HOLE)
+    buf = min(IO_BUFSIZE, size + 1)
+    src = dst = psize = 0
+    make_hole = False
+    while src < size:                            # sparse_copy, as coreutils writes it
+        data = k.read(fi, src, min(size - src, buf), data=True)
+        n_read = len(data)
+        if not n_read:
+            break
+        src += n_read
+        csize, c, p = hole, 0, 0
+        while n_read:
+            prev_hole = make_hole
+            csize = min(csize, n_read)
+            if csize:
+                make_hole = data.count(0, c, c + csize) == csize
+            transition = make_hole != prev_hole and psize
+            last_chunk = (n_read == csize and not make_hole) or not csize
+            if transition or last_chunk:
+                if not transition:
+                    psize += csize
+                if not prev_hole:
+                    k.write(fo, dst, data[p:p + psize])
+                else:
+                    _create_hole(k, fo)
+                dst += psize                     # written, or create_hole's lseek(SEEK_CUR)
+                p, psize = c, csize
+                if last_chunk:
+                    if not csize:
+                        n_read = 0
+                    if transition:
+                        csize = 0
+                    else:
+                        psize = 0
+            else:
+                psize += csize
+            n_read -= csize
+            c += csize
+    if make_hole:
+        _create_hole(k, fo)                      # the trailing one
+        dst += psize
+    try:
+        k.lseek(fi, src, os.SEEK_DATA)
+    except FSError as e:
+        if e.errno != errno.ENXIO:
+            raise
+    if src < size or make_hole:
+        k.ftruncate(fo, size)
+
+
+def _create_hole(k, fo) -> None:
+    """create_hole: lseek(SEEK_CUR) past the zeros, then punch_hole's fallocate
+    (EOPNOTSUPP is no error to cp)."""
+    try:
+        k.fallocate(fo)
+    except FSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.ENOSYS):
+            raise
 
 
 def _resolved(names: list) -> list:
@@ -189,7 +264,9 @@ def _copy(k, src, dst, links, counts, made, a=None) -> None:
         k.fadvise_sequential(fi)                # copy.c: posix_fadvise(SEQUENTIAL) on the source
         fo = k.create(R, dst, a.st_mode & 0o700)
         b = k.fstat(fo)
-        if a.st_size:
+        if a.st_blocks < a.st_size // 512:         # infer_scantype: it has holes
+            _sparse(k, fi, fo, a.st_size, b.st_blksize)
+        elif a.st_size:
             k.copy_file_range(fi, fo, a.st_size)
         else:
             k.read(fi, 0, 128 << 10)                # an empty file is read() (EOF at once)

@@ -8,11 +8,13 @@ Read off `strace -f` of grep on a local copy and the op log of the mounted run:
 - the traversal is simfs.engine.verbs.fts (find's walk with fts's descriptors, and the single
   fstatfs on the first directory without subdirectories); entries are not stat'ed (d_type);
 - a regular file: openat(dir, name, O_RDONLY|O_NOCTTY|O_NONBLOCK|O_NOFOLLOW), fstat, reads of
-  the 96 KiB buffer until one returns 0, close. When the first buffer is shorter than the file,
-  grep asks for the first hole (lseek SEEK_HOLE: simfs has no FUSE lseek, so the kernel's
-  fallback revalidates the size, one GETATTR) and seeks back (SEEK_SET: nothing). With no
-  match grep reads every file to the end, binary files included (it stops early only at a
-  match, "Binary file matches");
+  the 96 KiB buffer until one returns 0, close. When the first buffer is shorter than the file
+  and holds no NUL, grep asks for the first hole (lseek SEEK_HOLE: simfs has no FUSE lseek, so
+  the kernel's fallback revalidates the size, one GETATTR) and seeks back (SEEK_SET: nothing).
+  A NUL in a buffer makes the file binary: from then on a read of nothing but zeros is
+  followed by lseek(SEEK_DATA) (a GETATTR; at the end ENXIO, and that file is not asked
+  again). With no match grep reads every file to the end, binary files included (it stops
+  early only at a match, "Binary file matches");
 - a symlink met in the walk: openat(O_NOFOLLOW) fails with ELOOP after the lookup.
 
 Not reproduced exactly: grep keeps the partial last line of a full buffer and reads into the
@@ -25,7 +27,11 @@ trigger after the first read (the asynchronous windows stay ahead), so the READs
 
 from __future__ import annotations
 
+import errno
+import os
 import stat
+
+from simfs.errors import FSError
 
 from .fts import Fts
 
@@ -69,14 +75,28 @@ def _grep_file(k, g, bufsize: int, counts, a=None) -> None:
         a = k.fstat(g)
     pos = 0
     first = True
+    binary = seek_data_failed = False
     while True:
-        got = k.read(g, pos, bufsize)
+        data = k.read(g, pos, bufsize, data=True)
         counts["reads"] += 1
-        if got == 0:
+        pos += len(data)
+        if data and binary and not seek_data_failed and data.count(0) == len(data):
+            try:                                    # fillbuf skipping NULs: an all-zero read
+                k.lseek(g, pos, os.SEEK_DATA)       # looks for the next data
+            except FSError as e:
+                if e.errno != errno.ENXIO:
+                    raise
+                seek_data_failed = True             # at the end: not asked again
+            continue
+        if not data:
             break
-        pos += got
-        if first and got < a.st_size:               # file_must_have_nulls: lseek SEEK_HOLE
-            k.vol.getattr(g.ino)
+        if not binary:
+            # buf_has_nulls || (firsttime && file_must_have_nulls): a NUL makes the file
+            # binary (its all-zero reads skipped from then on); else, in the first buffer
+            # of a longer file, lseek(SEEK_HOLE) asks for a hole
+            binary = 0 in data
+            if not binary and first and pos < a.st_size:
+                k.lseek(g, pos, os.SEEK_HOLE)
         first = False
     counts["bytes"] += pos
     k.close(g)
