@@ -43,8 +43,8 @@ def archive(request, tmp_path_factory):
     _source(d / "src")
     fmt, *flags = request.param.split()
     tar = d / "t.tar"
-    subprocess.run(["tar", f"--format={fmt}", *flags, "--sort=name", "-cf", str(tar), "-C", str(d / "src"), "."],
-                   check=True)
+    subprocess.run(["tar", f"--format={fmt}", *flags, "--sort=name", "-cf", str(tar), "-C", str(d / "src"),
+                    "."], check=True)
     (d / "x").mkdir()
     subprocess.run(["tar", "-xpf", str(tar), "-C", str(d / "x")], check=True)   # GNU tar's own result
     return tar, d / "x", request.param

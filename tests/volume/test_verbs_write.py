@@ -169,11 +169,13 @@ def test_unpack_stops_where_a_directory_with_entries_is_in_a_files_way(tmp_path)
                        ("b", lambda r: (r / "x").write_text("file"))):
         (tmp_path / name).mkdir()
         make(tmp_path / name)
-        subprocess.run(["tar", "-cf", str(tmp_path / f"{name}.tar"), "-C", str(tmp_path / name), "."], check=True)
+        subprocess.run(["tar", "-cf", str(tmp_path / f"{name}.tar"), "-C", str(tmp_path / name), "."],
+                       check=True)
     img = _image(tmp_path)
-    verbs.run(str(img), VolumeOptions(), "unpack", "t", mkdir=True, source=treedesc.from_tarball(str(tmp_path / "a.tar")))
+    a, b = (treedesc.from_tarball(str(tmp_path / f"{name}.tar")) for name in "ab")
+    verbs.run(str(img), VolumeOptions(), "unpack", "t", mkdir=True, source=a)
     with pytest.raises(FSError) as e:
-        verbs.run(str(img), VolumeOptions(), "unpack", "t", source=treedesc.from_tarball(str(tmp_path / "b.tar")))
+        verbs.run(str(img), VolumeOptions(), "unpack", "t", source=b)
     assert e.value.errno == errno.EEXIST and "x" in str(e.value)
     assert_fsck_clean(str(img))
 
@@ -210,6 +212,16 @@ def test_cp_a_copies_the_tree(tmp_path, tarball):
     assert snaps[0] == snaps[1]
 
 
+def _copied(img, tar):
+    """One mount: the archive unpacked with its data into /tree, then `cp -a tree copy`."""
+    vol = Volume.open(str(img), VolumeOptions())
+    k = Kernel(vol)
+    k.mkdir(k.root, [b"tree"], 0o755)
+    verbs.VERBS["unpack"](k, [b"tree"], treedesc.from_tarball(str(tar), with_data=True))
+    verbs.VERBS["cp-a"](k, [b"tree"], dst=[b"copy"])
+    return vol, k
+
+
 def test_cp_a_keeps_the_holes(tmp_path):
     """A file with holes (unpacked from tar -S) is copied by cp -a's sparse path: the same
     bytes, and no block for the holes (as many blocks as the source)."""
@@ -223,11 +235,7 @@ def test_cp_a_keeps_the_holes(tmp_path):
     tar = tmp_path / "t.tar"
     subprocess.run(["tar", "-S", "-cf", str(tar), "-C", str(src), "."], check=True)
     img = _image(tmp_path)
-    vol = Volume.open(str(img), VolumeOptions())
-    k = Kernel(vol)
-    k.mkdir(k.root, [b"tree"], 0o755)
-    verbs.VERBS["unpack"](k, [b"tree"], treedesc.from_tarball(str(tar), with_data=True))
-    verbs.VERBS["cp-a"](k, [b"tree"], dst=[b"copy"])
+    vol, k = _copied(img, tar)
     a, b = (vol.lookup(_lookup(vol, [top]), b"f") for top in (b"tree", b"copy"))
     assert vol.read(a.st_ino, 0, 6 << 20) == vol.read(b.st_ino, 0, 6 << 20) == (src / "f").read_bytes()
     assert b.st_size == 5 << 20 and b.st_blocks == a.st_blocks < 100
@@ -240,11 +248,7 @@ def test_cp_a_keeps_the_holes(tmp_path):
 def test_cp_a_copies_the_bytes(tmp_path, tarball):
     _, tar = tarball
     img = _image(tmp_path)
-    vol = Volume.open(str(img), VolumeOptions())
-    k = Kernel(vol)
-    k.mkdir(k.root, [b"tree"], 0o755)
-    verbs.VERBS["unpack"](k, [b"tree"], treedesc.from_tarball(str(tar), with_data=True))
-    verbs.VERBS["cp-a"](k, [b"tree"], dst=[b"copy"])
+    vol, k = _copied(img, tar)
     ino = vol.lookup(_lookup(vol, [b"copy", b"a", b"b"]), b"big.bin").st_ino
     assert vol.read(ino, 0, 300000) == bytes(range(256)) * 1000
     vol.drop(ino)
