@@ -453,20 +453,24 @@ class Kernel:
         pos = 0
         while pos < size:
             n = min(pipe, size - pos)
-            for start, count in fin.ra.access(pos // PAGE, (pos + n - 1) // PAGE + 1, npages):
-                p, left = start * PAGE, count * PAGE
-                while left > 0:
-                    m = min(left, self.max_read)
-                    data = self.vol.read(fin.ino, p, m)
-                    for i in range(0, m, PAGE):
-                        pages[(p + i) // PAGE] = data[i:i + PAGE]
-                    p += m
-                    left -= m
-            chunk = b"".join(pages.pop(i, b"") for i in range(pos // PAGE, (pos + n - 1) // PAGE + 1))
-            chunk = chunk[:n].ljust(n, b"\0")
-            self.write(fout, pos, chunk)
+            self._fill(fin, fin.ra.access(pos // PAGE, (pos + n - 1) // PAGE + 1, npages), pages)
+            self.write(fout, pos, _hand_out(pages, pos, pos + n))
             pos += n
         return pos
+
+    def _fill(self, f: File, runs, pages: dict | None) -> None:
+        """READs of the page runs read-ahead asks for (at most max_read each); their
+        contents kept per page in `pages` unless it is None."""
+        for start, count in runs:
+            pos, left = start * PAGE, count * PAGE
+            while left > 0:
+                n = min(left, self.max_read)
+                got = self.vol.read(f.ino, pos, n)
+                if pages is not None:
+                    for i in range(0, len(got), PAGE):
+                        pages[(pos + i) // PAGE] = got[i:i + PAGE]
+                pos += n
+                left -= n
 
     def fadvise_sequential(self, f: File) -> None:
         """posix_fadvise(POSIX_FADV_SEQUENTIAL) (cat does it): the file's read-ahead window
@@ -487,26 +491,10 @@ class Kernel:
             return b"" if data else 0
         if data and f.pages is None:
             f.pages = {}
-        for start, count in f.ra.access(offset // PAGE, (end - 1) // PAGE + 1,
-                                        (a.st_size + PAGE - 1) // PAGE,
-                                        (offset + size + PAGE - 1) // PAGE):
-            pos, left = start * PAGE, count * PAGE
-            while left > 0:
-                n = min(left, self.max_read)
-                got = self.vol.read(f.ino, pos, n)
-                if data:
-                    for i in range(0, len(got), PAGE):
-                        f.pages[(pos + i) // PAGE] = got[i:i + PAGE]
-                pos += n
-                left -= n
+        self._fill(f, f.ra.access(offset // PAGE, (end - 1) // PAGE + 1, (a.st_size + PAGE - 1) // PAGE,
+                                  (offset + size + PAGE - 1) // PAGE), f.pages if data else None)
         f.ra.prev_pos = end                             # filemap_read: ra->prev_pos = last_pos
-        if not data:
-            return end - offset
-        first, last = offset // PAGE, (end - 1) // PAGE
-        out = b"".join(f.pages.get(i, b"").ljust(PAGE, b"\0") for i in range(first, last + 1))
-        for i in range(first, last + (end % PAGE == 0)):   # handed out whole: not kept
-            f.pages.pop(i, None)
-        return out[offset - first * PAGE:end - first * PAGE]
+        return _hand_out(f.pages, offset, end) if data else end - offset
 
     def fallocate(self, f: File) -> None:
         """fallocate (cp's hole punching): simfs has no FALLOCATE; the first call asks the
@@ -528,6 +516,16 @@ class Kernel:
         if offset >= size:
             raise FSError(errno.ENXIO)
         return offset if whence == os.SEEK_DATA else size
+
+
+def _hand_out(pages: dict, offset: int, end: int) -> bytes:
+    """Bytes [offset, end) from the kept pages (a page never read is zeros); the pages
+    handed out whole are not kept."""
+    first, last = offset // PAGE, (end - 1) // PAGE
+    out = b"".join(pages.get(i, b"").ljust(PAGE, b"\0") for i in range(first, last + 1))
+    for i in range(first, last + (end % PAGE == 0)):
+        pages.pop(i, None)
+    return out[offset - first * PAGE:end - first * PAGE]
 
 
 class PageCache:
