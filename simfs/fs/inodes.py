@@ -1,8 +1,11 @@
 """The inode table: in-core inodes read from and written through to inode-table blocks.
 
 In-core copies live in a bounded LRU; inodes the kernel or an open file holds are pinned
-(their allocator state must survive). Every change is written into the inode-table block in
-the buffer cache at once, so evicting an unpinned copy never loses anything.
+(their allocator state must survive). A change marks the inode-table block dirty in the
+buffer cache at once (what the cache, the write-back and the disk model see), but the fields
+are packed into the block's bytes later (`pack`), once per inode however often it changed:
+before the image commits, and before an in-core copy is dropped, so that only the image and
+an inode read back from its block ever see the bytes, and both see them current.
 """
 
 from collections import OrderedDict
@@ -19,6 +22,8 @@ class InodeTable:
         self.lru: "OrderedDict[int, Inode]" = OrderedDict()
         self.pinned: dict[int, Inode] = {}
         self.pins: dict[int, int] = {}
+        # put since the last pack: ino -> (inode, the block's buffer, offset in it)
+        self.unpacked: dict[int, tuple] = {}
 
     def _where(self, ino: int) -> tuple[int, int]:
         geo = self.geo
@@ -58,11 +63,26 @@ class InodeTable:
         return inode
 
     def put(self, inode: Inode) -> None:
-        """Write the in-core inode into its inode-table block and mark that block dirty."""
+        """The in-core inode changed: mark its inode-table block dirty (its bytes follow at
+        the next `pack`)."""
         blk, off = self._where(inode.ino)
         buf = self.cache.bread(blk, "inode", inode.ino)
-        buf[off:off + self.geo.inode_size] = inode.packed()
         self.cache.mark_dirty(blk, buf, "inode", inode.ino)
+        self.unpacked[inode.ino] = (inode, buf, off)
+
+    def pack(self, ino: int | None = None) -> None:
+        """Write the changed in-core inodes (or only `ino`) into their blocks' bytes. The buffer
+        kept is the one the image notes for the block until it commits (ImageFile.read hands it
+        back after an eviction), so the bytes land where the commit reads them."""
+        todo = self.unpacked
+        if ino is not None:
+            one = todo.pop(ino, None)
+            todo = {ino: one} if one is not None else {}
+        size = self.geo.inode_size
+        for inode, buf, off in todo.values():
+            buf[off:off + size] = inode.packed()
+        if ino is None:
+            self.unpacked = {}
 
     def block_of(self, ino: int) -> int:
         return self._where(ino)[0]
@@ -86,11 +106,13 @@ class InodeTable:
             self._remember(inode)
 
     def forget(self, ino: int) -> None:
+        self.pack(ino)
         self.lru.pop(ino, None)
         self.pinned.pop(ino, None)
         self.pins.pop(ino, None)
 
     def drop_unpinned(self) -> None:
+        self.pack()
         self.lru.clear()
 
     def _remember(self, inode: Inode) -> None:
@@ -99,4 +121,6 @@ class InodeTable:
             return
         self.lru[inode.ino] = inode
         while len(self.lru) > self.capacity:
-            self.lru.popitem(last=False)
+            ino = self.lru.popitem(last=False)[0]
+            if ino in self.unpacked:
+                self.pack(ino)

@@ -330,6 +330,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         say), the error goes on, and until a commit succeeds every change is refused with its
         errno (ENOSPC: "No space left on device"): what was written stays in memory, nothing
         is dropped, and a later commit (retried every `commit` seconds) writes it all."""
+        self.inodes.pack()
         if self.image.writable:
             sb = self.sb
             sb.free_blocks_count = self.space.free_blocks

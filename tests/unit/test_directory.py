@@ -43,7 +43,9 @@ def new_dir(vol, name=b"d"):
 
 
 def stored(vol, ino) -> Inode:
-    """The inode as its inode-table block holds it (not the in-core copy)."""
+    """The inode as its inode-table block holds it (not the in-core copy), once the changes
+    made so far are packed into the block (as before a commit)."""
+    vol.inodes.pack()
     geo = vol.geo
     off = (ino - 1) % geo.inodes_per_group % geo.inodes_per_block * geo.inode_size
     return Inode.unpack(ino, vol.cache.peek(vol.inodes.block_of(ino))[off:off + geo.inode_size])
