@@ -1,8 +1,12 @@
 # simfs: `make test` and `make demo` each do the whole set-up on a fresh Debian machine (as root).
-PYTHON ?= python3
+# The interpreter: the distribution's own python3 where there is one. Debian builds it with
+# profile-guided and link-time optimisation, linked statically; a default build from source
+# (pyenv's: no --enable-optimizations, a shared libpython) takes about a fifth more real time
+# for the same simulation (README, Speed). `make PYTHON=...` picks another.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
-SYSTEM_PKGS := fuse3 libfuse3-dev pkg-config e2fsprogs gcc chromium jq
+SYSTEM_PKGS := fuse3 libfuse3-dev pkg-config e2fsprogs gcc python3-venv python3-dev chromium jq
 STAMP  := $(VENV)/.installed
 
 # fsx and pjdfstest (POSIX suites run by tests/mount/test_fsx.py, tests/mount/test_pjdfstest.py) are Rust

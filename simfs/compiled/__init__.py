@@ -65,9 +65,10 @@ def manifest() -> dict:
 
 
 def _manifest() -> dict:
-    """The built modules, if built for this Python."""
+    """The built modules, if built for this Python (this very build of it: the headers a
+    module was compiled against are this interpreter's)."""
     m = manifest()
-    if m.get("suffix") != importlib.machinery.EXTENSION_SUFFIXES[0]:
+    if m.get("suffix") != importlib.machinery.EXTENSION_SUFFIXES[0] or m.get("python") != sys.version:
         return {}                                   # built for another Python
     return m.get("modules", {})
 

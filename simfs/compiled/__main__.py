@@ -36,7 +36,7 @@ def build(jobs: int = os.cpu_count() or 1) -> None:
     before = {name: _sha256(path) for name, path in mods.items()}
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     config = (f"Cython {cython_version}, {json.dumps(DIRECTIVES, sort_keys=True)}, "
-              f"slots {_sha256(Path(slots.__file__))[:16]}")
+              f"slots {_sha256(Path(slots.__file__))[:16]}, Python {sys.version}")
     built = _manifest() if manifest().get("config") == config else {}   # other directives: all again
     for name, path in mods.items():   # what the last build made from other source: made again
         if built.get(name, {}).get("sha256") != before[name]:         # (whatever the file times say)
@@ -60,8 +60,8 @@ def build(jobs: int = os.cpu_count() or 1) -> None:
             modules[name] = {"source": str(path.relative_to(ROOT)), "sha256": before[name],
                              "file": str(_so(name, suffix).relative_to(BUILD))}
     tmp = MANIFEST.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"suffix": suffix, "config": config, "modules": modules}, indent=1,
-                              sort_keys=True))
+    tmp.write_text(json.dumps({"suffix": suffix, "python": sys.version, "config": config,
+                               "modules": modules}, indent=1, sort_keys=True))
     os.replace(tmp, MANIFEST)
     print(f"compiled {len(modules)} of {len(mods)} modules into {BUILD.relative_to(ROOT)}")
 

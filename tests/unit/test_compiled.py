@@ -43,12 +43,17 @@ def test_an_edited_module_is_not_loaded_from_its_build(tmp_path):
     assert finder.find_spec("simfs.cli.main") is None            # not compiled at all
 
 
-def test_a_build_for_another_python_is_not_used(tmp_path, monkeypatch):
+@pytest.mark.parametrize("key, other", [("suffix", ".cpython-39-x86_64-linux-gnu.so"),
+                                        ("python", "3.11.7 (main, Jan  1 2024, 00:00:00) [GCC 12.2.0]")])
+def test_a_build_for_another_python_is_not_used(tmp_path, monkeypatch, key, other):
+    """Another minor version (the suffix), or another build of this one (another patch
+    release, another interpreter of the same version: other headers)."""
     manifest = json.loads(compiled.MANIFEST.read_text())
-    manifest["suffix"] = ".cpython-39-x86_64-linux-gnu.so"
-    other = tmp_path / "manifest.json"
-    other.write_text(json.dumps(manifest))
-    monkeypatch.setattr(compiled, "MANIFEST", other)
+    assert manifest[key] != other
+    manifest[key] = other
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(manifest))
+    monkeypatch.setattr(compiled, "MANIFEST", path)
     assert compiled._manifest() == {}
     assert set(compiled.state().values()) == {"not built"}
 
