@@ -278,7 +278,7 @@ class Namespace:
             if not self.holds.get(inode.ino):
                 self._free_inode(inode)
             elif not self.handles.get(inode.ino):
-                self._evict.append(inode.ino)
+                self.ops.evict.append(inode.ino)
 
     def _free_inode(self, inode) -> None:
         if inode.is_dir:

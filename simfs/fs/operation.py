@@ -9,9 +9,10 @@ anything but an FSError records a file-system error on the image (it may have st
 half-way); a signal an in-process run defers (`deferred_signals`) stops it between operations.
 
 This wrapper runs for every request (tens of them per file a tool touches), so it is written
-for speed: the clock's CPU charge is added in place (what SimClock.cpu does) and the commit
-check is made only when the outermost operation ends, and only every COMMIT_CHECK_EVERY of
-them.
+for speed: its state lives in one `Operations` object per volume (compiled, its fields are
+reached directly, not through the volume's dictionary), the clock's CPU charge is added in
+place (what SimClock.cpu does), and the commit check is made only when the outermost
+operation ends, and only every COMMIT_CHECK_EVERY of them.
 """
 
 import contextlib
@@ -70,26 +71,40 @@ def deferred_signals(signums=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)):
         _pending.clear()
 
 
-def operation(fn):
-    """Charge an operation: CPU time, its synchronous waits, and policy write-back at the end."""
-    name = fn.__name__
+class Operations:
+    """A volume's bookkeeping around its operations: the clock, cache and statistics each
+    one charges, how deep the operations in progress are nested, the countdown to the next
+    commit check, whether a commit was asked for, and the inodes to free when the outermost
+    one ends. Kept in one plain class (an extension type when compiled: simfs.compiled.slots),
+    whose `call` reaches these fields directly: the wrapper runs for every request."""
 
-    @functools.wraps(fn)
-    def wrapper(self, *args, **kwargs):
+    def __init__(self, clock, cache, stats, cpu_op: float):
+        self.clock = clock
+        self.cache = cache
+        self.stats = stats
+        self.cpu_op = cpu_op
+        self.depth = 0                   # operations in progress (commits wait for 0)
+        self.countdown = 0               # top-level operations until the next commit check
+        self.commit_asked = False        # an operation asked for a commit when it ends
+        self.evict: list[int] = []       # unlinked inodes to free when the operation ends
+
+    def call(self, vol, fn, name: str, args: tuple, kwargs: dict):
+        """Run operation `fn` (named `name`) of volume `vol`, charged. (The volume is passed,
+        not kept: no reference cycle, so a closed volume is freed at once.)"""
         clock = self.clock
         start = clock.now
         clock.now = start + self.cpu_op                 # clock.cpu(self.cpu_op)
         cache = self.cache
         cache.begin_op(name)
-        self._depth += 1
+        self.depth += 1
         try:
-            return fn(self, *args, **kwargs)
+            return fn(vol, *args, **kwargs)
         except FSError:
             raise
         except BaseException as e:
-            if self._depth == 1:    # stopped half-way: the image may be inconsistent (ext2_error)
-                self.fs_error(f"unexpected {type(e).__name__} in {name}: {e}")
-                e.add_note(f"{self.path} {RECORDED}: run simfs fsck --repair on it")
+            if self.depth == 1:     # stopped half-way: the image may be inconsistent (ext2_error)
+                vol.fs_error(f"unexpected {type(e).__name__} in {name}: {e}")
+                e.add_note(f"{vol.path} {RECORDED}: run simfs fsck --repair on it")
             raise
         finally:
             try:
@@ -97,14 +112,24 @@ def operation(fn):
                 now = clock.now
                 self.stats.op(name, now - start, now)
             finally:
-                self._depth -= 1
-            if not self._depth:                         # between operations: a consistent image
-                if self._evict:
-                    self._evict_unlinked()
-                self._commit_countdown -= 1
-                if self._commit_countdown <= 0 or self._commit_asked:
-                    self._commit_countdown = COMMIT_CHECK_EVERY
-                    self.commit_if_due()
+                self.depth -= 1
+            if not self.depth:                          # between operations: a consistent image
+                if self.evict:
+                    vol.evict_unlinked()
+                self.countdown -= 1
+                if self.countdown <= 0 or self.commit_asked:
+                    self.countdown = COMMIT_CHECK_EVERY
+                    vol.commit_if_due()
                 if _pending:
                     raise Interrupted(_pending[0])
+
+
+def operation(fn):
+    """Charge an operation: CPU time, its synchronous waits, and policy write-back at the end
+    (Operations.call, through the volume's `ops`)."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        return self.ops.call(self, fn, name, args, kwargs)
     return wrapper

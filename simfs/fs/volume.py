@@ -56,6 +56,7 @@ from simfs.fs.freespace import FreeSpace
 from simfs.fs.inodes import InodeTable
 from simfs.fs.inspect import Inspection
 from simfs.fs.namespace import Namespace
+from simfs.fs.operation import Operations
 from simfs.fs.placement import Placement
 from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them from here)
     ENOATTR, MAX_PHASE_NAME, RENAME_EXCHANGE, RENAME_NOREPLACE, XATTR_CREATE, XATTR_REPLACE, Attr, StatFS,
@@ -119,14 +120,12 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.trace = TraceWriter(options.trace) if options.trace else None
         self.clock = SimClock(self.disk, self.stats, geo.block_size // 512, self.trace)
         self.cpu_op = options.cpu_op_us * 1e-6
-        self._depth = 0                      # operations in progress (commits wait for 0)
-        self._commit_asked = False
-        self._commit_countdown = 0           # operations until the next commit check (operation.py)
         self.image = ImageFile(self.path, fd, geo.block_size, writable=not options.read_only,
                                commit_interval=options.commit, dataless=options.dataless)
         self.cache = BufferCache(self.image, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
                                  writeback=writeback, maxio_blocks=options.maxio // geo.block_size,
                                  sync_interval=options.sync_interval)
+        self.ops = Operations(self.clock, self.cache, self.stats, self.cpu_op)
         gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
         self.descs = unpack_table(gdt, geo.groups)
         self._check_descs()
@@ -149,7 +148,6 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.handles: dict[int, int] = {}       # inode -> open files
         self.stale: dict[int, tuple[int, Attr]] = {}    # freed inode -> (references the kernel
                                                         # still holds, its last attributes)
-        self._evict: list[int] = []             # unlinked inodes to free when the operation ends
         self.generation = sb.wtime
         if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
             self.max_size = ext2_max_size(geo.block_size)
@@ -353,8 +351,9 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         An image that cannot be written is logged here (once) and refuses changes meanwhile;
         only an fsync waiting for this commit fails with it (`stop_when_unwritable`: it ends
         the run instead)."""
-        if not self._depth and (self._commit_asked or self.image.due()):
-            durable, self._commit_asked, self._durable_asked = self._durable_asked, False, False
+        ops = self.ops
+        if not ops.depth and (ops.commit_asked or self.image.due()):
+            durable, ops.commit_asked, self._durable_asked = self._durable_asked, False, False
             first = self.unwritable is None
             try:
                 self.commit()
@@ -371,7 +370,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
     def commit_soon(self, durable: bool = False) -> None:
         """Commit at the end of the current operation (a recorded error; with `durable`, an
         fsync: the operation fails if the commit does)."""
-        self._commit_asked = True
+        self.ops.commit_asked = True
         self._durable_asked |= durable
         self.commit_if_due()
 
@@ -530,9 +529,9 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         if inode.links == 0:
             self._free_inode(inode)
 
-    def _evict_unlinked(self) -> None:
+    def evict_unlinked(self) -> None:
         """After an operation: free the inodes it unlinked that no open file holds."""
-        pending, self._evict = self._evict, []
+        pending, self.ops.evict = self.ops.evict, []
         for ino in pending:
             self._evict_one(ino)
 

@@ -195,12 +195,12 @@ def test_an_operation_that_took_effect_is_not_failed_by_a_commit(img, host):
     a = vol.create(vol.root_ino, b"a", 0o100644, 0, 0)
     host.full = "journal"
     vol.image.commit_interval = 0.0                      # a commit is due, and checked for at
-    vol._commit_countdown = 1                            # the end of the next operation
+    vol.ops.countdown = 1                                # the end of the next operation
     assert vol.write(a.st_ino, 0, DATA) == len(DATA)
     assert vol.unwritable is not None
     assert vol.getattr(a.st_ino).st_size == len(DATA)
     host.full = ""
-    vol._commit_countdown = 1
+    vol.ops.countdown = 1
     vol.getattr(a.st_ino)                                # the next commit, due again: it goes
     assert vol.unwritable is None
     vol.close()
