@@ -1,8 +1,10 @@
 """Free-space maps: block and inode bitmaps as numpy arrays, kept in step with the image.
 
 The arrays are what policies search (fast, whole-volume); every change is also applied to
-the bitmap block in the buffer cache and to the group descriptor, so the image stays the
-truth and the write-back of bitmaps and descriptors is charged like any other block.
+the bitmap block in the buffer cache and marks the group descriptor's block dirty, so the
+image stays the truth and the write-back of bitmaps and descriptors is charged like any other
+block. A changed descriptor is packed into its block's bytes once, before the image commits
+(`pack`), not at every block it counts: nothing else reads those bytes after the mount.
 """
 
 import numpy as np
@@ -18,6 +20,7 @@ class FreeSpace:
         self.cache = cache
         self.stats = stats
         self.reserved = 0     # blocks promised to delayed-allocation writes, not yet placed
+        self.unpacked: dict[int, bytearray] = {}   # changed group -> its descriptor block's buffer
         self.block_used = np.zeros(geo.blocks_count, dtype=bool)
         self.inode_used = np.zeros(geo.inodes_count, dtype=bool)
         self._load()
@@ -125,9 +128,16 @@ class FreeSpace:
         self.cache.mark_dirty(blkno, buf, "bitmap")
 
     def _dirty_desc(self, g: int) -> None:
-        geo = self.geometry
-        blkno = geo.gdt_block(g)
+        blkno = self.geometry.gdt_block(g)
         buf = self.cache.bread(blkno, "gdt")
-        off = (g * GROUP_DESC_SIZE) % geo.block_size
-        buf[off:off + GROUP_DESC_SIZE] = self.descs[g].pack()
         self.cache.mark_dirty(blkno, buf, "gdt")
+        self.unpacked[g] = buf
+
+    def pack(self) -> None:
+        """Write the changed group descriptors into their blocks' bytes (before a commit; the
+        buffer kept is the one the image notes for the block until then)."""
+        bs = self.geometry.block_size
+        for g, buf in self.unpacked.items():
+            off = (g * GROUP_DESC_SIZE) % bs
+            buf[off:off + GROUP_DESC_SIZE] = self.descs[g].pack()
+        self.unpacked = {}

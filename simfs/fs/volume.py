@@ -329,6 +329,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         errno (ENOSPC: "No space left on device"): what was written stays in memory, nothing
         is dropped, and a later commit (retried every `commit` seconds) writes it all."""
         self.inodes.pack()
+        self.space.pack()
         if self.image.writable:
             sb = self.sb
             sb.free_blocks_count = self.space.free_blocks

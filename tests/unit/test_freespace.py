@@ -33,8 +33,10 @@ def bit(raw: bytes, i: int) -> bool:
 
 
 def reloaded(vol) -> FreeSpace:
-    """A FreeSpace read from the bitmap and descriptor blocks as the cache holds them now."""
+    """A FreeSpace read from the bitmap and descriptor blocks as the cache holds them once the
+    changed descriptors are packed (as before a commit)."""
     geo = vol.geo
+    vol.space.pack()
     descs = unpack_table(vol.cache.peek(geo.first_data_block + 1, geo.gdt_blocks), geo.groups)
     return FreeSpace(geo, descs, vol.cache, vol.stats)
 
@@ -103,7 +105,9 @@ def test_every_change_reaches_bitmap_descriptor_and_table(image, blocks, release
         c = vol.counters
         assert c.get("blocks_allocated", 0) - stats0.get("blocks_allocated", 0) == len(taken)
         assert c.get("blocks_freed", 0) - stats0.get("blocks_freed", 0) == len(released)
-        # the bitmap blocks, the descriptors and the descriptor table say the same
+        # the bitmap blocks, the descriptors and the descriptor table (packed, as before a
+        # commit) say the same
+        s.pack()
         table = unpack_table(cache.peek(geo.first_data_block + 1, geo.gdt_blocks), geo.groups)
         for g, d in enumerate(s.descs):
             start, n = geo.group_start(g), geo.group_blocks(g)
@@ -188,6 +192,9 @@ def test_descriptor_copy_sits_at_its_slot_in_the_table(image):
         s, geo = vol.space, vol.geo
         b = s.first_free_block(geo.group_start(4), geo.group_start(5))
         s.take_block(b)
+        assert vol.cache.is_dirty(geo.gdt_block(4)) and 4 in s.unpacked     # dirty now, packed later
+        vol.commit()                                                          # packs it
+        assert not s.unpacked
         raw = vol.cache.peek(geo.gdt_block(4))
         off = 4 * GROUP_DESC_SIZE % geo.block_size
         assert GroupDesc.unpack(raw[off:off + GROUP_DESC_SIZE]).free_blocks == s.descs[4].free_blocks
