@@ -1,4 +1,4 @@
-"""The inode table: in-core inodes read from and written through to inode-table blocks.
+"""The inode table: in-core inodes read from inode-table blocks, their changes packed back into them.
 
 In-core copies live in a bounded LRU; inodes the kernel or an open file holds are pinned
 (their allocator state must survive). A change marks the inode-table block dirty in the
