@@ -168,6 +168,15 @@ def start_dask(workers: int | None, scheduler: str | None, timeout: float = 10):
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                            dashboard_address=None, silence_logs=logging.CRITICAL)
     client = Client(cluster)
+    # every worker up before the first task: one that registers late would leave a second
+    # task queued behind the first on the same worker, and a worker that dies takes its queue
+    try:
+        client.wait_for_workers(workers, timeout=60)
+    except TimeoutError:
+        started = len(client.scheduler_info()["workers"])
+        client.close()
+        cluster.close()
+        raise RunError(f"only {started} of {workers} Dask workers started within 60 s") from None
     # Ctrl-C reaches the whole process group: the client stops the run and closes the cluster;
     # the worker processes need not die of it first (with a traceback each)
     client.run(_ignore_sigint)

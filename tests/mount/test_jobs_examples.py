@@ -68,6 +68,7 @@ def test_a_crashed_worker_costs_only_its_task(tmp_path, monkeypatch):
     assert r.returncode == 1, r.stderr
     assert "alloc=cg: a Dask worker died while running it" in r.stderr
     doc = json.loads((out / "results.json").read_text())
-    assert doc["job"]["finished"] == 1 and [f["config"] for f in doc["job"]["failed"]] == ["alloc=cg"]
+    assert doc["job"]["finished"] == 1 and [f["config"] for f in doc["job"]["failed"]] == ["alloc=cg"], \
+        (doc["job"], r.stderr)
     assert {r["config"] for r in doc["records"]} == {"alloc=ext2"}
     assert set(fuse_mounts()) == before          # the dead worker's mount released
