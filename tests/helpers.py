@@ -1,5 +1,7 @@
-"""Shared test helpers: external oracles (e2fsck, debugfs) and image fixtures."""
+"""Shared test helpers: external oracles (e2fsck, debugfs, the kernel's ext2) and image fixtures."""
 
+import contextlib
+import os
 import shutil
 import subprocess
 
@@ -123,3 +125,30 @@ def refused_by(run, capsys, *argv, words=()) -> str:
     for w in words:
         assert w in lines[0], lines[0]
     return lines[0]
+
+
+def can_loop_mount() -> str | None:
+    """Why the kernel's ext2 cannot loop-mount an image here (None if it can)."""
+    if os.geteuid() != 0:
+        return "loop-mounting needs root"
+    if not os.path.exists("/dev/loop-control"):
+        return "no loop devices on this machine (/dev/loop-control missing)"
+    if shutil.which("mount") is None:
+        return "mount(8) not installed"
+    return None
+
+
+@contextlib.contextmanager
+def kernel_mount(img, mnt):
+    """The image mounted read-only by the kernel's own ext2 driver (skips where it cannot be)."""
+    why = can_loop_mount()
+    if why:
+        pytest.skip(why)
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-o", "loop,ro", "-t", "ext2", str(img), str(mnt)], capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip(f"kernel refused the loop mount here: {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import manifest
+from tests.helpers import kernel_mount
 
 pytestmark = pytest.mark.mount
 
@@ -71,16 +72,8 @@ def test_git_and_sqlite_keep_their_bytes(simfs_factory, tmp_path, config):
 
     m.umount()
     m.assert_clean()
-    ro = tmp_path / "kernel"
-    ro.mkdir()
-    r = subprocess.run(["mount", "-o", "loop,ro", "-t", "ext2", str(m.image), str(ro)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot loop-mount the image with the kernel's ext2: {r.stderr.strip()}")
-    try:
+    with kernel_mount(m.image, tmp_path / "kernel") as ro:
         got = manifest(ro)
-    finally:
-        subprocess.run(["umount", str(ro)], check=True)
     assert got == want
     m.mount()                                                    # and simfs reads it back alike
     assert manifest(m.mnt, skip_top=("lost+found", ".simfs")) == want

@@ -17,7 +17,7 @@ from simfs.engine.kernel import Kernel
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 from tests.helpers import assert_fsck_clean
-from tests.volume.test_volume_oracles import kernel_mount
+from tests.helpers import kernel_mount
 
 SIZE = 5 << 20
 

@@ -1,12 +1,10 @@
 """Volume checked against outside oracles: the Linux kernel's ext2 driver, mkfs.ext2,
 debugfs and e2fsck."""
 
-import contextlib
 import errno
 import hashlib
 import os
 import re
-import shutil
 import stat
 import subprocess
 
@@ -15,7 +13,7 @@ import pytest
 from simfs.errors import FSError, ImageError
 from simfs.ondisk.mkfs import mkfs
 from simfs.fs.volume import Volume
-from tests.helpers import assert_fsck_clean, needs_e2fsprogs
+from tests.helpers import assert_fsck_clean, can_loop_mount, kernel_mount, needs_e2fsprogs
 
 pytestmark = needs_e2fsprogs
 
@@ -86,36 +84,10 @@ def describe_volume(vol: Volume, ino=None, prefix="") -> dict:
     return out
 
 
-def _can_loop_mount() -> str | None:
-    if os.geteuid() != 0:
-        return "loop-mounting needs root"
-    if not os.path.exists("/dev/loop-control"):
-        return "no loop devices on this machine (/dev/loop-control missing)"
-    if shutil.which("mount") is None:
-        return "mount(8) not installed"
-    return None
-
-
-@contextlib.contextmanager
-def kernel_mount(img, mnt):
-    """The image mounted read-only by the kernel's own ext2 driver (skips where it cannot be)."""
-    why = _can_loop_mount()
-    if why:
-        pytest.skip(why)
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-o", "loop,ro", "-t", "ext2", str(img), str(mnt)], capture_output=True, text=True)
-    if r.returncode:
-        pytest.skip(f"kernel refused the loop mount here: {r.stderr.strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
-
-
 @pytest.mark.parametrize("block_size", [1024, 4096])
 def test_kernel_sees_the_same_tree(tmp_path, block_size):
-    if _can_loop_mount():
-        pytest.skip(_can_loop_mount())
+    if can_loop_mount():
+        pytest.skip(can_loop_mount())
     img = tmp_path / "img"
     mkfs(img, 32 << 20, block_size=block_size)
     with Volume.open(img) as vol:
