@@ -74,6 +74,7 @@ def run_phase(image: Path, order: str, phase: str, source=None) -> dict:
     return {"phase": phase, "order": order, "sim": out["sim_cmd"], "sim_umount": out["time"]["now"],
             "real": time.perf_counter() - t0, "cpu": time.process_time() - c0, "result": out["result"],
             "counters": out["time"]["total"]["counters"],
+            "operations": sum(o["count"] for o in out["time"]["total"]["operations"].values()),
             "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 

@@ -47,32 +47,15 @@ def _bytes64(bits: np.ndarray, first_byte: int, end_byte: int) -> np.ndarray:
     return np.ascontiguousarray(seg).view(np.uint64)
 
 
-def byte_any(bits: np.ndarray, first_byte: int, end_byte: int) -> np.ndarray:
-    """For bitmap bytes [first_byte, end_byte): True where the byte has any bit set (!= 0x00)."""
-    return _bytes64(bits, first_byte, end_byte) != 0
-
-
-def first_false(a: np.ndarray) -> int:
-    """Index of the first False in a bool array, or -1."""
-    if len(a) == 0:
+def first_zero_byte(bits: np.ndarray, first_byte: int, end_byte: int) -> int:
+    """Index of the first all-free (0x00) bitmap byte in [first_byte, end_byte), or -1: one
+    argmin over the bytes as words (a whole group's 4 KiB bitmap costs about as much as the
+    few numpy calls of any scan, so there is nothing to gain by stopping early)."""
+    words = _bytes64(bits, first_byte, end_byte)
+    if not len(words):
         return -1
-    i = int(a.argmin())
-    return i if not a[i] else -1
-
-
-def first_zero_byte(bits: np.ndarray, first_byte: int, end_byte: int, chunk: int = 256) -> int:
-    """Index of the first all-free (0x00) bitmap byte in [first_byte, end_byte), or -1.
-    Scans `chunk` bytes at a time, so a hit near the start costs little."""
-    end_byte = min(end_byte, len(bits) // 8)
-    lo = first_byte
-    while lo < end_byte:
-        hi = min(lo + chunk, end_byte)
-        i = first_false(byte_any(bits, lo, hi))
-        if i >= 0:
-            return lo + i
-        lo = hi
-        chunk *= 2
-    return -1
+    i = int(words.argmin())
+    return first_byte + i if words[i] == 0 else -1
 
 
 def free_runs(bits: np.ndarray, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
