@@ -11,7 +11,14 @@ class FSError(OSError):
     """
 
     def __init__(self, err: int, detail: str = ""):
-        super().__init__(err, os.strerror(err) + (f": {detail}" if detail else ""))
+        msg = _STRERROR.get(err)
+        if msg is None:             # os.strerror costs as much as the rest of raising one
+            msg = _STRERROR[err] = os.strerror(err)
+        super().__init__(err, f"{msg}: {detail}" if detail else msg)
+
+
+#: errno -> os.strerror(errno): an in-process run raises tens of thousands (ENOENT, ENODATA)
+_STRERROR: dict[int, str] = {}
 
 
 class ImageWriteError(OSError):

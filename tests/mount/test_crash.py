@@ -1,4 +1,5 @@
-"""Crash tests: kill -9 of the daemon in the middle of an untar, for each write-back mode.
+"""Crash tests: kill -9 of the daemon in the middle of an untar, for each write-back mode
+(and delayed allocation, and 1 KiB blocks, with a cache small enough to write back throughout).
 
 Afterwards: `simfs mount` refuses the image (not cleanly unmounted) and nothing is left
 mounted; `simfs fsck --repair` leaves it e2fsck-clean; every file fsync'd before the kill is
@@ -56,13 +57,21 @@ def _recover_and_check(m: SimfsMount) -> None:
     assert rc == 0, out
 
 
-@pytest.mark.parametrize("writeback", ["sync", "async", "softdep"])
-def test_kill_during_untar(tmp_path, source_tree, source_tarball, writeback):
+@pytest.mark.parametrize("options, mkfs_args", [
+    ("writeback=sync", ()), ("writeback=async", ()), ("writeback=softdep", ()),
+    # a small cache keeps write-back going all through the untar: delayed pages placed at
+    # write-back under soft updates; the 2010 allocator on 1 KiB blocks (indirect blocks
+    # early), and delayed allocation there too
+    ("alloc=delayed,writeback=softdep,cache=2M", ()),
+    ("alloc=ext2fs-2010,writeback=async,cache=1M", ("-b", "1024")),
+    ("alloc=delayed,writeback=async,cache=1M", ("-b", "1024")),
+])
+def test_kill_during_untar(tmp_path, source_tree, source_tarball, options, mkfs_args):
     src, _ = source_tree
-    m = SimfsMount(make_image(tmp_path / "c.img", "512M"), tmp_path / "mnt",
-                   f"writeback={writeback},commit={COMMIT:g}")
+    m = SimfsMount(make_image(tmp_path / "c.img", "512M", *mkfs_args), tmp_path / "mnt",
+                   f"{options},commit={COMMIT:g}")
     m.mnt.mkdir()
-    rng = random.Random(writeback)
+    rng = random.Random(options)
     try:
         m.mount()
         digest = _write_fsynced(m.mnt / "fsynced", 1, 300_000)
