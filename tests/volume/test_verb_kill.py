@@ -4,15 +4,18 @@
 between two operations and captures the whole volume, so the image holds the state of its last
 commit: the verb refuses it until `simfs fsck --repair`, which leaves it e2fsck-clean, and the
 archive's files, read back by the kernel's ext2 in archive order, are intact up to some point;
-after it come the files that commit caught half-written (one at most, unless allocation is
-delayed: then also the recent files whose pages had no blocks yet, which read as zeros), then
-nothing. A file intact after a damaged or missing one would mean a commit that did not capture
+after it comes at most the one file that commit caught half-written, then nothing. With delayed
+allocation, the recent files whose pages had no blocks yet read as zeros, as README says, and
+write-back places pages oldest first, not file by file: there the files after the intact ones
+are intact or damaged in any mix, then nothing. A file after a missing one, or an intact one
+after a damaged one where allocation is immediate, would mean a commit that did not capture
 one consistent state.
 """
 
 import itertools
 import os
 import random
+import re
 import signal
 import subprocess
 import tarfile
@@ -52,12 +55,12 @@ def _runs(states: str) -> str:
     return ", ".join(f"{len(list(g))}{c}" for c, g in itertools.groupby(states))
 
 
-@pytest.mark.parametrize("options, half_written", [
-    ("writeback=async,commit=0.2", 1),
-    ("alloc=delayed,writeback=softdep,cache=2M,commit=0.2", None),
+@pytest.mark.parametrize("options, states_allowed", [
+    ("writeback=async,commit=0.2", r"=*x?-*"),
+    ("alloc=delayed,writeback=softdep,cache=2M,commit=0.2", r"=*[=x]*-*"),
 ])
 def test_kill_9_of_an_unpack_leaves_a_prefix_of_the_archive(tmp_path, source_tarball, options,
-                                                            half_written):
+                                                            states_allowed):
     # how long the whole unpack takes here, so that the kill falls inside it
     whole = make_image(tmp_path / "whole.img", "512M")
     t0 = time.monotonic()
@@ -65,11 +68,17 @@ def test_kill_9_of_an_unpack_leaves_a_prefix_of_the_archive(tmp_path, source_tar
     assert p.wait(timeout=600) == 0, p.stderr.read()
     duration = time.monotonic() - t0
 
-    img = make_image(tmp_path / "k.img", "512M")
-    p = _unpack(img, source_tarball, options)
-    time.sleep(random.Random(options).uniform(0.4, 0.8) * duration)
-    if p.poll() is not None:
-        pytest.fail(f"the unpack ended before the kill ({duration:.1f} s the first time)")
+    # a loaded host may run the second unpack faster than the first: then earlier
+    fraction = random.Random(options).uniform(0.3, 0.7)
+    for attempt in range(4):
+        img = make_image(tmp_path / f"k{attempt}.img", "512M")
+        p = _unpack(img, source_tarball, options)
+        time.sleep(fraction * duration)
+        if p.poll() is None:
+            break
+        fraction /= 2
+    else:
+        pytest.fail(f"the unpack ended before the kill four times ({duration:.1f} s the first time)")
     os.kill(p.pid, signal.SIGKILL)
     p.wait(timeout=60)
 
@@ -83,10 +92,6 @@ def test_kill_9_of_an_unpack_leaves_a_prefix_of_the_archive(tmp_path, source_tar
 
     with kernel_mount(img, tmp_path / "mnt") as mnt:
         states = _states(mnt, source_tarball)
-    rest = states.lstrip("=")
-    assert rest, "the kill came after the last file"
-    assert "=" not in rest, f"an intact file after a damaged or missing one: {_runs(states)}"
-    tail = len(rest) - len(rest.lstrip("x"))
-    if half_written is not None:
-        assert tail <= half_written, f"{tail} half-written files: {_runs(states)}"
-    assert "x" not in rest.lstrip("x"), f"a damaged file after a missing one: {_runs(states)}"
+    assert set(states) != {"="}, "the kill came after the last file"
+    assert re.fullmatch(states_allowed, states), \
+        f"not a state of one commit ({states_allowed}): {_runs(states)}"
