@@ -16,8 +16,7 @@ from simfs.engine import treedesc, verbs
 from simfs.engine.kernel import Kernel
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
-from tests.helpers import assert_fsck_clean
-from tests.helpers import kernel_mount
+from tests.helpers import assert_fsck_clean, kernel_mount
 
 SIZE = 5 << 20
 

@@ -86,8 +86,8 @@ def describe_volume(vol: Volume, ino=None, prefix="") -> dict:
 
 @pytest.mark.parametrize("block_size", [1024, 4096])
 def test_kernel_sees_the_same_tree(tmp_path, block_size):
-    if can_loop_mount():
-        pytest.skip(can_loop_mount())
+    if why := can_loop_mount():
+        pytest.skip(why)
     img = tmp_path / "img"
     mkfs(img, 32 << 20, block_size=block_size)
     with Volume.open(img) as vol:
