@@ -60,11 +60,18 @@ class WritebackMode(Protocol):
 
 
 class Buffer:
-    __slots__ = ("blkno", "data", "kind", "ino", "dirty", "dirtied_at", "ready_at")
+    __slots__ = ("blkno", "data", "kind", "ino", "dirty", "dirtied_at", "ready_at", "used")
 
     def __init__(self, blkno: int, data: bytearray, kind: str, ino: int):
         self.blkno, self.data, self.kind, self.ino = blkno, data, kind, ino
         self.dirty, self.dirtied_at, self.ready_at = False, 0.0, 0.0
+        self.used = 0           # the cache's use count when it last moved to the LRU's end
+
+
+def _age(buf: Buffer) -> tuple:
+    """The oldest dirty first; among those dirtied at once, the least recently used first (as
+    they stand in the LRU: the order a stable sort of the LRU by dirtied_at gives)."""
+    return buf.dirtied_at, buf.used
 
 
 class BufferCache:
@@ -82,7 +89,11 @@ class BufferCache:
         self.bg_dirty = max(1, int(self.capacity * dirty_background))
         self.hard_dirty = max(2, int(self.capacity * dirty_limit))
         self.buffers: "OrderedDict[int, Buffer]" = OrderedDict()
-        self.ndirty = 0
+        # the dirty buffers (the thresholds and the syncer look at these, not at every buffer);
+        # `uses` stamps a buffer each time it moves to the LRU's end, so that ordering dirty
+        # buffers by `used` is ordering them as they stand in `buffers`
+        self.dirty: dict[int, Buffer] = {}
+        self.uses = 0
         self.op_sync: set[int] = set()       # metadata to write before the operation returns
         self.sync_kinds: tuple = ()
         self.last_syncer = 0.0
@@ -102,12 +113,19 @@ class BufferCache:
         self.max_deps = (int(self.capacity * block_size / 4096 * writeback.throttle["per_page"])
                          if writeback.throttle else None)
 
+    @property
+    def ndirty(self) -> int:
+        """Dirty buffers (written to, not yet written back)."""
+        return len(self.dirty)
+
     # reading -------------------------------------------------------------------------------
     def bread(self, blkno: int, kind: str, ino: int = 0) -> bytearray:
         """The block's current contents, as a buffer the caller may modify and then mark dirty."""
         buf = self.buffers.get(blkno)
         if buf is not None:
             self.buffers.move_to_end(blkno)
+            self.uses += 1
+            buf.used = self.uses
             self.stats.count("cache_hits")
             if buf.ready_at > self.clock.now:     # read-ahead still on its way
                 self.clock.wait_until(buf.ready_at)
@@ -153,6 +171,8 @@ class BufferCache:
         buf = self.buffers.get(blkno)
         if buf is not None:
             self.buffers.move_to_end(blkno)
+            self.uses += 1
+            buf.used = self.uses
             buf.data[:] = bytes(self.bs)
             buf.kind, buf.ino, buf.ready_at = kind, ino, 0.0
             return buf.data
@@ -167,8 +187,12 @@ class BufferCache:
         buf = self.buffers.get(key)
         if buf is not None:
             self.buffers.move_to_end(key)
+            self.uses += 1
+            buf.used = self.uses
             return buf.data
         buf = Buffer(key, bytearray(self.bs), kind, ino)
+        self.uses += 1
+        buf.used = self.uses
         self.buffers[key] = buf     # no eviction here: it could place this very page meanwhile;
         return buf.data             # the dirty thresholds at the end of the operation bound these
 
@@ -191,11 +215,16 @@ class BufferCache:
             return
         old = self.buffers.pop(blkno, None)
         if old is not None and old.dirty:
-            self.ndirty -= 1
+            del self.dirty[blkno]
         self.deps.cancel(blkno, self.clock.now)
         self.deps.rekey(key, blkno)
         buf.blkno = blkno
+        self.uses += 1
+        buf.used = self.uses
         self.buffers[blkno] = buf
+        if buf.dirty:
+            del self.dirty[key]
+            self.dirty[blkno] = buf
         self.image.note(blkno, buf.data, buf.kind)
 
     def peek(self, blkno: int, count: int = 1) -> bytes:
@@ -217,7 +246,7 @@ class BufferCache:
         buf = self.buffers.get(blkno)
         if buf is None or buf.data is not data:
             if buf is not None and buf.dirty:
-                self.ndirty -= 1
+                del self.dirty[blkno]
             buf = Buffer(blkno, data, kind or "data", ino or 0)
             self._insert(buf)
         if kind is not None:
@@ -227,7 +256,7 @@ class BufferCache:
         if not buf.dirty:
             buf.dirty = True
             buf.dirtied_at = self.clock.now
-            self.ndirty += 1
+            self.dirty[blkno] = buf
         self.image.note(blkno, buf.data, buf.kind)
         if self._recording:
             self.deps.dirtied(blkno, buf.kind)
@@ -252,7 +281,7 @@ class BufferCache:
         """The block was freed: drop it, dirty or not (bforget)."""
         buf = self.buffers.pop(blkno, None)
         if buf is not None and buf.dirty:
-            self.ndirty -= 1
+            del self.dirty[blkno]
         self.op_sync.discard(blkno)
         self.deps.cancel(blkno, self.clock.now)
         self.image.discard(blkno)
@@ -291,11 +320,12 @@ class BufferCache:
         elif now - self.last_syncer >= self.sync_interval:
             self.last_syncer = now
             self._flush_dirty(wait=False, older_than=now - self.sync_interval)
-        if self.ndirty > self.hard_dirty:
+        ndirty = len(self.dirty)
+        if ndirty > self.hard_dirty:
             self.stats.count("writeback_throttled")
-            self._flush_oldest(self.ndirty - self.bg_dirty // 2, wait=True)
-        elif self.ndirty > self.bg_dirty:
-            self._flush_oldest(self.ndirty - self.bg_dirty // 2, wait=False)
+            self._flush_oldest(ndirty - self.bg_dirty // 2, wait=True)
+        elif ndirty > self.bg_dirty:
+            self._flush_oldest(ndirty - self.bg_dirty // 2, wait=False)
 
     # flushing --------------------------------------------------------------------------------
     def sync(self) -> None:
@@ -338,8 +368,7 @@ class BufferCache:
         self.clock.drop_drive_buffer()
 
     def _flush_dirty(self, wait: bool, older_than: float | None = None) -> None:
-        dirty = [buf for buf in self.buffers.values()
-                 if buf.dirty and (older_than is None or buf.dirtied_at <= older_than)]
+        dirty = [buf for buf in self.dirty.values() if older_than is None or buf.dirtied_at <= older_than]
         passes = self.writeback.passes
         if passes:
             for kinds in passes:
@@ -354,7 +383,7 @@ class BufferCache:
         would, and bufdaemon sleeps ("qsleep", the mode's throttle["bufdaemon_sleep"]) - a
         writer waiting at the hard limit (bwillwrite) sleeps with it, for the rolled-back
         buffers are dirty again and the count does not fall."""
-        dirty = sorted((b for b in self.buffers.values() if b.dirty), key=lambda b: b.dirtied_at)
+        dirty = sorted(self.dirty.values(), key=_age)
         n = max(n, 1)
         if self.deps.pending:
             now = self.clock.now
@@ -379,8 +408,7 @@ class BufferCache:
             return
         self.last_syncer = now - (now - self.last_syncer) % period
         delays, default = syncer["delays"], syncer["default"]
-        due = [b for b in self.buffers.values()
-               if b.dirty and b.dirtied_at <= now - delays.get(b.kind, default)]
+        due = [b for b in self.dirty.values() if b.dirtied_at <= now - delays.get(b.kind, default)]
         if due:
             self._write_back(sorted(b.blkno for b in due), wait=False)
 
@@ -396,6 +424,8 @@ class BufferCache:
     def _insert(self, buf: Buffer) -> None:
         self.buffers[buf.blkno] = buf
         self.buffers.move_to_end(buf.blkno)
+        self.uses += 1
+        buf.used = self.uses
         if len(self.buffers) > self.capacity and not self._resolving:
             self._evict()
 
@@ -449,7 +479,7 @@ class BufferCache:
                     b.dirtied_at = finish
                     continue
                 b.dirty = False
-                self.ndirty -= 1
+                del self.dirty[b.blkno]
             self.stats.count("blocks_written", len(run))
             i = j
         return requests

@@ -446,8 +446,9 @@ def test_hard_limit_throttles_the_writer():
 # a random walk against a model ------------------------------------------------------------------
 class CacheMachine(RuleBasedStateMachine):
     """Random reads, writes, forgets, syncs and operation ends on a 64-block cache over 160
-    blocks: every read returns the newest contents, ndirty counts the dirty buffers, the cache
-    stays within capacity, and only dirty buffers are ever written (RecClock checks)."""
+    blocks: every read returns the newest contents, the dirty index holds the dirty buffers, the
+    use stamps follow the LRU order, the cache stays within capacity, and only dirty buffers
+    are ever written (RecClock checks)."""
 
     def __init__(self):
         super().__init__()
@@ -501,6 +502,9 @@ class CacheMachine(RuleBasedStateMachine):
     def consistent(self):
         c = self.c
         assert c.ndirty == ndirty_true(c)
+        assert c.dirty == {b: buf for b, buf in c.buffers.items() if buf.dirty}
+        used = [buf.used for buf in c.buffers.values()]      # the LRU's order, which the
+        assert used == sorted(set(used))                      # thresholds' tie-break relies on
         assert len(c) <= c.capacity
         assert all(buf.blkno == b for b, buf in c.buffers.items())
         assert self.stats.totals().get("blocks_written", 0) == sum(n for _, n in self.clock.writes())
