@@ -66,6 +66,8 @@ def main(argv=None) -> int:
                          "is a run of seconds, which the host's speed moves by a fifth or more "
                          "from one run to the next (default 3)")
     a = ap.parse_args(argv)
+    if a.first_runs < 1:
+        ap.error(f"--first-runs {a.first_runs}: at least one run")
     if not os.path.isdir(a.dir):
         ap.error(f"--dir {a.dir}: no such directory")
     print("| files | directories | unpack s | find s | simulated s (unpack + find) | µs/file | "
@@ -74,12 +76,9 @@ def main(argv=None) -> int:
     first = first_cpu = first_find = None
     with tempfile.TemporaryDirectory(prefix="simfs-s001-", dir=a.dir) as tmp:
         for i, n in enumerate(a.files):
-            if i == 0:
-                runs = sorted((run_size(n, Path(tmp)) for _ in range(max(1, a.first_runs))),
-                              key=lambda r: r["us_per_file"])
-                r = runs[len(runs) // 2]
-            else:
-                r = run_size(n, Path(tmp))
+            runs = sorted((run_size(n, Path(tmp)) for _ in range(a.first_runs if i == 0 else 1)),
+                          key=lambda r: r["us_per_file"])
+            r = runs[len(runs) // 2]
             first = first or r["us_per_file"]
             first_cpu = first_cpu or r["cpu_us_per_file"]
             first_find = first_find or r["find_cpu_us_per_file"]

@@ -123,9 +123,7 @@ class BufferCache:
         """The block's current contents, as a buffer the caller may modify and then mark dirty."""
         buf = self.buffers.get(blkno)
         if buf is not None:
-            self.buffers.move_to_end(blkno)
-            self.uses += 1
-            buf.used = self.uses
+            self._use(buf)
             self.stats.count("cache_hits")
             if buf.ready_at > self.clock.now:     # read-ahead still on its way
                 self.clock.wait_until(buf.ready_at)
@@ -170,9 +168,7 @@ class BufferCache:
             self.deps.fresh(blkno)
         buf = self.buffers.get(blkno)
         if buf is not None:
-            self.buffers.move_to_end(blkno)
-            self.uses += 1
-            buf.used = self.uses
+            self._use(buf)
             buf.data[:] = bytes(self.bs)
             buf.kind, buf.ino, buf.ready_at = kind, ino, 0.0
             return buf.data
@@ -186,15 +182,12 @@ class BufferCache:
             self.deps.fresh(key)
         buf = self.buffers.get(key)
         if buf is not None:
-            self.buffers.move_to_end(key)
-            self.uses += 1
-            buf.used = self.uses
+            self._use(buf)
             return buf.data
         buf = Buffer(key, bytearray(self.bs), kind, ino)
-        self.uses += 1
-        buf.used = self.uses
         self.buffers[key] = buf     # no eviction here: it could place this very page meanwhile;
-        return buf.data             # the dirty thresholds at the end of the operation bound these
+        self._use(buf)              # the dirty thresholds at the end of the operation bound these
+        return buf.data
 
     def __contains__(self, key: int) -> bool:
         return key in self.buffers
@@ -219,9 +212,8 @@ class BufferCache:
         self.deps.cancel(blkno, self.clock.now)
         self.deps.rekey(key, blkno)
         buf.blkno = blkno
-        self.uses += 1
-        buf.used = self.uses
         self.buffers[blkno] = buf
+        self._use(buf)
         if buf.dirty:
             del self.dirty[key]
             self.dirty[blkno] = buf
@@ -368,7 +360,7 @@ class BufferCache:
         self.clock.drop_drive_buffer()
 
     def _flush_dirty(self, wait: bool, older_than: float | None = None) -> None:
-        dirty = [buf for buf in self.dirty.values() if older_than is None or buf.dirtied_at <= older_than]
+        dirty = [b for b in self.dirty.values() if older_than is None or b.dirtied_at <= older_than]
         passes = self.writeback.passes
         if passes:
             for kinds in passes:
@@ -421,11 +413,15 @@ class BufferCache:
         self._write_back(pre, wait=False)
         self.clock.cpu(self.writeback.throttle["wait"])
 
-    def _insert(self, buf: Buffer) -> None:
-        self.buffers[buf.blkno] = buf
+    def _use(self, buf: Buffer) -> None:
+        """The buffer goes to the LRU's end, stamped with the use count (see `_age`)."""
         self.buffers.move_to_end(buf.blkno)
         self.uses += 1
         buf.used = self.uses
+
+    def _insert(self, buf: Buffer) -> None:
+        self.buffers[buf.blkno] = buf
+        self._use(buf)
         if len(self.buffers) > self.capacity and not self._resolving:
             self._evict()
 
