@@ -1,6 +1,7 @@
 """In-process verbs against the mounted real tools: real time side by side, simulated time equal.
 
 Run: python -m benchmarks.bench_verbs [--tree /usr/include] [--repeat N] [--host idle,busy] [--matrix]
+     python -m benchmarks.bench_verbs --seed000      (part 2 alone: to time or profile it)
 
 1. The issue-14 work on a real tree (default /usr/include): unpack (`tar xpf`), then cold
    `tar cf /dev/zero` read-back, then cold `find -type f`; mounted (one mount per phase, real
@@ -149,10 +150,12 @@ def main(argv=None) -> int:
     ap.add_argument("--host", default="idle,busy",
                     help="host conditions, comma-separated: idle (as it is) and/or busy (a nice-19 "
                          "spinner per CPU, so no CPU sleeps between FUSE requests); default both")
+    ap.add_argument("--seed000", action="store_true",
+                    help="only seed 000's in-process tarcp + tar (part 2), to time or profile it alone")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="simfs-bench-verbs-", dir="/var/tmp") as tmp:
         work = Path(tmp)
-        ok = real_tree(a.tree, work, a.repeat, a.host.split(","))
+        ok = a.seed000 or real_tree(a.tree, work, a.repeat, a.host.split(","))
         seed000(work)
     if a.matrix:
         for tree in (None, a.tree):
