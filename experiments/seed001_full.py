@@ -106,16 +106,47 @@ def table(rows: list[dict], tree: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a whole number of at least 1: {text!r}")
+    return int(text)
+
+
+def _fanout(text: str) -> tuple[int, int]:
+    """An argparse type: LO,HI entries per directory, 1 <= LO <= HI."""
+    lo, _, hi = text.partition(",")
+    if not (lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi)):
+        raise argparse.ArgumentTypeError(f"not LO,HI with 1 <= LO <= HI: {text!r}")
+    return int(lo), int(hi)
+
+
+def _orders(text: str) -> list[str]:
+    """An argparse type: directory orders, comma-separated, each a registered one."""
+    from policies.dirorder import DIR_ORDERS
+    orders = text.split(",")
+    unknown = [o for o in orders if o not in DIR_ORDERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown directory order {unknown[0]!r}; "
+                                         f"choose from {', '.join(DIR_ORDERS)}")
+    return orders
+
+
 def main(argv=None) -> int:
+    """The command: bad arguments, an image that cannot be made or written, a full disk are
+    one line and exit status 2, and the run's images are removed; a signal stops it between
+    two volume operations, the phases that ended kept in results.json."""
     from rich.console import Console
-    from experiments.workload.describe import describe
+    from simfs.errors import ImageError
+    from simfs.fs.operation import Interrupted, deferred_signals, recorded_error
     from simfs.units import parse_size
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--files", type=int, default=WORKING_FILES,
+    ap.add_argument("--files", type=_positive, default=WORKING_FILES,
                     help="working files of the generated tree (.svn metadata comes on top)")
-    ap.add_argument("--fanout", default=FANOUT, help="entries per directory LO,HI (default: the "
-                    "seed's files per directory; 5,30 is the readdir-order experiment's tree)")
-    ap.add_argument("--orders", default="hash,linear,inode")
+    ap.add_argument("--fanout", type=_fanout, default=FANOUT, help="entries per directory LO,HI "
+                    "(default: the seed's files per directory; 5,30 is the readdir-order "
+                    "experiment's tree)")
+    ap.add_argument("--orders", type=_orders, default="hash,linear,inode")
     ap.add_argument("--phases", default=",".join(PHASES))
     ap.add_argument("--out", default="results/seed001-full")
     ap.add_argument("--total-size", type=parse_size, default=None,
@@ -129,16 +160,38 @@ def main(argv=None) -> int:
                     help="start from this unpacked image (a --keep run's, whose results are in "
                          "--out): the unpack is not run again, the new rows are added")
     a = ap.parse_args(argv)
+    try:
+        with deferred_signals():
+            return _run(ap, a, Console(stderr=True))
+    except Interrupted as e:
+        print(f"seed001_full: {e}: stopped between two operations (the phases that ended are in "
+              f"{Path(a.out) / 'results.json'})", file=sys.stderr)
+        return 128 + e.signum
+    except OSError as e:                # FSError too: a full image, say
+        print(f"seed001_full: {e.filename + ': ' if e.filename else ''}{e.strerror or e}",
+              file=sys.stderr)
+        return 2
+    except (ImageError, ValueError, subprocess.CalledProcessError) as e:
+        note = recorded_error(e)        # an operation stopped half-way: the image says so
+        print(f"seed001_full: {e}" + (f"; {note}" if note else ""), file=sys.stderr)
+        return 2
+
+
+def _run(ap, a, console) -> int:
+    from experiments.workload.describe import describe
+    from simfs.units import parse_size
     phases = a.phases.split(",")
     unknown = [p for p in phases if p not in PHASES]
     if unknown or ("unpack" in phases) == bool(a.base) or (phases[0] != "unpack" and not a.base):
         ap.error(f"phases are {', '.join(PHASES)}, unpack first (or no unpack, with --base)")
+    if a.base and not a.base.is_file():
+        ap.error(f"--base {a.base}: no such image (a --keep run's WORK/seed001-full-base.img)")
     if a.total_size is None and a.files == WORKING_FILES:
         a.total_size = parse_size(SEED_TOTAL)
-    out = Path(a.out)
+    out, work = Path(a.out), Path(a.work)
     out.mkdir(parents=True, exist_ok=True)
-    orders = a.orders.split(",")
-    console = Console(stderr=True)
+    work.mkdir(parents=True, exist_ok=True)
+    orders = a.orders
     rows, tree = [], {}
     if a.base:
         try:
@@ -154,27 +207,34 @@ def main(argv=None) -> int:
         (out / "results.json").write_text(json.dumps({"files_arg": a.files, "tree": tree,
                                                       "rows": rows}, indent=1))
 
-    base = a.base or Path(a.work) / "seed001-full-base.img"
-    with console.status("planning the tree") as status:
-        if not a.base:
-            source = counted(describe(seed=1, files=a.files, svn=True, total_size=a.total_size,
-                                      fanout=tuple(int(x) for x in a.fanout.split(","))),
-                             tree, 20_000, lambda n: status.update(f"unpack: {n:,} entries"))
-            make_image(base, BYTES_PER_FILE * a.files if a.total_size is None else 2 * a.total_size)
-            status.update("unpack")
-            # the unpack never lists a directory: its layout and time are the same in every
-            # order (checked in tests/volume/test_seed001_full.py), so it runs once
-            record(dict(run_phase(base, orders[0], "unpack", source), order="all"))
-        for order in orders:
-            image = Path(a.work) / f"seed001-full-{order}.img"
-            status.update(f"{order}: copying the unpacked image")
-            subprocess.run(["cp", "--sparse=always", str(base), str(image)], check=True)
-            for ph in (p for p in phases if p != "unpack"):
-                status.update(f"{order}: {ph}")
-                record(run_phase(image, order, ph))
-            image.unlink()
-    if not (a.keep or a.base):
-        base.unlink()
+    base = a.base or work / "seed001-full-base.img"
+    made: list[Path] = []       # images of this run, removed however it ends (--keep: the unpack's)
+    try:
+        with console.status("planning the tree") as status:
+            if not a.base:
+                source = counted(describe(seed=1, files=a.files, svn=True, total_size=a.total_size,
+                                          fanout=a.fanout),
+                                 tree, 20_000, lambda n: status.update(f"unpack: {n:,} entries"))
+                made.append(base)
+                make_image(base, BYTES_PER_FILE * a.files if a.total_size is None
+                           else 2 * a.total_size)
+                status.update("unpack")
+                # the unpack never lists a directory: its layout and time are the same in every
+                # order (checked in tests/volume/test_seed001_full.py), so it runs once
+                record(dict(run_phase(base, orders[0], "unpack", source), order="all"))
+                if a.keep:
+                    made.remove(base)
+            for order in orders:
+                image = work / f"seed001-full-{order}.img"
+                made.append(image)
+                status.update(f"{order}: copying the unpacked image")
+                subprocess.run(["cp", "--sparse=always", str(base), str(image)], check=True)
+                for ph in (p for p in phases if p != "unpack"):
+                    status.update(f"{order}: {ph}")
+                    record(run_phase(image, order, ph))
+    finally:
+        for path in made:
+            path.unlink(missing_ok=True)
     (out / "table.md").write_text(table(rows, tree))
     sys.stdout.write(table(rows, tree))
     return 0

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from experiments import seed001_full
 from experiments.workload.describe import describe
 from simfs.engine import verbs
@@ -55,3 +57,37 @@ def test_more_orders_from_a_kept_unpack(tmp_path):
     assert [(r["order"], r["phase"]) for r in rows] == [("all", "unpack"), ("hash", "find-d"),
                                                          ("inode", "find-d")]
     assert "| find-d |" in (out / "table.md").read_text()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--orders", "hash,hsh"], "unknown directory order 'hsh'"),
+    (["--fanout", "9,2"], "not LO,HI"),
+    (["--files", "0"], "at least 1"),
+    (["--phases", "find-d"], "unpack first"),
+    (["--phases", "find-d", "--base", "/no/such.img"], "no such image"),
+])
+def test_bad_arguments_are_one_line(tmp_path, capsys, args, says):
+    with pytest.raises(SystemExit) as e:
+        seed001_full.main(args + ["--out", str(tmp_path / "out"), "--work", str(tmp_path)])
+    assert e.value.code == 2
+    assert says in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.img"))
+
+
+def test_a_failed_run_is_one_line_and_leaves_no_image(tmp_path, capsys):
+    """The tree cannot hold --total-size: the generator says so half-way through the unpack;
+    one line, exit status 2, the half-made image gone (it is 8 times the tree, sparse)."""
+    work = tmp_path / "new" / "work"                  # made, as --out is
+    assert seed001_full.main(["--files", "50", "--total-size", "100G", "--orders", "hash",
+                              "--out", str(tmp_path / "out"), "--work", str(work)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("seed001_full: total_size") and "impossible" in err[0]
+    assert work.is_dir() and not list(work.iterdir())
+
+
+def test_an_unmakeable_work_directory_is_one_line(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert seed001_full.main(["--files", "50", "--out", str(tmp_path / "out"),
+                              "--work", str(blocker / "work")]) == 2
+    assert capsys.readouterr().err.strip() == f"seed001_full: {blocker / 'work'}: Not a directory"
