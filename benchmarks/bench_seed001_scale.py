@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from experiments import seed001_full
+from experiments import argtypes, seed001_full
 from simfs.units import parse_size
 
 SEED_FILES = 1_976_820          # what seed001_full's default size gives (the seed: 1,978,149)
@@ -59,17 +58,15 @@ def run_size(n_files: int, work: Path) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--files", type=int, nargs="+", default=[10_000, 100_000, 1_000_000, 2_000_000])
-    ap.add_argument("--dir", default="/var/tmp", help="where the (sparse) images go")
-    ap.add_argument("--first-runs", type=int, default=3,
+    ap.add_argument("--files", type=argtypes.positive, nargs="+",
+                    default=[10_000, 100_000, 1_000_000, 2_000_000])
+    ap.add_argument("--dir", type=argtypes.directory, default="/var/tmp",
+                    help="where the (sparse) images go")
+    ap.add_argument("--first-runs", type=argtypes.positive, default=3,
                     help="runs of the first (smallest) size, the median taken: the ratios' base "
                          "is a run of seconds, which the host's speed moves by a fifth or more "
                          "from one run to the next (default 3)")
     a = ap.parse_args(argv)
-    if a.first_runs < 1:
-        ap.error(f"--first-runs {a.first_runs}: at least one run")
-    if not os.path.isdir(a.dir):
-        ap.error(f"--dir {a.dir}: no such directory")
     print("| files | directories | unpack s | find s | simulated s (unpack + find) | µs/file | "
           "vs first | CPU µs/file | vs first | operations/file | find CPU µs/file | vs first | "
           "peak RSS MiB |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|", flush=True)

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments import verbcheck
+from experiments import argtypes, verbcheck
 
 OPTS = "alloc=ext2,dirorder=hash,writeback=async,disk=sas10k"
 PHASES = (  # (name, verb, params, real command)
@@ -143,11 +143,12 @@ def seed000(work: Path) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tree", default="/usr/include")
+    ap.add_argument("--tree", type=argtypes.directory, default="/usr/include")
     ap.add_argument("--matrix", action="store_true", help="also the full verb x order x allocator check")
-    ap.add_argument("--repeat", type=int, default=2, metavar="N",
+    ap.add_argument("--repeat", type=argtypes.positive, default=2, metavar="N",
                     help="mounted/in-process pairs per host condition (default 2; the median is reported)")
-    ap.add_argument("--host", default="idle,busy",
+    ap.add_argument("--host", type=argtypes.listed(argtypes.one_of(("idle", "busy"), "host condition")),
+                    default="idle,busy",
                     help="host conditions, comma-separated: idle (as it is) and/or busy (a nice-19 "
                          "spinner per CPU, so no CPU sleeps between FUSE requests); default both")
     ap.add_argument("--seed000", action="store_true",
@@ -155,7 +156,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="simfs-bench-verbs-", dir="/var/tmp") as tmp:
         work = Path(tmp)
-        ok = a.seed000 or real_tree(a.tree, work, a.repeat, a.host.split(","))
+        ok = a.seed000 or real_tree(a.tree, work, a.repeat, a.host)
         seed000(work)
     if a.matrix:
         for tree in (None, a.tree):

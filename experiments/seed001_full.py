@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import runner, seed001, sizing
+from . import argtypes, runner, seed001, sizing
 
 SEED_FILES = 1_978_149          # files (not directories) of the seed's tree
 SEED_DIRS = 844_008
@@ -106,13 +106,6 @@ def table(rows: list[dict], tree: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def _positive(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"not a whole number of at least 1: {text!r}")
-    return int(text)
-
-
 def _fanout(text: str) -> tuple[int, int]:
     """An argparse type: LO,HI entries per directory, 1 <= LO <= HI."""
     lo, _, hi = text.partition(",")
@@ -121,32 +114,22 @@ def _fanout(text: str) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
-def _orders(text: str) -> list[str]:
-    """An argparse type: directory orders, comma-separated, each a registered one."""
-    from policies.dirorder import DIR_ORDERS
-    orders = text.split(",")
-    unknown = [o for o in orders if o not in DIR_ORDERS]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown directory order {unknown[0]!r}; "
-                                         f"choose from {', '.join(DIR_ORDERS)}")
-    return orders
-
-
 def main(argv=None) -> int:
     """The command: bad arguments, an image that cannot be made or written, a full disk are
     one line and exit status 2, and the run's images are removed; a signal stops it between
     two volume operations, the phases that ended kept in results.json."""
     from rich.console import Console
+    from policies.dirorder import DIR_ORDERS
     from simfs.errors import ImageError
     from simfs.fs.operation import Interrupted, deferred_signals, recorded_error
     from simfs.units import parse_size
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--files", type=_positive, default=WORKING_FILES,
+    ap.add_argument("--files", type=argtypes.positive, default=WORKING_FILES,
                     help="working files of the generated tree (.svn metadata comes on top)")
     ap.add_argument("--fanout", type=_fanout, default=FANOUT, help="entries per directory LO,HI "
                     "(default: the seed's files per directory; 5,30 is the readdir-order "
                     "experiment's tree)")
-    ap.add_argument("--orders", type=_orders, default="hash,linear,inode")
+    ap.add_argument("--orders", type=argtypes.listed(DIR_ORDERS.resolve), default="hash,linear,inode")
     ap.add_argument("--phases", default=",".join(PHASES))
     ap.add_argument("--out", default="results/seed001-full")
     ap.add_argument("--total-size", type=parse_size, default=None,

@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from experiments import argtypes
+
 TOLERANCE = 0.03
 UUID = "00000000-0000-0000-0000-00000000c0de"
 HASH_SEED = "00000000-0000-0000-0000-0000000d1e5e"
@@ -243,14 +245,19 @@ def tarball_of(tree: str | None, files: int, work: Path) -> Path:
 
 
 def main(argv=None) -> int:
+    import disk_models
+    from policies import ALLOCATORS
+    from policies.dirorder import DIR_ORDERS
+    from policies.writeback import WRITEBACK
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tree", help="a directory of this machine (default: a generated svn tree)")
-    ap.add_argument("--files", type=int, default=120, help="files of the generated tree")
-    ap.add_argument("--verbs", default=",".join(CASES))
-    ap.add_argument("--orders", default="hash,linear,inode")
-    ap.add_argument("--allocs", default="ext2,cg,first-free")
-    ap.add_argument("--disk", default="sas10k")
-    ap.add_argument("--writeback", default="async")
+    ap.add_argument("--tree", type=argtypes.directory,
+                    help="a directory of this machine (default: a generated svn tree)")
+    ap.add_argument("--files", type=argtypes.positive, default=120, help="files of the generated tree")
+    ap.add_argument("--verbs", type=argtypes.listed(argtypes.one_of(CASES, "verb")), default=",".join(CASES))
+    ap.add_argument("--orders", type=argtypes.listed(DIR_ORDERS.resolve), default="hash,linear,inode")
+    ap.add_argument("--allocs", type=argtypes.listed(ALLOCATORS.resolve), default="ext2,cg,first-free")
+    ap.add_argument("--disk", type=argtypes.checked(disk_models.make_disk), default="sas10k")
+    ap.add_argument("--writeback", type=argtypes.checked(WRITEBACK.resolve), default="async")
     ap.add_argument("--ops", action="store_true",
                     help="compare the operations asked (the mount's -o oplog= against the verb's), "
                          "operation for operation, instead of the timing")
@@ -259,9 +266,9 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "/var/tmp")) as tmp:
         work = Path(tmp)
         tar = tarball_of(a.tree, a.files, work)
-        for verb in a.verbs.split(","):
-            for alloc in a.allocs.split(","):
-                for order in a.orders.split(","):
+        for verb in a.verbs:
+            for alloc in a.allocs:
+                for order in a.orders:
                     opts = f"alloc={alloc},dirorder={order},disk={a.disk},writeback={a.writeback}"
                     if a.ops:
                         why = oplog_difference(*oplogs(CASES[verb], opts, tar, work))
