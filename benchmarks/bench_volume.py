@@ -2,7 +2,8 @@
 
 Run: python -m benchmarks.bench_volume [--files N] [--big-mib N]
 Prints files/s, MB/s, peak memory (ru_maxrss) and the CPU cost of single operations (getattr, a
-lookup that misses, a 4 KiB write over a block and one that allocates it). Real time on a shared
+lookup that misses, a 4 KiB write over a block and one that allocates it, a 4 KiB sequential
+read of a cached block: each call walks the read-ahead window again). Real time on a shared
 machine is noisy: compare runs side by side, not against a fixed figure.
 """
 
@@ -82,7 +83,8 @@ def per_op(vol, n: int = 20_000) -> dict[str, float]:
     return {"getattr": timed(lambda i: vol.getattr(f)),
             "lookup miss": timed(miss),
             "4K alloc": timed(lambda i: vol.write(f, i * 4096, page)),     # each a new block
-            "4K write": timed(lambda i: vol.write(f, i * 4096, page))}     # over those blocks
+            "4K write": timed(lambda i: vol.write(f, i * 4096, page)),     # over those blocks
+            "4K read": timed(lambda i: vol.read(f, i * 4096, 4096))}       # cached, in order
 
 
 if __name__ == "__main__":

@@ -120,19 +120,21 @@ def main(argv=None) -> int:
     two volume operations, the phases that ended kept in results.json."""
     from rich.console import Console
     from policies.dirorder import DIR_ORDERS
+    from simfs.cli.common import size_type
     from simfs.errors import ImageError
     from simfs.fs.operation import Interrupted, deferred_signals, recorded_error
-    from simfs.units import parse_size
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=argtypes.positive, default=WORKING_FILES,
                     help="working files of the generated tree (.svn metadata comes on top)")
     ap.add_argument("--fanout", type=_fanout, default=FANOUT, help="entries per directory LO,HI "
                     "(default: the seed's files per directory; 5,30 is the readdir-order "
                     "experiment's tree)")
-    ap.add_argument("--orders", type=argtypes.listed(DIR_ORDERS.resolve), default="hash,linear,inode")
-    ap.add_argument("--phases", default=",".join(PHASES))
+    ap.add_argument("--orders", type=argtypes.listed(DIR_ORDERS.resolve), default="hash,linear,inode",
+                    help="directory orders, comma-separated (default hash,linear,inode)")
+    ap.add_argument("--phases", default=",".join(PHASES),
+                    help=f"comma-separated, unpack first (default {','.join(PHASES)})")
     ap.add_argument("--out", default="results/seed001-full")
-    ap.add_argument("--total-size", type=parse_size, default=None,
+    ap.add_argument("--total-size", type=size_type, default=None,
                     help="bytes of the working files (svn's text-base copies double it); "
                          f"default: {SEED_TOTAL} (54 GB in all) with the default --files, "
                          "else the generator's own sizes")
