@@ -195,10 +195,14 @@ def test_every_example_and_seed_job_loads():
             assert exp.configs and exp.phases, p
 
 
-def test_the_readme_job_file_loads(tmp_path):
-    """README "Compare two policies on your own workload": its job file is a valid one."""
-    text = (REPO / "README.md").read_text()
-    start = text.index("```toml\n", text.index("## Compare two policies on your own workload")) + len("```toml\n")
+@pytest.mark.parametrize("doc, heading", [
+    ("README.md", "## Compare two policies on your own workload"),
+    ("docs/getting-started.md", "## 5. Your own A/B"),
+    ("docs/experiments.md", "## Job files")])
+def test_the_documented_job_file_loads(tmp_path, doc, heading):
+    """The A/B job file of README and of the manual (getting started, job files) is a valid one."""
+    text = (REPO / doc).read_text()
+    start = text.index("```toml\n", text.index(heading)) + len("```toml\n")
     job = tmp_path / "ab.toml"
     job.write_text(text[start:text.index("```", start)])
     exp = _compile(jobfile.load(job))
