@@ -23,17 +23,26 @@ os.environ["COLUMNS"] = "100"            # argparse wraps usage lines to the ter
 
 DOCS = Path(__file__).resolve().parent
 
-# the hand-written page that explains each command in depth (command -> page, anchor)
+# the hand-written pages that explain each command in depth (command -> "page#anchor", ...)
 TOPIC = {
-    "mkfs": "mounting.md#making-an-image", "mount": "mounting.md", "umount": "mounting.md",
-    "ctl": "statistics.md#phases-and-the-control-directory", "fsck": "durability.md",
-    "stats": "statistics.md", "compare": "experiments.md#simfs-compare",
-    "replay": "replay-and-verbs.md#record-and-replay", "verb": "replay-and-verbs.md#in-process-verbs",
-    "disks": "disk-models.md", "policies": "policies.md", "frag": "layout.md", "layout": "layout.md",
-    "install-helper": "mounting.md#mount-t-fusesimfs-and-fstab", "experiment": "experiments.md",
-    "lesson": "experiments.md#lessons", "report": "experiments.md#one-page-to-show-simfs-report",
-    "run": "experiments.md#job-files", "plot": "statistics.md#traces-and-plots",
+    "mkfs": ("mounting.md#making-an-image", "ext2-differences.md"),
+    "mount": ("mounting.md", "mount-options.md"), "umount": ("mounting.md",),
+    "ctl": ("statistics.md#phases-and-the-control-directory",), "fsck": ("durability.md",),
+    "stats": ("statistics.md",), "compare": ("experiments.md#simfs-compare",),
+    "replay": ("replay-and-verbs.md#record-and-replay",), "verb": ("replay-and-verbs.md#in-process-verbs",),
+    "disks": ("disk-models.md",), "policies": ("policies.md",), "frag": ("layout.md",), "layout": ("layout.md",),
+    "install-helper": ("mounting.md#mount-t-fusesimfs-and-fstab",), "experiment": ("experiments.md#experiments",),
+    "lesson": ("experiments.md#lessons", "lessons/README.md"),
+    "report": ("experiments.md#one-page-to-show-simfs-report",),
+    "run": ("experiments.md#job-files",), "plot": ("statistics.md#traces-and-plots",),
 }
+
+
+def page_title(target: str) -> str:
+    """The first heading of a hand-written page (a link to it is named after it)."""
+    text = (DOCS / target.split("#")[0]).read_text()
+    return next(line[2:].strip() for line in text.splitlines() if line.startswith("# "))
+
 
 _CODE = re.compile(r"(`[^`\n]*`)")
 
@@ -125,7 +134,8 @@ def command_pages() -> None:
         if aliases:
             page.insert(2, f"Also spelt `simfs {' '.join(aliases)}`.\n")
         if name in TOPIC:
-            page += ["", f"More in the manual: [{TOPIC[name].split('#')[0][:-3].replace('-', ' ')}](../{TOPIC[name]}).", ""]
+            links = ", ".join(f"[{page_title(t)}](../{t})" for t in TOPIC[name])
+            page += ["", f"More in the manual: {links}.", ""]
         with mkdocs_gen_files.open(f"commands/{name}.md", "w") as f:
             f.write("\n".join(page).rstrip() + "\n")
     with mkdocs_gen_files.open("commands/index.md", "w") as f:
