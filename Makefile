@@ -86,7 +86,7 @@ $(DOCS_STAMP): $(STAMP) setup.cfg
 	touch $@
 
 docs: $(DOCS_STAMP)
-	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(PY) -m mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(PY) -m mkdocs build --strict
 
 demo: $(STAMP) compiled
 	$(PY) -m experiments.demo
