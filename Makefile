@@ -2,7 +2,7 @@
 # The interpreter: the distribution's own python3 where there is one. Debian builds it with
 # profile-guided and link-time optimisation, linked statically; a default build from source
 # (pyenv's: no --enable-optimizations, a shared libpython) takes about a fifth more real time
-# for the same simulation (README, Speed). `make PYTHON=...` picks another.
+# for the same simulation (docs/speed.md). `make PYTHON=...` picks another.
 PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -47,7 +47,7 @@ $(STAMP): setup.cfg pyproject.toml $(EXAMPLE_PLUGINS)/setup.cfg $(EXAMPLE_PLUGIN
 	# the example plug-in package (entry points: allocator stride, dirorder newest-first,
 	# disk model ssd/x25-m); tests/mount/test_plugin_mount.py mounts with it
 	$(PY) -m pip install -q -e $(EXAMPLE_PLUGINS)
-	# /sbin/mount.fuse.simfs: `mount -t fuse.simfs` and fstab lines (root only; README)
+	# /sbin/mount.fuse.simfs: `mount -t fuse.simfs` and fstab lines (root only; docs/mounting.md)
 	if [ "$$(id -u)" = 0 ]; then $(PY) -m simfs.cli install-helper || echo "(mount -t fuse.simfs needs simfs install-helper)"; fi
 	touch $@
 

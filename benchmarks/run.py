@@ -1,5 +1,5 @@
 """`make bench`: every benchmark in turn, each in its own process (their figures are ratios
-measured side by side inside one run; see README, Tests)."""
+measured side by side inside one run; see benchmarks/README.md)."""
 
 import subprocess
 import sys

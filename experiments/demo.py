@@ -116,7 +116,7 @@ def main(argv=None) -> int:
     else:
         shutil.rmtree(work, ignore_errors=True)
         print(f"  Removed {work} (use --keep to keep the image and the daemon log).")
-    print("\nNext: README.md (quick tour, options, `simfs stats`), `make test` for the test suite.")
+    print("\nNext: docs/getting-started.md (a first mount, options, `simfs stats`), `make test` for the test suite.")
     return 0
 
 

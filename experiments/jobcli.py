@@ -35,8 +35,8 @@ DESCRIPTION = ("Run a job file (TOML): a workload, a matrix of configurations (m
                "options), phases (a shell command in the mount or an in-process verb, cold or not, with or "
                "without the write-back they leave) and the ratios to report. Each configuration gets a "
                "fresh image. Writes results.json, results.csv, table.md and PNG plots, and every finished "
-               "configuration to DIR/configs/ as it finishes. The format: README, \"Compare two policies "
-               "on your own workload\", and experiments/jobfile.py.")
+               "configuration to DIR/configs/ as it finishes. The format: docs/experiments.md, \"Job files\", "
+               "and experiments/jobfile.py.")
 
 
 def _seconds(text: str) -> float:

@@ -2,7 +2,7 @@
 
 A job file says what `experiments/seed00N.py` says in Python — a workload, a matrix of
 configurations, phases, ratios — so `simfs run JOB.toml` and `simfs experiment run NAME` share
-one runner. The format (README "Compare two policies on your own workload" has an example;
+one runner. The format (docs/experiments.md, "Job files", has an example;
 experiments/jobs/*.toml are the five seeds, examples/jobs/*.toml more):
 
     [job]       name (required), title, description, repetitions, seed, notes = [...]

@@ -8,7 +8,7 @@ it and `experiments.report` turns the measurements into tables and plots.
 * `Phase`   - one step, run cold: a real command against the mount (`kind="mount"`), or an
               in-process function on the unmounted image (`kind="volume"`, e.g. the fsck-like
               metadata scan). `drain` says whether the headline time includes writing back
-              what the command left dirty (see README "How phases are timed").
+              what the command left dirty (see docs/experiments.md, "How phases are timed").
 * `Compare` - a ratio between two configurations for one phase and metric, with the ratio
               the seed published beside it, the direction the effect must have (`expect`),
               and the reason the model's figure differs from the seed's (`explain`).

@@ -89,7 +89,7 @@ VERBS = {
                                         help="with --writes mmap: the page-cache model (default "
                                              "linux-2.6.29) and overrides "
                                              "(ram=6G, dirty_ratio=10, dirty_background_ratio=5, ...; "
-                                             "README: Page-cache write-back)"))]),
+                                             "docs/replay-and-verbs.md: Page-cache write-back)"))]),
 }
 
 # per verb: its --help examples, on an image made by `simfs mkfs disk.img 256M` holding src/ (the
@@ -125,7 +125,7 @@ def register(sub) -> None:
         formatter_class=Fmt,
         description="Run one of the seeds' tools on IMAGE in-process: the tool's system calls go "
                     "through a model of the kernel's FUSE client, so the volume receives what a "
-                    "mount of the real tool receives (the figures agree within 3%: README, "
+                    "mount of the real tool receives (the figures agree within 3%: docs/replay-and-verbs.md, "
                     "In-process verbs), seven to ten times faster on /usr/include. Each run is a cold mount: empty "
                     "caches at the start, the unmount's write-back at the end. Prints the "
                     "statistics (those -o stats= writes at unmount).",

@@ -1,4 +1,4 @@
-"""The experiments' and benchmarks' own commands (`python -m ...`, in README) refuse a bad
+"""The experiments' and benchmarks' own commands (`python -m ...`, in benchmarks/README.md) refuse a bad
 argument with argparse's one line and exit status 2 before any work: they used to start (a
 tarball of a missing tree, a run over an unknown verb) and stop half-way with a traceback."""
 

@@ -1,5 +1,5 @@
 """drop-caches reaches the drive: after `drop_buffer` a re-read is served by the media, not
-by the drive's read segments (README: the next phase starts cold everywhere)."""
+by the drive's read segments (docs/statistics.md: the next phase starts cold everywhere)."""
 
 import pytest
 

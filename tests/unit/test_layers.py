@@ -2,7 +2,7 @@
 
 Each module's imports (also those inside functions) are read with `ast`, and the layer they
 reach must be one its own layer may use. A lower layer that imported an upper one would be a
-call back up the data path (README, "Layout of the repository").
+call back up the data path (docs/design.md, "Layout of the repository").
 """
 
 import ast
