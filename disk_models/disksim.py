@@ -1,0 +1,363 @@
+"""A drive described by DiskSim 4.0 files (.parv -> .diskspecs -> .model, .seek): the rotating
+model, fed the drive's measured layout, seek curve, overheads and cache settings.
+
+    -o disk=disksim:PATH/cheetah9LP.parv       any DiskSim parameter file with one disk
+    -o disk=disksim-cheetah9lp                 the ten drives of DiskSim's validation suite,
+                                               files in disk_models/data/disksim/ (PROVENANCE.md)
+
+Why a subclass of RotatingDrive and not a second drive: the mechanisms are the same (zones,
+skews, rotation from absolute time, segmented read-ahead buffer, write-back cache); DiskSim's
+files only give them measured values, plus three mechanisms the datasheet presets did not need:
+a measured seek table (`seek.SeekTable`, `seek.HplSeek`), per-zone cylinders/skews/offsets
+(`layout.Layout` keyword arguments) and overheads that depend on the command and on the one
+before it (set per request below).
+
+Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
+
+  parameter (file)                             here
+  ---------------------------------------------------------------------------------------------
+  Block count, Number of data surfaces (.model) capacity, heads
+  Number of cylinders (.model)                 the seek curve's range (with the zones' last)
+  Zones: First/Last cylinder, Blocks per track Layout: per-zone cylinders (spare cylinders
+    Skew for track / cylinder switch            between zones count in seek distances), sectors
+    Offset of first block                       per track, skews and first-block angle in sectors
+  Number of spares, Sparing scheme, Rangesize  spares taken at the end of each zone (tracks x spt
+                                                for track sparing, per track for sector-per-track
+                                                sparing, sectors otherwise); NOT the exact spare
+                                                positions of each scheme
+  slips, defects                               NOT modelled: each slip shifts later blocks of its
+                                                zone by one sector (DiskSim remaps them); < 1% of
+                                                capacity, it moves angles, not seek distances
+  Empty space at zone front                    blocks skipped at the zone's start
+  LBN-to-PBN mapping scheme                    0 (normal) only; 1 (cylinder switches stay on
+                                                surface 1, Atlas 10K) is read as 0: NOT modelled
+  Seek type: extracted + Full seek curve       SeekTable: the .seek points, linear between them
+  Seek type: hpl / hplplus10, HPL seek          HplSeek: V2 + V3 sqrt(d) below V1 cylinders, else
+    equation values, First ten seek times        V4 + V5 d; first ten distances from the table
+  Single cylinder seek time                    used by hpl only (as DiskSim)
+  Average seek time, Full strobe seek time     NOT used by these seek types (DiskSim neither)
+  Add. write settling delay                    added to every non-zero write positioning; may be
+                                                negative (the table includes a read settle)
+  Head switch time                             positioning is max(seek, head switch)
+  Access time type                             trackSwitchPlusRotation only (the suite's type)
+  Rotation speed, Percent error in rpms        rpm; the error is 0 in every file: NOT modelled
+  Bulk sector transfer time + the bus's         per-sector bus time: the largest of the disk's and
+    Read/Write block transfer time               its bus's (DiskSim's disk_get_blktranstime)
+  Read hit/miss over. after read/write         command overhead, by hit/miss and previous command
+  Write hit/miss over. after read/write        write hit overheads when writes are cached
+  Read/Write completion overhead               added at the end of each command
+  Data preparation overhead, First reselect    added to reads: data prep on every read, reselect
+    overhead                                     on a read that went to the media
+  Other reselect, Read disconnect after read/  NOT modelled: bus-side work overlapped with the
+    write, Write disconnect, Extradisc *,        seek in DiskSim; non-zero only for the HP C2247A
+    Extra write disconnect, Minimum seek delay
+  Number of buffer segments, Segment size      the read segments (LRU), size in blocks
+  Maximum read-ahead                           read-ahead past the request's end, within a segment
+  Minimum read-ahead                           0 in every file: NOT modelled
+  Read-ahead over requested                    NOT distinguished: read-ahead always counts from
+                                                the request's end
+  Enable caching in buffer                     0: no read segments (no read hits)
+  Fast write level                             2: write-back (immediate report); 0 and 1: written
+                                                through. DiskSim's level 1 reports early only a write
+                                                appending to one still being written, which
+                                                one-at-a-time replay never gives
+  Maximum number of write segments             write-back holds at most this many segments
+  Combine seq writes                           the write cache merges adjacent writes (always)
+  Allow read hits on write data                reads hit dirty data (always)
+  Write hit stop prefetch, Buffer continuous   a new command stops read-ahead (always); read-
+    read, Stop prefetch in sector, Read-ahead    ahead continues while a stream reads on
+    on idle hit
+  Immed transfer partial hit                   a read inside the segment being read ahead waits
+                                                for the data (always)
+  Read any free blocks                         NOT modelled (zero-latency reads: IBM 18ES, Atlas
+                                                10K read a track's sectors in the order they pass)
+  Use separate write segment, Low/High water   NOT modelled: bus reconnection policy (the bus
+    mark, Set watermark by reqsize, Hold bus     transfer overlaps the media transfer from the
+    entire read/write xfer, Never disconnect,    first sector on)
+    Disconnect write if seek, Immediate buffer
+    read/write, Read directly to buffer
+  Allow almost/sneaky read hits, write         0 in every file: NOT modelled
+    prebuffering, Preseeking level
+  Calc sector by sector                        NOT modelled (DiskSim's own event granularity)
+  Per-request overhead, Time scale for         0 and 1 in every file: NOT modelled
+    overheads
+  Max queue length, Scheduler (disksim_ioqueue) one request at a time (the drive has no queue,
+                                                and validation replays one at a time)
+  Avg sectors per cylinder, Print stats        DiskSim bookkeeping: not needed
+"""
+
+from __future__ import annotations
+
+import os
+
+from .disksim_files import Block, DiskSimFileError, load_drive
+from .layout import Layout
+from .params import Param
+from .presets import Preset
+from .rotating import RotatingDrive
+from .seek import HplSeek, SeekTable
+
+MS = 1e-3
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "disksim")
+
+#: preset name -> (parameter file in DATA, DiskSim's name for the drive, capacity = Block count)
+DRIVES = {
+    "disksim-atlas_iii": ("atlas_III.parv", "Quantum Atlas III QM39100TD-SW", 17_783_250),
+    "disksim-barracuda": ("barracuda.parv", "Seagate Barracuda ST32171W", 4_110_000),
+    "disksim-cheetah4lp": ("cheetah4LP.parv", "Seagate Cheetah 4LP ST34501N", 8_887_200),
+    "disksim-cheetah9lp": ("cheetah9LP.parv", "Seagate Cheetah 9LP ST39102LW", 17_783_240),
+    "disksim-ibm18es": ("ibm18es.parv", "IBM Ultrastar 18ES DNES-309170W", 17_916_240),
+    "disksim-atlas10k": ("atlas10k.parv", "Quantum Atlas 10K (Tornado)", 17_938_986),
+    "disksim-hp_c2247a": ("hp_c2247a.parv", "HP C2247A", 2_054_864),
+    "disksim-hp_c3323a": ("hp_c3323a.parv", "HP C3323A", None),     # see CAPACITY_NOTE
+    "disksim-hp_c2490a": ("hp_c2490a.parv", "HP C2490A", 4_165_272),
+    "disksim-dec_rz26": ("dec_rz26.parv", "DEC RZ26", 2_050_860),
+}
+
+#: the HP C3323A's .model says Block count = 1743672, but its zones map more and its trace reads up
+#: to block 2049226; DiskSim serves what the zones map (it never checks Block count), so does this.
+CAPACITY_NOTE = {"disksim-hp_c3323a": (2_049_227, "[derived] blocks up to the trace's highest (2049226) as the zone "
+                                       "table maps them; the .model's Block count (1743672) is smaller than the "
+                                       "1 GB drive and DiskSim does not check it")}
+
+PARAMS = {"capacity": Param("capacity", int, "sectors", "the drive's Block count (from its .model file)", 1, 2**48)}
+
+_TRACK_SPARING, _SECTPERTRACK_SPARING = 1, 3
+
+
+def _preset(name: str, path: str, drive: str, capacity: int, why: str | None = None) -> Preset:
+    return Preset(name, "disksim", f"{drive} from DiskSim's validation suite (measured layout, seek curve, "
+                  "cache, overheads)", f"{drive}; DiskSim 4.0 parameters {path}",
+                  {"capacity": capacity},
+                  {"capacity": why or f"[read] Block count in the .model of {path} (DiskSim 4.0 validation "
+                                      "suite, disk_models/data/disksim/PROVENANCE.md)"})
+
+
+PRESETS = tuple(_preset(n, f"disk_models/data/disksim/{f}", d, c) if c else
+                _preset(n, f"disk_models/data/disksim/{f}", d, *CAPACITY_NOTE[n]) for n, (f, d, c) in DRIVES.items())
+
+_loaded: dict = {}
+
+
+def drive_files(path: str):
+    """load_drive(path), remembered per file and modification time (a preset is built often)."""
+    path = os.path.abspath(path)
+    try:
+        key = (path, os.stat(path).st_mtime_ns)
+    except OSError as e:
+        raise DiskSimFileError(f"cannot read {path}: {e.strerror or e}") from None
+    if key not in _loaded:
+        _loaded[key] = load_drive(path)
+    return _loaded[key]
+
+
+def source_of(preset: str) -> str:
+    """The parameter file a preset name stands for ("disksim:PATH" or a built-in preset)."""
+    if preset.startswith("disksim:"):
+        return preset.split(":", 1)[1]
+    if preset in DRIVES:
+        return os.path.join(DATA, DRIVES[preset][0])
+    raise ValueError(f"disk preset {preset!r} names no DiskSim parameter file")
+
+
+def _zones(model: Block, heads: int):
+    """Per-zone tables from a dm_layout_g1 block: spt, cylinders, first cylinders, skews,
+    offsets, blocks (spares at each zone's end)."""
+    layout = model.get("Layout Model")
+    if not isinstance(layout, Block) or layout.type != "dm_layout_g1":
+        raise DiskSimFileError(f"{model.where}: 'Layout Model' must be a dm_layout_g1 block")
+    zones = layout.get("Zones")
+    if not isinstance(zones, list) or not zones or not all(isinstance(z, Block) for z in zones):
+        raise DiskSimFileError(f"{layout.where}: 'Zones' must be a list of dm_layout_g1_zone blocks")
+    scheme = int(layout.num("Sparing scheme used", 0))
+    out = {k: [] for k in ("spt", "cyls", "first", "tsk", "csk", "off", "blocks")}
+    for z in zones:
+        c0, c1 = int(z.num("First cylinder number")), int(z.num("Last cylinder number"))
+        spt = int(z.num("Blocks per track"))
+        if c1 < c0 or spt < 1:
+            raise DiskSimFileError(f"{z.where}: a zone needs Last >= First cylinder and Blocks per track >= 1")
+        ncyl = c1 - c0 + 1
+        spares = int(z.num("Number of spares", 0))
+        if scheme == _TRACK_SPARING:
+            lost = spares * spt
+        elif scheme == _SECTPERTRACK_SPARING:
+            lost = spares * ncyl * heads
+        else:
+            lost = spares
+        lost += int(z.num("Empty space at zone front", 0))
+        out["spt"].append(spt)
+        out["cyls"].append(ncyl)
+        out["first"].append(c0)
+        out["tsk"].append(int(z.num("Skew for track switch", 0)))
+        out["csk"].append(int(z.num("Skew for cylinder switch", 0)))
+        out["off"].append(int(z.num("Offset of first block", 0)) + int(z.num("Empty space at zone front", 0)))
+        out["blocks"].append(max(1, ncyl * heads * spt - lost))
+    return out
+
+
+def _seek(mech: Block, files, cylinders: int):
+    kind = mech.get("Seek type")
+    if kind == "extracted":
+        d, t = files.seek
+        return SeekTable(d, [x * MS for x in t], cylinders)
+    if kind in ("hpl", "hplplus10"):
+        values = mech.get("HPL seek equation values")
+        first = mech.get("First ten seek times") if kind == "hplplus10" else None
+        try:
+            return HplSeek(values if isinstance(values, list) else [], first, mech.num("Single cylinder seek time"),
+                           cylinders)
+        except (TypeError, ValueError) as e:
+            raise DiskSimFileError(f"{mech.where}: {e}") from None
+    raise DiskSimFileError(f"{mech.where}: seek type {kind!r} is not modelled (extracted, hpl, hplplus10 are)")
+
+
+class DiskSimDrive(RotatingDrive):
+    """The rotating model with a DiskSim drive's measured parameters (see the module docstring)."""
+
+    model = "disksim"
+    summary = ("rotating drive from DiskSim 4.0 files: measured zones and skews, seek table, "
+               "per-command overheads, segmented cache (disk=disksim:PATH.parv)")
+    PARAMS = PARAMS
+    presets = PRESETS
+
+    @classmethod
+    def check_values(cls, values: dict) -> None:
+        pass
+
+    @classmethod
+    def preset_for(cls, path: str) -> Preset:
+        """The preset `disk=disksim:PATH` stands for: the file's drive, its Block count."""
+        if not path:
+            raise ValueError("disk=disksim:PATH needs the path of a DiskSim .parv file")
+        f = drive_files(path)
+        cap = int(f.model.num("Block count"))
+        return _preset(f"disksim:{path}", path, f.disk.name, cap)
+
+    def __init__(self, spec):
+        f = drive_files(source_of(spec.preset))
+        self.files = f
+        d, m = f.disk, f.model
+        mech = m.get("Mechanical Model")
+        if not isinstance(mech, Block):
+            raise DiskSimFileError(f"{m.where}: no 'Mechanical Model' block")
+        self.spec = spec
+        self.name = spec.name
+        heads = int(m.num("Number of data surfaces"))
+        if heads < 1:
+            raise DiskSimFileError(f"{m.where}: Number of data surfaces must be at least 1")
+        z = _zones(m, heads)
+        mapped = sum(z["blocks"])                  # what the zone table maps: DiskSim serves all of it
+        self.capacity = spec.values["capacity"]
+        if self.capacity > mapped:
+            raise ValueError(f"capacity={self.capacity} exceeds the {mapped} blocks the zones of "
+                             f"{f.disk.name} map")
+        self.offset = 0
+        self.sectors = self.capacity
+        self.rpm = mech.num("Rotation speed (in rpms)")
+        if not 100 <= self.rpm <= 100000:
+            raise DiskSimFileError(f"{mech.where}: Rotation speed {self.rpm} rpm is not a drive's")
+        self.t_rev = 60.0 / self.rpm
+        self._inv_rev = 1.0 / self.t_rev
+        self.head_switch = mech.num("Head switch time") * MS
+        self.write_settle = mech.num("Add. write settling delay", 0.0) * MS
+        try:
+            self.layout = Layout(mapped, heads, self.t_rev, z["spt"], z["cyls"], 0.0, 0.0, first_cyls=z["first"],
+                                 track_skews=z["tsk"], cyl_skews=z["csk"], first_offsets=z["off"],
+                                 zone_blocks=z["blocks"])
+        except ValueError as e:
+            raise DiskSimFileError(f"{m.where}: {e}") from None
+        ncyl = max(int(m.num("Number of cylinders")), self.layout.cylinders)   # HP C2490A: one more
+        self.seek = _seek(mech, f, ncyl)
+        # per-sector bus time: the slower of the disk's and its bus's (disk_get_blktranstime)
+        bulk = d.num("Bulk sector transfer time", 0.0)
+        self.bus_r = max(bulk, f.bus_read) * MS
+        self.bus_w = max(bulk, f.bus_write) * MS
+        self.iface = self.bus_r
+        n = lambda key: d.num(key, 0.0) * MS  # noqa: E731
+        # [previous command was a write][...]
+        self.ov_read_hit = (n("Read hit over. after read"), n("Read hit over. after write"))
+        self.ov_read_miss = (n("Read miss over. after read"), n("Read miss over. after write"))
+        self.ov_write_hit = (n("Write hit over. after read"), n("Write hit over. after write"))
+        self.ov_write_miss = (n("Write miss over. after read"), n("Write miss over. after write"))
+        self.ov_done_r = n("Read completion overhead")
+        self.ov_done_w = n("Write completion overhead")
+        self.ov_prep = n("Data preparation overhead")
+        self.ov_reselect = n("First reselect overhead")
+        self.ovh, self.ovh_hit = self.ov_read_miss[0], self.ov_read_hit[0]
+        cache_on = int(d.num("Enable caching in buffer", 1)) != 0
+        nseg = int(d.num("Number of buffer segments", 0))
+        seg = int(d.num("Segment size (in blks)", 0))
+        self.nseg = nseg if cache_on and nseg > 0 and seg > 0 else 0
+        self.seg_sectors = seg if self.nseg else 0
+        self.readahead = min(int(d.num("Maximum read-ahead (blks)", 0)), self.seg_sectors)
+        self.fast_write = int(d.num("Fast write level", 0))
+        self.wc_on = self.fast_write >= 1 and seg > 0
+        self.wc_sectors = seg * max(1, int(d.num("Maximum number of write segments", 1)))
+        self.reset()
+
+    def reset(self) -> None:
+        super().reset()
+        self._last_write = 0              # 1 when the previous command was a write
+
+    # -- requests -------------------------------------------------------------------------
+    def submit(self, op, lba, sectors, issue_time, sync=False):
+        w = self._last_write
+        if op == "W":
+            self.iface = self.bus_w
+            self.ovh_hit = self.ov_write_hit[w]
+            self.ovh = self.ov_write_hit[w] if self.fast_write else self.ov_write_miss[w]
+            r = super().submit(op, lba, sectors, issue_time, sync)
+            extra = self.ov_done_w
+            self._last_write = 1
+        else:
+            self.iface = self.bus_r
+            self.ovh_hit = self.ov_read_hit[w]
+            self.ovh = self.ov_read_miss[w]
+            r = super().submit(op, lba, sectors, issue_time, sync)
+            extra = self.ov_done_r + self.ov_prep + (0.0 if r.cache_hit else self.ov_reselect)
+            self._last_write = 0
+        if extra:
+            r.finish += extra
+            r.overhead += extra
+            self._host_free = r.finish
+        return r
+
+    def _position(self, t: float, lba: int, write: bool) -> tuple[float, float]:
+        """DiskSim's trackSwitchPlusRotation: max(seek, head switch), plus the write settle when
+        that is not zero, then the rotational wait."""
+        cyl, head, ang = self.layout.locate(lba)
+        d = cyl - self._cyl
+        seek = self.seek(d if d > 0 else -d) if d else 0.0
+        if head != self._head and self.head_switch > seek:
+            seek = self.head_switch
+        if write and seek:
+            seek += self.write_settle
+            if seek < 0.0:
+                seek = 0.0
+        self._cyl = cyl
+        self._head = head
+        w = (ang - (t + seek) * self._inv_rev) % 1.0
+        if w > 1.0 - 1e-7:
+            w = 0.0
+        return seek, w * self.t_rev
+
+    def derived(self) -> dict:
+        L = self.layout
+        ms = lambda s: round(s * 1e3, 4)  # noqa: E731
+        return {
+            "source": (self.files.path, "", "the DiskSim parameter file"),
+            "drive": (self.files.disk.name, "", "disksim_disk block"),
+            "revolution": (ms(self.t_rev), "ms", "60 / Rotation speed"),
+            "zones": (L.nzones, "", "from the .model file"),
+            "cylinders": (L.cylinders, "", "last zone's last cylinder + 1"),
+            "spt_od": (L.zspt[0], "sectors", "Blocks per track, first zone"),
+            "spt_id": (L.zspt[-1], "sectors", "Blocks per track, last zone"),
+            "seek_1": (ms(self.seek(1)), "ms", "one cylinder"),
+            "seek_full": (ms(self.seek(L.cylinders - 1)), "ms", "full stroke"),
+            "seek_mean": (ms(self.seek.mean_random_pairs()), "ms", "mean over random cylinder pairs"),
+            "bus_read": (ms(self.bus_r), "ms/sector", "max(Bulk sector transfer time, bus Read block transfer time)"),
+            "segments": (self.nseg, "", "Number of buffer segments (0: caching off)"),
+            "segment": (self.seg_sectors, "sectors", "Segment size (in blks)"),
+            "readahead": (self.readahead, "sectors", "Maximum read-ahead, within a segment"),
+            "write_back": (self.wc_on, "", "Fast write level 2"),
+        }
