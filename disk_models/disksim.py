@@ -64,9 +64,14 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
   Maximum number of write segments             write-back holds at most this many segments
   Combine seq writes                           the write cache merges adjacent writes (always)
   Allow read hits on write data                reads hit dirty data (always)
-  Write hit stop prefetch, Buffer continuous   a new command stops read-ahead (always); read-
-    read, Stop prefetch in sector, Read-ahead    ahead continues while a stream reads on
-    on idle hit
+  Buffer continuous read                       where read-ahead stops: 0 none; 1 the track's end;
+                                                2 the cylinder's end; 3 Maximum read-ahead past
+                                                the request; 4 DEC scheme: the end of the track
+                                                holding the next block, one track more when the
+                                                segment began on an earlier track (every mode
+                                                within one segment: older data is pushed out)
+  Write hit stop prefetch, Stop prefetch in    a new command stops read-ahead (always); read-
+    sector, Read-ahead on idle hit               ahead continues while a stream reads on
   Immed transfer partial hit                   a read inside the segment being read ahead waits
                                                 for the data (always)
   Read any free blocks                         NOT modelled (zero-latency reads: IBM 18ES, Atlas
@@ -290,10 +295,47 @@ class DiskSimDrive(RotatingDrive):
         self.nseg = nseg if cache_on and nseg > 0 and seg > 0 else 0
         self.seg_sectors = seg if self.nseg else 0
         self.readahead = min(int(d.num("Maximum read-ahead (blks)", 0)), self.seg_sectors)
+        self.contread = int(d.num("Buffer continuous read", 3))
+        if self.contread == 0:
+            self.readahead = 0
+        self._ra_rule = {1: self._ra_until_track, 2: self._ra_until_cyl, 4: self._ra_dec}.get(self.contread)
         self.fast_write = int(d.num("Fast write level", 0))
         self.wc_on = self.fast_write >= 1 and seg > 0
         self.wc_sectors = seg * max(1, int(d.num("Maximum number of write segments", 1)))
         self.reset()
+
+    def _ra_until_track(self, b: int) -> int:
+        """Buffer continuous read 1: on to the end of the track the head is on (b - 1's)."""
+        L = self.layout
+        z = L.zone(b - 1)
+        spt, zs = L.zspt[z], L.zstart[z]
+        end = zs + ((b - 1 - zs) // spt + 1) * spt
+        return min(b + self.readahead, end, L.zend[z])
+
+    def _ra_until_cyl(self, b: int) -> int:
+        """Buffer continuous read 2: on to the end of the cylinder the head is on."""
+        L = self.layout
+        z = L.zone(b - 1)
+        per = L.zspt[z] * L.heads
+        zs = L.zstart[z]
+        end = zs + ((b - 1 - zs) // per + 1) * per
+        return min(b + self.readahead, end, L.zend[z])
+
+    def _ra_dec(self, b: int) -> int:
+        """Buffer continuous read 4 (DiskSim's BUFFER_DEC_PREFETCH_SCHEME): to the end of the
+        track holding block b, and one track more when the segment began on an earlier track
+        (disk_buffer_get_max_readahead)."""
+        L = self.layout
+        if b >= L.capacity:
+            return b
+        z = L.zone(b)
+        spt, zs = L.zspt[z], L.zstart[z]
+        start = zs + ((b - zs) // spt) * spt
+        end = min(start + spt, L.zend[z])
+        seg = self._segs.find(b - 1) if self.nseg else None
+        if seg is not None and seg.start < start:
+            end += spt
+        return end
 
     def reset(self) -> None:
         super().reset()

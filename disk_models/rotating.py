@@ -46,6 +46,9 @@ class RotatingDrive(DiskModel):
     PARAMS = PARAMS
     #: logical sectors per physical sector
     phys = 1
+    #: where read-ahead after a read ending at b stops (None: b + readahead); a subclass's rule
+    #: (DiskSim's "Buffer continuous read": to the track's or cylinder's end, ...)
+    _ra_rule = None
 
     @classmethod
     def check_values(cls, values: dict) -> None:
@@ -154,7 +157,7 @@ class RotatingDrive(DiskModel):
             finish, wait = tav, tav - ready
         else:
             finish, wait = ready, 0.0
-        want = b + self.readahead
+        want = b + self.readahead if self._ra_rule is None else self._ra_rule(b)
         if want > self.capacity:
             want = self.capacity
         if want > seg.end:
@@ -205,7 +208,7 @@ class RotatingDrive(DiskModel):
                 seg = self._segs.allocate(a)
             else:
                 self._segs.touch(seg)
-            want = b + self.readahead
+            want = b + self.readahead if self._ra_rule is None else self._ra_rule(b)
             if want > self.capacity:
                 want = self.capacity
             seg.end = want if want > b else b
