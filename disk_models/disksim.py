@@ -76,11 +76,17 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
                                                 for the data (always)
   Read any free blocks                         NOT modelled (zero-latency reads: IBM 18ES, Atlas
                                                 10K read a track's sectors in the order they pass)
-  Use separate write segment, Low/High water   NOT modelled: bus reconnection policy (the bus
-    mark, Set watermark by reqsize, Hold bus     transfer overlaps the media transfer from the
-    entire read/write xfer, Never disconnect,    first sector on)
-    Disconnect write if seek, Immediate buffer
-    read/write, Read directly to buffer
+  High (read) water mark, Set watermark by     a read that goes to the media reconnects to the
+    reqsize                                      bus once this fraction of the request is in the
+                                                buffer, then sends it all at the bus rate
+  Low (write) water mark, Hold bus entire      a written-through write starts on the media once
+    write xfer                                   this fraction of its data is in (all of it when
+                                                the bus is held for the whole write), and never
+                                                overtakes the bus; else it waits a revolution
+  Use separate write segment, Hold bus entire  NOT modelled: bus reconnection details (a read's
+    read xfer, Never disconnect, Disconnect      bus transfer overlaps its media transfer once the
+    write if seek, Immediate buffer read/write,  high water mark is reached)
+    Read directly to buffer
   Allow almost/sneaky read hits, write         0 in every file: NOT modelled
     prebuffering, Preseeking level
   Calc sector by sector                        NOT modelled (DiskSim's own event granularity)
@@ -289,6 +295,10 @@ class DiskSimDrive(RotatingDrive):
         self.ov_prep = n("Data preparation overhead")
         self.ov_reselect = n("First reselect overhead")
         self.ovh, self.ovh_hit = self.ov_read_miss[0], self.ov_read_hit[0]
+        self.low_water = d.num("Low (write) water mark", 0.0) if int(d.num("Set watermark by reqsize", 1)) else 0.0
+        if int(d.num("Hold bus entire write xfer", 0)):
+            self.low_water = 1.0          # the data comes in one bus tenure, before the write
+        self.high_water = d.num("High (read) water mark", 0.0) if int(d.num("Set watermark by reqsize", 1)) else 0.0
         cache_on = int(d.num("Enable caching in buffer", 1)) != 0
         nseg = int(d.num("Number of buffer segments", 0))
         seg = int(d.num("Segment size (in blks)", 0))
@@ -339,6 +349,7 @@ class DiskSimDrive(RotatingDrive):
 
     def reset(self) -> None:
         super().reset()
+        self._wdata = 0.0                 # bus time of the data of a written-through write
         self._last_write = 0              # 1 when the previous command was a write
 
     # -- requests -------------------------------------------------------------------------
@@ -346,6 +357,7 @@ class DiskSimDrive(RotatingDrive):
         w = self._last_write
         if op == "W":
             self.iface = self.bus_w
+            self._wdata = 0.0 if self.wc_on and not sync else sectors * self.bus_w
             self.ovh_hit = self.ov_write_hit[w]
             self.ovh = self.ov_write_hit[w] if self.fast_write else self.ov_write_miss[w]
             r = super().submit(op, lba, sectors, issue_time, sync)
@@ -357,12 +369,43 @@ class DiskSimDrive(RotatingDrive):
             self.ovh = self.ov_read_miss[w]
             r = super().submit(op, lba, sectors, issue_time, sync)
             extra = self.ov_done_r + self.ov_prep + (0.0 if r.cache_hit else self.ov_reselect)
+            if self.high_water and not r.cache_hit:
+                # the drive reconnects once high_water x the request is in the buffer, then sends
+                # it all at the bus rate (Set watermark by reqsize)
+                t1 = r.finish - r.interface - r.transfer          # first sector under the head
+                send = t1 + r.transfer * self.high_water + sectors * self.iface
+                end = t1 + r.transfer
+                finish = send if send > end else end
+                if finish > r.finish:
+                    r.interface += finish - r.finish
+                    r.finish = finish
+                    self._host_free = finish
             self._last_write = 0
         if extra:
             r.finish += extra
             r.overhead += extra
             self._host_free = r.finish
         return r
+
+    def _media_write(self, a: int, b: int, t: float):
+        """A written-through write: the head positions while the data crosses the bus, but a
+        sector is written only once it is in the buffer, so the first sector can pass under the
+        head only after the whole request has come over the bus (else a revolution later)."""
+        seek, rot = self._position(t, a, True)
+        L = self.layout
+        xfer = L.stream_time(a, b)
+        if self._wdata:
+            n = b - a
+            first = max(1, -(-int(self.low_water * n * 1000) // 1000))    # ceil, float-safe
+            # the first sector once `first` sectors are in (Low water mark x request), and the
+            # media write never overtakes the bus
+            ready = t + max(first * self._wdata / n, self._wdata - xfer + xfer / n)
+            start = t + seek + rot
+            if start < ready:
+                rot += -(-(ready - start) // self.t_rev) * self.t_rev
+        self._cyl, self._head = L.track(b - 1)
+        self._cursor = b
+        return seek, rot, xfer, 0.0, t + seek + rot + xfer
 
     def _position(self, t: float, lba: int, write: bool) -> tuple[float, float]:
         """DiskSim's trackSwitchPlusRotation: max(seek, head switch), plus the write settle when
