@@ -16,6 +16,7 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
 
   parameter (file)                             here
   ---------------------------------------------------------------------------------------------
+  Model, Layout Model, Mechanical Model        the blocks read (dm_disk, dm_layout_g1, dm_mech_g1)
   Block count, Number of data surfaces (.model) capacity, heads
   Number of cylinders (.model)                 the seek curve's range (with the zones' last)
   Zones: First/Last cylinder, Blocks per track Layout: per-zone cylinders (spare cylinders
@@ -134,6 +135,43 @@ CAPACITY_NOTE = {"disksim-hp_c3323a": (2_049_227, "[derived] blocks up to the tr
 PARAMS = {"capacity": Param("capacity", int, "sectors", "the drive's Block count (from its .model file)", 1, 2**48)}
 
 _TRACK_SPARING, _SECTPERTRACK_SPARING = 1, 3
+
+_USED, _NOT = "used", "not modelled"
+#: every parameter of a DiskSim drive (disksim_disk, dm_disk, dm_layout_g1, its zones, dm_mech_g1)
+#: -> used / not modelled; the module docstring says how each is used or what it does in DiskSim
+PARAMETERS = {
+    **dict.fromkeys(("Block count", "Number of data surfaces", "Number of cylinders", "Layout Model",
+                     "Mechanical Model", "Sparing scheme used", "Rangesize for sparing", "Zones",
+                     "First cylinder number", "Last cylinder number", "Blocks per track", "Offset of first block",
+                     "Empty space at zone front", "Skew for track switch", "Skew for cylinder switch",
+                     "Number of spares", "Access time type", "Seek type", "Single cylinder seek time",
+                     "Full seek curve", "HPL seek equation values", "First ten seek times",
+                     "Add. write settling delay", "Head switch time", "Rotation speed (in rpms)", "Model",
+                     "Bulk sector transfer time", "Read hit over. after read", "Read hit over. after write",
+                     "Read miss over. after read", "Read miss over. after write", "Write hit over. after read",
+                     "Write hit over. after write", "Write miss over. after read", "Write miss over. after write",
+                     "Read completion overhead", "Write completion overhead", "Data preparation overhead",
+                     "First reselect overhead", "Number of buffer segments", "Segment size (in blks)",
+                     "Maximum read-ahead (blks)", "Enable caching in buffer", "Buffer continuous read",
+                     "Fast write level", "Maximum number of write segments", "Combine seq writes",
+                     "Allow read hits on write data", "Write hit stop prefetch", "Immed transfer partial hit",
+                     "High (read) water mark", "Low (write) water mark", "Set watermark by reqsize",
+                     "Hold bus entire write xfer", "Max queue length"), _USED),
+    **dict.fromkeys(("slips", "defects", "LBN-to-PBN mapping scheme", "Average seek time", "Full strobe seek time",
+                     "Percent error in rpms", "Other reselect overhead", "Read disconnect afterread",
+                     "Read disconnect afterwrite", "Write disconnect overhead", "Extra write disconnect",
+                     "Extradisc command overhead", "Extradisc disconnect overhead",
+                     "Extradisc inter-disconnect delay", "Extradisc 2nd disconnect overhead",
+                     "Extradisc seek delta", "Minimum seek delay", "Minimum read-ahead (blks)",
+                     "Read-ahead over requested", "Stop prefetch in sector", "Read-ahead on idle hit",
+                     "Read any free blocks", "Use separate write segment", "Hold bus entire read xfer",
+                     "Never disconnect", "Disconnect write if seek", "Immediate buffer read",
+                     "Immediate buffer write", "Read directly to buffer", "Allow almost read hits",
+                     "Allow sneaky full read hits", "Allow sneaky partial read hits",
+                     "Allow sneaky intermediate read hits", "Allow write prebuffering", "Preseeking level",
+                     "Calc sector by sector", "Per-request overhead time", "Time scale for overheads",
+                     "Scheduler", "Avg sectors per cylinder", "Print stats"), _NOT),
+}
 
 
 def _preset(name: str, path: str, drive: str, capacity: int, why: str | None = None) -> Preset:

@@ -1,0 +1,194 @@
+"""DiskSim drive files: the reader, the drives built from them, the seek table, and validation
+against two of DiskSim's measured traces (bounds recorded from results/summary's run)."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from disk_models import PRESETS, make_disk, resolve
+from disk_models.disksim import DATA, DRIVES, PARAMETERS, DiskSimDrive, drive_files
+from disk_models.disksim_files import Block, DiskSimFileError, read_param_file, read_seek_file
+from disk_models.seek import SeekTable
+from disk_models.validate import (distribution, read_disksim_output, read_trace, rms_distance,
+                                  validate)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+#: simfs's demerit (ms) in the run committed to results/summary ("DiskSim's validation suite")
+RECORDED = {"disksim-cheetah9lp": 0.133, "disksim-hp_c3323a": 0.236}
+
+
+@pytest.mark.parametrize("preset", sorted(RECORDED))
+def test_validation_demerit_stays_within_the_recorded_bound(preset):
+    stem = DRIVES[preset][0][:-5]
+    v = validate(make_disk(preset), os.path.join(DATA, f"{stem}.trace"))
+    assert v.requests == len(read_trace(os.path.join(DATA, f"{stem}.trace")).ops)
+    assert v.demerit <= RECORDED[preset] + 0.0005, v.demerit
+    # the simulated distribution is a drive's: means within 5% of the measured one
+    assert abs(v.simulated["mean"] - v.measured["mean"]) < 0.05 * v.measured["mean"]
+
+
+def test_demerit_reproduces_disksims_rms():
+    """DiskSim's own output for cheetah9LP (disksim-output/): our binning of the measured trace is
+    the distribution DiskSim printed, and rms between DiskSim's and the trace's is DiskSim's
+    printed rms = 0.107098 (third_party README)."""
+    outv = os.path.join(DATA, "disksim-output", "cheetah9LP.outv")
+    meas = read_trace(os.path.join(DATA, "cheetah9LP.trace")).measured
+    x, y = distribution(meas)
+    xv, yv = read_disksim_output(outv, "VALIDATE Trace access time distribution")
+    assert np.array_equal(x, xv) and np.array_equal(y, yv)
+    xs, ys = read_disksim_output(outv)
+    assert round(rms_distance(xs, ys, x, y), 6) == 0.107098
+    assert rms_distance(x, y, x, y) == 0.0
+
+
+def test_every_parameter_of_the_ten_drives_is_used_or_listed():
+    seen = set()
+
+    def walk(b):
+        for k, v in b.items():
+            seen.add(k)
+            if isinstance(v, Block) and k != "Scheduler":
+                walk(v)
+            for x in v if isinstance(v, list) else ():
+                if isinstance(x, Block):
+                    walk(x)
+
+    for name, (f, _, _) in DRIVES.items():
+        walk(drive_files(os.path.join(DATA, f)).disk)
+    assert seen - set(PARAMETERS) == set()
+    import disk_models.disksim as mod
+    for key in PARAMETERS:                  # and the docstring says something about each
+        words = key.split(" (")[0].split()
+        assert any(w in mod.__doc__ for w in words), key
+
+
+@pytest.mark.parametrize("preset", sorted(DRIVES))
+def test_presets_come_from_the_files(preset):
+    d = make_disk(preset)
+    assert isinstance(d, DiskSimDrive) and PRESETS[preset].kind == "disksim"
+    f = d.files
+    model = f.model
+    zones = model["Layout Model"]["Zones"]
+    assert d.layout.zspt[0] == zones[0]["Blocks per track"]
+    assert d.layout.zcyl0[-1] == zones[d.layout.nzones - 1]["First cylinder number"]
+    assert d.rpm == model["Mechanical Model"]["Rotation speed (in rpms)"]
+    if preset != "disksim-hp_c3323a":
+        assert d.sectors == model["Block count"]
+    assert set(resolve(preset).provenance) == {"capacity"}
+    lbas = read_trace(os.path.join(DATA, f"{DRIVES[preset][0][:-5]}.trace"), d.sectors).lbas
+    assert len(lbas) > 7000
+
+
+def test_disksim_path_spec_builds_the_same_drive():
+    a = make_disk("disksim-cheetah9lp")
+    b = make_disk(f"disksim:{os.path.join(DATA, 'cheetah9LP.parv')}")
+    assert b.sectors == a.sectors and b.layout.zspt == a.layout.zspt
+    ra = [a.submit("R", x, 8, i * 0.02).finish for i, x in enumerate(range(0, 10**7, 997_001))]
+    rb = [b.submit("R", x, 8, i * 0.02).finish for i, x in enumerate(range(0, 10**7, 997_001))]
+    assert ra == rb
+
+
+# -- the seek table ---------------------------------------------------------------------------
+@st.composite
+def tables(draw):
+    n = draw(st.integers(2, 30))
+    dists = sorted(draw(st.sets(st.integers(1, 5000), min_size=n, max_size=n)))
+    steps = draw(st.lists(st.floats(0, 3, allow_nan=False), min_size=n, max_size=n))
+    times = list(np.cumsum(steps) * 1e-3 + 0.5e-3)
+    return dists, times
+
+
+@settings(max_examples=60, deadline=None)
+@given(tables(), st.lists(st.integers(1, 6000), min_size=2, max_size=40))
+def test_seek_table_is_monotone_and_passes_through_its_points(table, probes):
+    dists, times = table
+    s = SeekTable(dists, times, 6001)
+    for d, t in zip(dists, times):
+        assert s(d) == t
+    probes = sorted(probes)
+    got = [s(d) for d in probes]
+    assert all(b >= a - 1e-15 for a, b in zip(got, got[1:]))
+    assert s(0) == 0.0
+
+
+@pytest.mark.parametrize("stem", ["cheetah9LP", "atlas10k", "hp_c3323a_validate"])
+def test_measured_tables_interpolate_between_neighbours(stem):
+    dists, times = read_seek_file(os.path.join(DATA, f"{stem}.seek"))
+    s = SeekTable(dists, [t * 1e-3 for t in times], dists[-1] + 1)
+    for (d1, t1), (d2, t2) in zip(zip(dists, times), zip(dists[1:], times[1:])):
+        assert s(d1) == pytest.approx(t1 * 1e-3)
+        mid = s((d1 + d2) // 2)
+        assert min(t1, t2) * 1e-3 - 1e-12 <= mid <= max(t1, t2) * 1e-3 + 1e-12
+
+
+# -- bad input: one line, exit status 2 -----------------------------------------------------------
+def _simfs(*argv):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "simfs.cli", "disks", "validate", *argv],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def _copy_drive(tmp_path, edit=None):
+    for name in ("cheetah9LP.parv", "cheetah9LP.diskspecs", "cheetah9LP.model", "cheetah9LP.seek"):
+        text = open(os.path.join(DATA, name), encoding="latin-1").read()
+        if edit and name.endswith(edit[0]):
+            assert edit[1] in text
+            text = text.replace(edit[1], edit[2], 1)
+        (tmp_path / name).write_text(text, encoding="latin-1")
+    return str(tmp_path / "cheetah9LP.parv")
+
+
+def _trace(tmp_path, text):
+    p = tmp_path / "t.trace"
+    p.write_text(text)
+    return str(p)
+
+
+CASES = {
+    "parv": (("parv", "disksim_global Global {", "disksim_global Global"), None, "expected a block"),
+    "model": (("model", "Number of data surfaces = 12,", "Number of data surfaces = twelve,"), None, "must be a number"),
+    "seek": (("seek", "2,\t1.00300", "2,\tslow"), None, "cheetah9LP.seek:3"),
+    "trace-fields": (None, "R Hit 10 4 1.0\n", "expected 6 fields"),
+    "trace-op": (None, "Q Hit 10 4 1.0 2.0\n", "must be R or W"),
+    "trace-outside": (None, "R Hit 0 4 1.0 2.0\nW Miss 17783240 8 1.0 2.0\n", "outside the drive"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_malformed_input_is_one_line_and_status_2(tmp_path, case):
+    edit, trace, expect = CASES[case]
+    parv = _copy_drive(tmp_path, edit)
+    tr = _trace(tmp_path, trace) if trace else os.path.join(DATA, "cheetah9LP.trace")
+    r = _simfs(tr, "--disk", f"disksim:{parv}")
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert expect in r.stderr
+
+
+def test_the_good_copy_validates_through_the_cli(tmp_path):
+    parv = _copy_drive(tmp_path)
+    tr = _trace(tmp_path, "".join(open(os.path.join(DATA, "cheetah9LP.trace")).readlines()[:300]))
+    r = _simfs(tr, "--disk", f"disksim:{parv}", "--json")
+    assert r.returncode == 0, r.stderr
+    import json
+    doc = json.loads(r.stdout)
+    assert doc["requests"] == 300 and doc["demerit_ms"] >= 0 and set(doc["simfs_ms"]) == {"mean", "p50", "p90", "p99"}
+
+
+def test_parser_errors_name_file_and_line(tmp_path):
+    p = tmp_path / "x.parv"
+    p.write_text("disksim_disk D {\n  Model = source missing.model,\n}\n")
+    with pytest.raises(DiskSimFileError) as e:
+        read_param_file(str(p))
+    assert "missing.model" in str(e.value) and "\n" not in str(e.value)
+    p.write_text("disksim_disk D {\n  a = 1,\n  b = [ 1, 2\n")
+    with pytest.raises(DiskSimFileError) as e:
+        read_param_file(str(p))
+    assert "x.parv:" in str(e.value)
