@@ -407,12 +407,15 @@ class DiskSimDrive(RotatingDrive):
             self.ovh = self.ov_read_miss[w]
             r = super().submit(op, lba, sectors, issue_time, sync)
             extra = self.ov_done_r + self.ov_prep + (0.0 if r.cache_hit else self.ov_reselect)
-            if self.high_water and not r.cache_hit:
-                # the drive reconnects once high_water x the request is in the buffer, then sends
-                # it all at the bus rate (Set watermark by reqsize)
+            if not r.cache_hit and r.transfer > 0.0:
+                # the drive reconnects once high_water x the request (at least its first sector)
+                # is in the buffer, then sends it all at the bus rate (Set watermark by reqsize);
+                # the last sector goes out after it is read
                 t1 = r.finish - r.interface - r.transfer          # first sector under the head
-                send = t1 + r.transfer * self.high_water + sectors * self.iface
-                end = t1 + r.transfer
+                first = r.transfer * self.high_water
+                one = r.transfer / sectors
+                send = t1 + (first if first > one else one) + sectors * self.iface
+                end = t1 + r.transfer + self.iface
                 finish = send if send > end else end
                 if finish > r.finish:
                     r.interface += finish - r.finish
