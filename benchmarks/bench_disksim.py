@@ -43,7 +43,10 @@ def build_disksim(tarball: str, work: str) -> str:
     try:
         with tarfile.open(tarball) as t:
             top = t.getnames()[0].split("/")[0]
-            t.extractall(work, filter="data")
+            if hasattr(tarfile, "data_filter"):          # Python >= 3.11.4: refuse unsafe members
+                t.extractall(work, filter="data")
+            else:
+                t.extractall(work)
     except (OSError, tarfile.TarError) as e:
         fail(f"cannot unpack {tarball}: {e}")
     root = os.path.join(work, top)

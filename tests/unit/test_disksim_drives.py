@@ -192,3 +192,17 @@ def test_parser_errors_name_file_and_line(tmp_path):
     with pytest.raises(DiskSimFileError) as e:
         read_param_file(str(p))
     assert "x.parv:" in str(e.value)
+
+
+def test_disks_show_and_probe_of_a_disksim_preset(capsys):
+    import argparse
+    from simfs.cli import disks as cli_disks
+
+    parser = argparse.ArgumentParser(prog="simfs")
+    cli_disks.register(parser.add_subparsers(dest="command"))
+    for argv, expect in ((["disks", "show", "disksim-ibm18es"], "Block count"),
+                         (["disks", "probe", "disksim-ibm18es"], "simfs disks validate")):
+        args = parser.parse_args(argv)
+        assert args.func(args) == 0
+        out, err = capsys.readouterr()
+        assert expect in out and not err
