@@ -72,7 +72,11 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
                                                 segment began on an earlier track (every mode
                                                 within one segment: older data is pushed out)
   Write hit stop prefetch, Stop prefetch in    a new command stops read-ahead (always); read-
-    sector, Read-ahead on idle hit               ahead continues while a stream reads on
+    sector                                       ahead continues while a stream reads on, and a
+                                                hit restarts it (DiskSim raises the segment's
+                                                read-ahead target on every read)
+  Read-ahead on idle hit                       NOT used by DiskSim either: it checks the value
+                                                and ignores it (readaheadifidle, "obsolete")
   Immed transfer partial hit                   a read inside the segment being read ahead waits
                                                 for the data (always)
   Read any free blocks                         NOT modelled (zero-latency reads: IBM 18ES, Atlas
