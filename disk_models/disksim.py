@@ -190,17 +190,23 @@ PRESETS = tuple(_preset(n, f"disk_models/data/disksim/{f}", d, c) if c else
                 _preset(n, f"disk_models/data/disksim/{f}", d, *CAPACITY_NOTE[n]) for n, (f, d, c) in DRIVES.items())
 
 _loaded: dict = {}
+_given: dict = {}
 
 
 def drive_files(path: str):
-    """load_drive(path), remembered per file and modification time (a preset is built often)."""
-    path = os.path.abspath(path)
+    """load_drive(path), remembered per file and modification time (a preset is built often),
+    and per path as given: the mount daemon checks `disk=disksim:PATH` before it forks and
+    changes to /, where a relative PATH no longer names the file."""
+    full = os.path.abspath(path)
     try:
-        key = (path, os.stat(path).st_mtime_ns)
+        key = (full, os.stat(full).st_mtime_ns)
     except OSError as e:
-        raise DiskSimFileError(f"cannot read {path}: {e.strerror or e}") from None
+        if path in _given:
+            return _given[path]
+        raise DiskSimFileError(f"cannot read {full}: {e.strerror or e}") from None
     if key not in _loaded:
-        _loaded[key] = load_drive(path)
+        _loaded[key] = load_drive(full)
+    _given[path] = _loaded[key]
     return _loaded[key]
 
 

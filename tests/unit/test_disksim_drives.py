@@ -206,3 +206,14 @@ def test_disks_show_and_probe_of_a_disksim_preset(capsys):
         assert args.func(args) == 0
         out, err = capsys.readouterr()
         assert expect in out and not err
+
+
+def test_relative_path_still_works_after_the_daemon_changes_directory(tmp_path, monkeypatch):
+    """simfs mount checks -o disk=disksim:REL.parv, then its daemon forks and changes to /."""
+    parv = _copy_drive(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    rel = os.path.basename(parv)
+    a = make_disk(f"disksim:{rel}")
+    monkeypatch.chdir("/")
+    b = make_disk(f"disksim:{rel}")
+    assert b.sectors == a.sectors and b.submit("R", 1000, 8, 0.0).finish == a.submit("R", 1000, 8, 0.0).finish
