@@ -105,9 +105,12 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 
+from . import disksim_map as dmap
 from .disksim_files import Block, DiskSimFileError, load_drive
 from .layout import Layout
+from .base import DiskModel
 from .params import Param
 from .presets import Preset
 from .rotating import RotatingDrive
@@ -221,7 +224,7 @@ def source_of(preset: str) -> str:
 
 def _zones(model: Block, heads: int):
     """Per-zone tables from a dm_layout_g1 block: spt, cylinders, first cylinders, skews,
-    offsets, blocks (spares at each zone's end)."""
+    first-block offsets, physical sectors and LBNs, and the zone's LBN -> physical map."""
     layout = model.get("Layout Model")
     if not isinstance(layout, Block) or layout.type != "dm_layout_g1":
         raise DiskSimFileError(f"{model.where}: 'Layout Model' must be a dm_layout_g1 block")
@@ -229,7 +232,10 @@ def _zones(model: Block, heads: int):
     if not isinstance(zones, list) or not zones or not all(isinstance(z, Block) for z in zones):
         raise DiskSimFileError(f"{layout.where}: 'Zones' must be a list of dm_layout_g1_zone blocks")
     scheme = int(layout.num("Sparing scheme used", 0))
-    out = {k: [] for k in ("spt", "cyls", "first", "tsk", "csk", "off", "blocks")}
+    if scheme not in dmap.SCHEMES:
+        raise DiskSimFileError(f"{layout.where}: Sparing scheme used = {scheme} is not one of DiskSim's (0-10)")
+    rangesize = int(layout.num("Rangesize for sparing", 1))
+    out = {k: [] for k in ("spt", "cyls", "first", "tsk", "csk", "off", "sectors", "blocks", "maps")}
     for z in zones:
         c0, c1 = int(z.num("First cylinder number")), int(z.num("Last cylinder number"))
         spt = int(z.num("Blocks per track"))
@@ -237,20 +243,22 @@ def _zones(model: Block, heads: int):
             raise DiskSimFileError(f"{z.where}: a zone needs Last >= First cylinder and Blocks per track >= 1")
         ncyl = c1 - c0 + 1
         spares = int(z.num("Number of spares", 0))
-        if scheme == _TRACK_SPARING:
-            lost = spares * spt
-        elif scheme == _SECTPERTRACK_SPARING:
-            lost = spares * ncyl * heads
-        else:
-            lost = spares
-        lost += int(z.num("Empty space at zone front", 0))
+        dead = int(z.num("Empty space at zone front", 0))
+        slips = z.get("slips", [])
+        if not isinstance(slips, list) or not all(isinstance(x, int) and x >= 0 for x in slips):
+            raise DiskSimFileError(f"{z.where}: 'slips' must be a list of non-negative whole numbers")
+        blocks = dmap.blocks_in_zone(scheme, ncyl, heads, spt, dead, spares, len(slips), rangesize)
+        if blocks < 1 or (scheme in (dmap.SECTPERTRACK,) and spares >= spt):
+            raise DiskSimFileError(f"{z.where}: the zone's spares and dead space leave it no blocks")
         out["spt"].append(spt)
         out["cyls"].append(ncyl)
         out["first"].append(c0)
         out["tsk"].append(int(z.num("Skew for track switch", 0)))
         out["csk"].append(int(z.num("Skew for cylinder switch", 0)))
-        out["off"].append(int(z.num("Offset of first block", 0)) + int(z.num("Empty space at zone front", 0)))
-        out["blocks"].append(max(1, ncyl * heads * spt - lost))
+        out["off"].append(int(z.num("Offset of first block", 0)))
+        out["sectors"].append(ncyl * heads * spt)
+        out["blocks"].append(blocks)
+        out["maps"].append(dmap.Zone(scheme, heads, spt, dead, spares, slips, rangesize))
     return out
 
 
@@ -270,10 +278,44 @@ def _seek(mech: Block, files, cylinders: int):
     raise DiskSimFileError(f"{mech.where}: seek type {kind!r} is not modelled (extracted, hpl, hplplus10 are)")
 
 
+class _Layout(Layout):
+    """The drive's physical layout; a transfer across a hole with no blocks (spare tracks and
+    cylinders at a zone's end, a slipped track) repositions as DiskSim does: seek or head
+    switch to the next block, then the rotational wait for it."""
+
+    holes: list = []
+    jump = None
+
+    def set_holes(self, holes, seek, head_switch):
+        self.holes = holes
+        self._h0 = [h[0] for h in holes]
+        self._seekf = seek
+        self._hsw = head_switch
+
+    def stream_time(self, a: int, b: int) -> float:
+        if self.holes:
+            i = bisect_right(self._h0, a)
+            if i < len(self._h0) and self._h0[i] < b:
+                h0, h1 = self.holes[i]
+                if h1 >= b:
+                    return Layout.stream_time(self, a, h0)
+                c0, k0, g0 = self.locate(h0 - 1)
+                c1, k1, g1 = self.locate(h1)
+                d = c1 - c0 if c1 > c0 else c0 - c1
+                seek = self._seekf(d) if d else 0.0
+                if k1 != k0 and self._hsw > seek:
+                    seek = self._hsw
+                end = g0 + 1.0 / self.zspt[self.zone(h0 - 1)]
+                wait = ((g1 - end - seek / self.t_rev) % 1.0) * self.t_rev
+                return Layout.stream_time(self, a, h0) + seek + wait + self.stream_time(h1, b)
+        return Layout.stream_time(self, a, b)
+
+
 class DiskSimDrive(RotatingDrive):
     """The rotating model with a DiskSim drive's measured parameters (see the module docstring)."""
 
     model = "disksim"
+    _wrap_as_read = True
     summary = ("rotating drive from DiskSim 4.0 files: measured zones and skews, seek table, "
                "per-command overheads, segmented cache (disk=disksim:PATH.parv)")
     PARAMS = PARAMS
@@ -306,6 +348,7 @@ class DiskSimDrive(RotatingDrive):
             raise DiskSimFileError(f"{m.where}: Number of data surfaces must be at least 1")
         z = _zones(m, heads)
         mapped = sum(z["blocks"])                  # what the zone table maps: DiskSim serves all of it
+        self.lbn_map = dmap.LbnMap(z["maps"], z["blocks"], z["sectors"])
         self.capacity = spec.values["capacity"]
         if self.capacity > mapped:
             raise ValueError(f"capacity={self.capacity} exceeds the {mapped} blocks the zones of "
@@ -320,13 +363,16 @@ class DiskSimDrive(RotatingDrive):
         self.head_switch = mech.num("Head switch time") * MS
         self.write_settle = mech.num("Add. write settling delay", 0.0) * MS
         try:
-            self.layout = Layout(mapped, heads, self.t_rev, z["spt"], z["cyls"], 0.0, 0.0, first_cyls=z["first"],
-                                 track_skews=z["tsk"], cyl_skews=z["csk"], first_offsets=z["off"],
-                                 zone_blocks=z["blocks"])
+            # in physical sectors: every sector of every zone, spares and slipped ones too
+            self.layout = _Layout(self.lbn_map.sectors, heads, self.t_rev, z["spt"], z["cyls"], 0.0, 0.0,
+                                 first_cyls=z["first"], track_skews=z["tsk"], cyl_skews=z["csk"],
+                                 first_offsets=z["off"], zone_blocks=z["sectors"])
         except ValueError as e:
             raise DiskSimFileError(f"{m.where}: {e}") from None
         ncyl = max(int(m.num("Number of cylinders")), self.layout.cylinders)   # HP C2490A: one more
         self.seek = _seek(mech, f, ncyl)
+        self.capacity = self.layout.capacity      # RotatingDrive works in physical sectors
+        self.layout.set_holes(dmap.holes(self.lbn_map, z["spt"]), self.seek, self.head_switch)
         # per-sector bus time: the slower of the disk's and its bus's (disk_get_blktranstime)
         bulk = d.num("Bulk sector transfer time", 0.0)
         self.bus_r = max(bulk, f.bus_read) * MS
@@ -401,21 +447,39 @@ class DiskSimDrive(RotatingDrive):
         self._last_write = 0              # 1 when the previous command was a write
 
     # -- requests -------------------------------------------------------------------------
+    def check(self, op: str, lba: int, sectors: int) -> None:
+        """RotatingDrive.submit sees physical sectors (`submit` checked the LBNs): any range of
+        the platters is valid there."""
+        if op in ("R", "W") and sectors > 0 and lba >= 0 and lba + sectors <= self.layout.capacity:
+            return
+        super().check(op, lba, sectors)
+
     def submit(self, op, lba, sectors, issue_time, sync=False):
+        if sectors <= 0 or lba < 0 or lba + sectors > self.sectors or (op != "R" and op != "W"):
+            DiskModel.check(self, op, lba, sectors)
+        # blocks -> the physical sectors they span (slips and spares inside pass under the head);
+        # the bus carries only the blocks: `iface` is scaled to spread their time over the span
+        m = self.lbn_map.physical
+        p = m(lba)
+        n = m(lba + sectors - 1) + 1 - p
+        scale = sectors / n if n != sectors else 1.0
+        lba = p
         w = self._last_write
         if op == "W":
-            self.iface = self.bus_w
+            if self.nseg:
+                self._empty_overlapping(lba, lba + n, issue_time if issue_time > self._host_free else self._host_free)
+            self.iface = self.bus_w * scale
             self._wdata = 0.0 if self.wc_on and not sync else sectors * self.bus_w
             self.ovh_hit = self.ov_write_hit[w]
             self.ovh = self.ov_write_hit[w] if self.fast_write else self.ov_write_miss[w]
-            r = super().submit(op, lba, sectors, issue_time, sync)
+            r = super().submit(op, lba, n, issue_time, sync)
             extra = self.ov_done_w
             self._last_write = 1
         else:
-            self.iface = self.bus_r
+            self.iface = self.bus_r * scale
             self.ovh_hit = self.ov_read_hit[w]
             self.ovh = self.ov_read_miss[w]
-            r = super().submit(op, lba, sectors, issue_time, sync)
+            r = super().submit(op, lba, n, issue_time, sync)
             extra = self.ov_done_r + self.ov_prep + (0.0 if r.cache_hit else self.ov_reselect)
             if not r.cache_hit and r.transfer > 0.0:
                 # the drive reconnects once high_water x the request (at least its first sector)
@@ -423,8 +487,8 @@ class DiskSimDrive(RotatingDrive):
                 # the last sector goes out after it is read
                 t1 = r.finish - r.interface - r.transfer          # first sector under the head
                 first = r.transfer * self.high_water
-                one = r.transfer / sectors
-                send = t1 + (first if first > one else one) + sectors * self.iface
+                one = r.transfer / n
+                send = t1 + (first if first > one else one) + n * self.iface
                 end = t1 + r.transfer + self.iface
                 finish = send if send > end else end
                 if finish > r.finish:
@@ -437,6 +501,17 @@ class DiskSimDrive(RotatingDrive):
             r.overhead += extra
             self._host_free = r.finish
         return r
+
+    def _empty_overlapping(self, a: int, b: int, t: float) -> None:
+        """A write empties every clean read segment it overlaps (disk_buffer_set_segment: "clear
+        out clean, non-active, overlapping segments"); a segment still reading ahead is not clean."""
+        if self._ra_on and self._ra_tend <= t:
+            self._stop_ra(t)                      # its read-ahead has finished: clean
+        active = self._ra_seg if self._ra_on else None
+        for seg in self._segs.segs:
+            if seg is not active and seg.start < seg.end and a < seg.end and b > seg.start:
+                seg.start = seg.end = -1
+                seg.used = 0
 
     def _media_write(self, a: int, b: int, t: float):
         """A written-through write: the head positions while the data crosses the bus, but a

@@ -49,6 +49,9 @@ class RotatingDrive(DiskModel):
     #: where read-ahead after a read ending at b stops (None: b + readahead); a subclass's rule
     #: (DiskSim's "Buffer continuous read": to the track's or cylinder's end, ...)
     _ra_rule = None
+    #: False: a segment drops its oldest data as soon as read-ahead is asked to go past its size;
+    #: True (DiskSim's disk_buffer_segment_wrap): only as the sectors are actually read
+    _wrap_as_read = False
 
     @classmethod
     def check_values(cls, values: dict) -> None:
@@ -131,6 +134,8 @@ class RotatingDrive(DiskModel):
             self._advance(ts)
         if op == "R":
             seg = self._ra_seg
+            if self._wrap_as_read and self._ra_on:
+                self._wrap(seg, ts)
             if self._ra_on and seg.start <= a <= seg.end and (b <= seg.end or self._ra_tend > ts):
                 return self._stream_hit(seg, a, b, issue_time, ts)
             return self._read(a, b, issue_time, ts)
@@ -166,7 +171,7 @@ class RotatingDrive(DiskModel):
                 self._ra_tend = self._ra_t0 + L.stream_time(self._ra_lba0, want)
             else:
                 self._restart_ra(seg, ts, want)
-            if seg.start < want - self.seg_sectors:
+            if not self._wrap_as_read and seg.start < want - self.seg_sectors:
                 seg.start = want - self.seg_sectors
         self._host_free = finish
         return DiskResult(t, ts, finish, ts - t, ovh, 0.0, 0.0, wait, ifc, 0.0, True)
@@ -212,8 +217,8 @@ class RotatingDrive(DiskModel):
             if want > self.capacity:
                 want = self.capacity
             seg.end = want if want > b else b
-            if seg.start < want - self.seg_sectors:
-                seg.start = want - self.seg_sectors
+            if seg.start < (b if self._wrap_as_read else want) - self.seg_sectors:
+                seg.start = (b if self._wrap_as_read else want) - self.seg_sectors
             self._ra_seg = seg
             if want > b:
                 self._ra_on = True
@@ -324,11 +329,22 @@ class RotatingDrive(DiskModel):
                 reached = seg.start
             seg.end = reached
             tend = t
+        if self._wrap_as_read and seg.start < reached - self.seg_sectors:
+            seg.start = reached - self.seg_sectors
         last = reached - 1 if reached > self._ra_lba0 else self._ra_lba0
         self._cyl, self._head = self.layout.track(last)
         self._cursor = reached
         if tend > self._mech_free:
             self._mech_free = tend
+
+    def _wrap(self, seg, t: float) -> None:
+        """Read-ahead has read on to where it is at t: the segment keeps its last seg_sectors."""
+        if t >= self._ra_tend:
+            reached = seg.end
+        else:
+            reached = self.layout.reach(self._ra_lba0, t - self._ra_t0)
+        if seg.start < reached - self.seg_sectors:
+            seg.start = reached - self.seg_sectors
 
     def _restart_ra(self, seg, t: float, want: int) -> None:
         """Read-ahead had filled the segment and stopped; the host has read on, so resume."""
