@@ -389,9 +389,6 @@ class DiskSimDrive(RotatingDrive):
         self.ov_prep = n("Data preparation overhead")
         self.ov_reselect = n("First reselect overhead")
         self.ovh, self.ovh_hit = self.ov_read_miss[0], self.ov_read_hit[0]
-        self.low_water = d.num("Low (write) water mark", 0.0) if int(d.num("Set watermark by reqsize", 1)) else 0.0
-        if int(d.num("Hold bus entire write xfer", 0)):
-            self.low_water = 1.0          # the data comes in one bus tenure, before the write
         self.high_water = d.num("High (read) water mark", 0.0) if int(d.num("Set watermark by reqsize", 1)) else 0.0
         cache_on = int(d.num("Enable caching in buffer", 1)) != 0
         nseg = int(d.num("Number of buffer segments", 0))
@@ -473,7 +470,9 @@ class DiskSimDrive(RotatingDrive):
             self.ovh_hit = self.ov_write_hit[w]
             self.ovh = self.ov_write_hit[w] if self.fast_write else self.ov_write_miss[w]
             r = super().submit(op, lba, n, issue_time, sync)
-            extra = self.ov_done_w
+            # a write that went to the media reconnects to report it (DiskSim: the disk disconnects
+            # once it has the data, and pays the reselect before the completion)
+            extra = self.ov_done_w if r.cache_hit else self.ov_done_w + self.ov_reselect
             self._last_write = 1
         else:
             self.iface = self.bus_r * scale
@@ -514,21 +513,32 @@ class DiskSimDrive(RotatingDrive):
                 seg.used = 0
 
     def _media_write(self, a: int, b: int, t: float):
-        """A written-through write: the head positions while the data crosses the bus, but a
-        sector is written only once it is in the buffer, so the first sector can pass under the
-        head only after the whole request has come over the bus (else a revolution later)."""
+        """A written-through write: the head positions while the data crosses the bus (from the
+        command's end plus the data preparation overhead, in one bus tenure), and each sector is
+        written only if its data is in the buffer when it passes under the head, else the write
+        waits a revolution for it (disk_buffer_update_outbuffer counts the blocks the bus has
+        delivered by then, disk_buffer_block_available checks them)."""
         seek, rot = self._position(t, a, True)
         L = self.layout
         xfer = L.stream_time(a, b)
         if self._wdata:
-            n = b - a
-            first = max(1, -(-int(self.low_water * n * 1000) // 1000))    # ceil, float-safe
-            # the first sector once `first` sectors are in (Low water mark x request), and the
-            # media write never overtakes the bus
-            ready = t + max(first * self._wdata / n, self._wdata - xfer + xfer / n)
+            per = self._wdata / (b - a)
+            bus0 = t + self.ov_prep
             start = t + seek + rot
-            if start < ready:
-                rot += -(-(ready - start) // self.t_rev) * self.t_rev
+            lag = 0.0                     # how late the head would be for the worst sector
+            x = a
+            while x < b:                  # the last sector of each track: the head gains on
+                z = L.zone(x)             # the bus within a track and loses a skew between
+                zs, spt = L.zstart[z], L.zspt[z]
+                end = zs + ((x - zs) // spt + 1) * spt
+                if end > b:
+                    end = b
+                late = bus0 + (end - a) * per - (start + L.start_time(a, end - 1))
+                if late > lag:
+                    lag = late
+                x = end
+            if lag > 0.0:
+                rot += -(-lag // self.t_rev) * self.t_rev
         self._cyl, self._head = L.track(b - 1)
         self._cursor = b
         return seek, rot, xfer, 0.0, t + seek + rot + xfer

@@ -337,14 +337,16 @@ class RotatingDrive(DiskModel):
         if tend > self._mech_free:
             self._mech_free = tend
 
-    def _wrap(self, seg, t: float) -> None:
-        """Read-ahead has read on to where it is at t: the segment keeps its last seg_sectors."""
+    def _wrap(self, seg, t: float) -> int:
+        """Read-ahead has read on to where it is at t (returned): the segment keeps its last
+        seg_sectors."""
         if t >= self._ra_tend:
             reached = seg.end
         else:
             reached = self.layout.reach(self._ra_lba0, t - self._ra_t0)
         if seg.start < reached - self.seg_sectors:
             seg.start = reached - self.seg_sectors
+        return reached
 
     def _restart_ra(self, seg, t: float, want: int) -> None:
         """Read-ahead had filled the segment and stopped; the host has read on, so resume."""
