@@ -157,6 +157,7 @@ PARAMETERS = {
                      "Bulk sector transfer time", "Read hit over. after read", "Read hit over. after write",
                      "Read miss over. after read", "Read miss over. after write", "Write hit over. after read",
                      "Write hit over. after write", "Write miss over. after read", "Write miss over. after write",
+                     "Minimum seek delay",
                      "Read completion overhead", "Write completion overhead", "Data preparation overhead",
                      "First reselect overhead", "Number of buffer segments", "Segment size (in blks)",
                      "Maximum read-ahead (blks)", "Enable caching in buffer", "Buffer continuous read",
@@ -169,7 +170,7 @@ PARAMETERS = {
                      "Read disconnect afterwrite", "Write disconnect overhead", "Extra write disconnect",
                      "Extradisc command overhead", "Extradisc disconnect overhead",
                      "Extradisc inter-disconnect delay", "Extradisc 2nd disconnect overhead",
-                     "Extradisc seek delta", "Minimum seek delay", "Minimum read-ahead (blks)",
+                     "Extradisc seek delta", "Minimum read-ahead (blks)",
                      "Read-ahead over requested", "Stop prefetch in sector", "Read-ahead on idle hit",
                      "Read any free blocks", "Use separate write segment", "Hold bus entire read xfer",
                      "Never disconnect", "Disconnect write if seek", "Immediate buffer read",
@@ -362,6 +363,8 @@ class DiskSimDrive(RotatingDrive):
         self._inv_rev = 1.0 / self.t_rev
         self.head_switch = mech.num("Head switch time") * MS
         self.write_settle = mech.num("Add. write settling delay", 0.0) * MS
+        self.min_seek_w = d.num("Minimum seek delay", 0.0) * MS
+        self.extra_disc = int(d.num("Extra write disconnect", 0)) != 0
         try:
             # in physical sectors: every sector of every zone, spares and slipped ones too
             self.layout = _Layout(self.lbn_map.sectors, heads, self.t_rev, z["spt"], z["cyls"], 0.0, 0.0,
@@ -479,21 +482,26 @@ class DiskSimDrive(RotatingDrive):
             self.ovh_hit = self.ov_read_hit[w]
             self.ovh = self.ov_read_miss[w]
             r = super().submit(op, lba, n, issue_time, sync)
-            extra = self.ov_done_r + self.ov_prep + (0.0 if r.cache_hit else self.ov_reselect)
+            extra = self.ov_done_r + self.ov_prep
             if not r.cache_hit and r.transfer > 0.0:
-                # the drive reconnects once high_water x the request (at least its first sector)
-                # is in the buffer, then sends it all at the bus rate (Set watermark by reqsize);
-                # the last sector goes out after it is read
+                # the drive reconnects once the high water mark's sectors are buffered
+                # (max(1, int(min(segment, request) x mark)), disk_request_needs_bus), pays the
+                # reselect and data preparation, then sends at the bus rate; the last sector goes
+                # out after it is read
                 t1 = r.finish - r.interface - r.transfer          # first sector under the head
-                first = r.transfer * self.high_water
+                k = int((n if not self.seg_sectors or n < self.seg_sectors else self.seg_sectors)
+                        * self.high_water)
+                k = 1 if k < 1 else n if k > n else k
                 one = r.transfer / n
-                send = t1 + (first if first > one else one) + n * self.iface
+                send = t1 + k * one + self.ov_reselect + self.ov_prep + n * self.iface
                 end = t1 + r.transfer + self.iface
                 finish = send if send > end else end
-                if finish > r.finish:
-                    r.interface += finish - r.finish
-                    r.finish = finish
-                    self._host_free = finish
+                r.interface += finish - r.finish
+                r.finish = finish
+                self._host_free = finish
+                extra = self.ov_done_r
+            elif not r.cache_hit:
+                extra += self.ov_reselect
             self._last_write = 0
         if extra:
             r.finish += extra
@@ -537,6 +545,14 @@ class DiskSimDrive(RotatingDrive):
                 if late > lag:
                     lag = late
                 x = end
+            if self.extra_disc:
+                # "Extra write disconnect" drives start writing a new segment only once
+                # min(request, 10) sectors (15 for requests of 45 or more) are in
+                # (disk_buffer_block_available)
+                need = (b - a if b - a < 10 else 10) if b - a < 45 else 15
+                late = bus0 + need * per - start
+                if late > lag:
+                    lag = late
             if lag > 0.0:
                 rot += -(-lag // self.t_rev) * self.t_rev
         self._cyl, self._head = L.track(b - 1)
@@ -551,10 +567,13 @@ class DiskSimDrive(RotatingDrive):
         seek = self.seek(d if d > 0 else -d) if d else 0.0
         if head != self._head and self.head_switch > seek:
             seek = self.head_switch
-        if write and seek:
-            seek += self.write_settle
-            if seek < 0.0:
-                seek = 0.0
+        if write:
+            if seek:
+                seek += self.write_settle
+                if seek < 0.0:
+                    seek = 0.0
+            if seek < self.min_seek_w:      # Minimum seek delay (disk_check_hda's mintime)
+                seek = self.min_seek_w
         self._cyl = cyl
         self._head = head
         w = (ang - (t + seek) * self._inv_rev) % 1.0
