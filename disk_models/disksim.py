@@ -535,12 +535,16 @@ class DiskSimDrive(RotatingDrive):
             start = t + seek + rot
             lag = 0.0                     # how late the head would be for the worst sector
             x = a
-            while x < b:                  # the last sector of each track: the head gains on
+            while x < b:                  # track by track: the head gains on (or loses to)
                 z = L.zone(x)             # the bus within a track and loses a skew between
                 zs, spt = L.zstart[z], L.zspt[z]
                 end = zs + ((x - zs) // spt + 1) * spt
                 if end > b:
                     end = b
+                # within a track the gap changes linearly: its first or last sector is the worst
+                late = bus0 + (x - a + 1) * per - (start + L.start_time(a, x))
+                if late > lag:
+                    lag = late
                 late = bus0 + (end - a) * per - (start + L.start_time(a, end - 1))
                 if late > lag:
                     lag = late
