@@ -22,14 +22,13 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
   Zones: First/Last cylinder, Blocks per track Layout: per-zone cylinders (spare cylinders
     Skew for track / cylinder switch            between zones count in seek distances), sectors
     Offset of first block                       per track, skews and first-block angle in sectors
-  Number of spares, Sparing scheme, Rangesize  spares taken at the end of each zone (tracks x spt
-                                                for track sparing, per track for sector-per-track
-                                                sparing, sectors otherwise); NOT the exact spare
-                                                positions of each scheme
-  slips, defects                               NOT modelled: each slip shifts later blocks of its
-                                                zone by one sector (DiskSim remaps them); < 1% of
-                                                capacity, it moves angles, not seek distances
-  Empty space at zone front                    blocks skipped at the zone's start
+  Number of spares, Sparing scheme, Rangesize, DiskSim's LBN -> physical sector map (disksim_map:
+    slips, Empty space at zone front            layout_g1.c's g1_ltop_* for every sparing scheme):
+                                                the model works in physical sectors, a transfer
+                                                streams over spares and slipped sectors, and
+                                                repositions across spare tracks/cylinders
+  defects                                      NOT modelled: a remapped defective sector (one in
+                                                the suite, cheetah4LP) is read where it was
   LBN-to-PBN mapping scheme                    0 (normal) only; 1 (cylinder switches stay on
                                                 surface 1, Atlas 10K) is read as 0: NOT modelled
   Seek type: extracted + Full seek curve       SeekTable: the .seek points, linear between them
@@ -49,9 +48,14 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
   Read/Write completion overhead               added at the end of each command
   Data preparation overhead, First reselect    added to reads: data prep on every read, reselect
     overhead                                     on a read that went to the media
+  First reselect overhead                      also before a written-through write's completion
+  Minimum seek delay                           a write's positioning takes at least this long
+  Extra write disconnect                       a write starts on the media once min(request, 10)
+                                                sectors (15 from 45) are in (disk_buffer_block_
+                                                available)
   Other reselect, Read disconnect after read/  NOT modelled: bus-side work overlapped with the
-    write, Write disconnect, Extradisc *,        seek in DiskSim; non-zero only for the HP C2247A
-    Extra write disconnect, Minimum seek delay
+    write, Write disconnect, Extradisc *         seek; DiskSim 4.0 (WD) never sets the extra write
+                                                disconnect flag that would use Extradisc *
   Number of buffer segments, Segment size      the read segments (LRU), size in blocks
   Maximum read-ahead                           read-ahead past the request's end, within a segment
   Minimum read-ahead                           0 in every file: NOT modelled
@@ -64,7 +68,7 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
                                                 one-at-a-time replay never gives
   Maximum number of write segments             write-back holds at most this many segments
   Combine seq writes                           the write cache merges adjacent writes (always)
-  Allow read hits on write data                reads hit dirty data (always)
+  Allow read hits on write data                reads hit dirty data only when 1
   Buffer continuous read                       where read-ahead stops: 0 none; 1 the track's end;
                                                 2 the cylinder's end; 3 Maximum read-ahead past
                                                 the request; 4 DEC scheme: the end of the track
@@ -81,17 +85,21 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
                                                 for the data (always)
   Read any free blocks                         NOT modelled (zero-latency reads: IBM 18ES, Atlas
                                                 10K read a track's sectors in the order they pass)
-  High (read) water mark, Set watermark by     a read that goes to the media reconnects to the
-    reqsize                                      bus once this fraction of the request is in the
-                                                buffer, then sends it all at the bus rate
-  Low (write) water mark, Hold bus entire      a written-through write starts on the media once
-    write xfer                                   this fraction of its data is in (all of it when
-                                                the bus is held for the whole write), and never
-                                                overtakes the bus; else it waits a revolution
-  Use separate write segment, Hold bus entire  NOT modelled: bus reconnection details (a read's
-    read xfer, Never disconnect, Disconnect      bus transfer overlaps its media transfer once the
-    write if seek, Immediate buffer read/write,  high water mark is reached)
-    Read directly to buffer
+  High (read) water mark, Set watermark by    a read that goes to the media reconnects once
+    reqsize                                      max(1, int(min(segment, request) x mark)) sectors
+                                                are in, pays reselect and data preparation, then
+                                                sends at the bus rate (the last sector once read)
+  Hold bus entire write xfer                   a written-through write's data crosses the bus in
+                                                one tenure from the command's end (plus data
+                                                preparation); each sector is written only if its
+                                                data is in when it passes, else a revolution later
+  Low (write) water mark                       NOT modelled: where the disk reconnects to fetch
+                                                more data, for writes larger than a segment
+  Use separate write segment                   a write empties the clean read segments it
+                                                overlaps (disk_buffer_set_segment)
+  Hold bus entire read xfer, Never disconnect, NOT modelled: bus reconnection details (a read's
+    Disconnect write if seek, Immediate buffer   bus transfer overlaps its media transfer once the
+    read/write, Read directly to buffer          high water mark is reached)
   Allow almost/sneaky read hits, write         0 in every file: NOT modelled
     prebuffering, Preseeking level
   Calc sector by sector                        NOT modelled (DiskSim's own event granularity)
@@ -163,16 +171,17 @@ PARAMETERS = {
                      "Maximum read-ahead (blks)", "Enable caching in buffer", "Buffer continuous read",
                      "Fast write level", "Maximum number of write segments", "Combine seq writes",
                      "Allow read hits on write data", "Write hit stop prefetch", "Immed transfer partial hit",
-                     "High (read) water mark", "Low (write) water mark", "Set watermark by reqsize",
-                     "Hold bus entire write xfer", "Max queue length"), _USED),
-    **dict.fromkeys(("slips", "defects", "LBN-to-PBN mapping scheme", "Average seek time", "Full strobe seek time",
+                     "High (read) water mark", "Set watermark by reqsize",
+                     "Hold bus entire write xfer", "Max queue length", "slips", "Extra write disconnect",
+                     "Use separate write segment"), _USED),
+    **dict.fromkeys(("defects", "LBN-to-PBN mapping scheme", "Average seek time", "Full strobe seek time",
                      "Percent error in rpms", "Other reselect overhead", "Read disconnect afterread",
-                     "Read disconnect afterwrite", "Write disconnect overhead", "Extra write disconnect",
+                     "Read disconnect afterwrite", "Write disconnect overhead",
                      "Extradisc command overhead", "Extradisc disconnect overhead",
                      "Extradisc inter-disconnect delay", "Extradisc 2nd disconnect overhead",
-                     "Extradisc seek delta", "Minimum read-ahead (blks)",
+                     "Extradisc seek delta", "Low (write) water mark", "Minimum read-ahead (blks)",
                      "Read-ahead over requested", "Stop prefetch in sector", "Read-ahead on idle hit",
-                     "Read any free blocks", "Use separate write segment", "Hold bus entire read xfer",
+                     "Read any free blocks", "Hold bus entire read xfer",
                      "Never disconnect", "Disconnect write if seek", "Immediate buffer read",
                      "Immediate buffer write", "Read directly to buffer", "Allow almost read hits",
                      "Allow sneaky full read hits", "Allow sneaky partial read hits",
@@ -406,6 +415,7 @@ class DiskSimDrive(RotatingDrive):
         self.fast_write = int(d.num("Fast write level", 0))
         self.wc_on = self.fast_write >= 1 and seg > 0
         self.wc_sectors = seg * max(1, int(d.num("Maximum number of write segments", 1)))
+        self._dirty_hits = int(d.num("Allow read hits on write data", 1)) != 0
         self.reset()
 
     def _ra_until_track(self, b: int) -> int:

@@ -52,6 +52,8 @@ class RotatingDrive(DiskModel):
     #: False: a segment drops its oldest data as soon as read-ahead is asked to go past its size;
     #: True (DiskSim's disk_buffer_segment_wrap): only as the sectors are actually read
     _wrap_as_read = False
+    #: a read may be served from dirty write-cache data (DiskSim's "Allow read hits on write data")
+    _dirty_hits = True
 
     @classmethod
     def check_values(cls, values: dict) -> None:
@@ -180,7 +182,7 @@ class RotatingDrive(DiskModel):
         seg = self._segs.find(a) if self.nseg else None
         if seg is not None and seg is self._ra_seg and self._ra_on:
             self._stop_ra(ts)             # read-ahead finished before this command came
-        if (seg is not None and b <= seg.end) or (self._wc.dirty and self._wc.covers(a, b)):
+        if (seg is not None and b <= seg.end) or (self._wc.dirty and self._dirty_hits and self._wc.covers(a, b)):
             if seg is not None:
                 self._segs.touch(seg)
             ovh = self.ovh_hit
