@@ -86,6 +86,62 @@ def test_presets_come_from_the_files(preset):
     assert len(lbas) > 7000
 
 
+def _ltop_oracle():
+    rows = {}
+    with open(os.path.join(HERE, "disksim_ltop.txt")) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                stem, *nums = line.split()
+                rows.setdefault(stem, []).append(tuple(int(x) for x in nums))
+    return rows
+
+
+LTOP = _ltop_oracle()
+
+
+@pytest.mark.parametrize("stem", sorted(LTOP))
+def test_blocks_lie_where_disksims_layout_puts_them(stem):
+    """Dead space at a zone's front, spares (per track, cylinder range, zone, spare tracks) and
+    slips: every sampled block is on DiskSim's cylinder, head and sector (disksim_ltop.txt)."""
+    preset = next(n for n, (f, _, _) in DRIVES.items() if f[:-5] == stem)
+    d = make_disk(preset)
+    L = d.layout
+    for lbn, cyl, head, sector in LTOP[stem]:
+        p = d.lbn_map.physical(lbn) if hasattr(d, "lbn_map") else lbn    # (before the map: LBN = sector)
+        z = L.zone(p)
+        k, s = divmod(p - L.zstart[z], L.zspt[z])
+        c, h = L.zcyl0[z] + k // L.heads, k % L.heads
+        if stem == "atlas10k" and (c - L.zcyl0[z]) % 2:
+            h = L.heads - 1 - h         # its mapping scheme 1 only renumbers surfaces (not modelled)
+        assert (c, h, s) == (cyl, head, sector), (lbn, (c, h, s), (cyl, head, sector))
+
+
+def test_a_write_empties_the_clean_read_segments_it_overlaps():
+    """DiskSim's disk_buffer_set_segment: a write clears every clean read segment it overlaps, so
+    a later read of that segment's other blocks goes to the media."""
+    def third_read(write):
+        d = make_disk("disksim-ibm18es")
+        d.submit("R", 1_000_000, 8, 0.0)              # miss; read-ahead fills the segment
+        if write:
+            d.submit("W", 1_000_100, 8, 0.5)          # cached write inside that segment
+        return d.submit("R", 1_000_200, 8, 1.0)
+
+    assert third_read(False).cache_hit
+    r = third_read(True)
+    assert not r.cache_hit and r.seek + r.rotation + r.transfer > 0
+
+
+def test_minimum_seek_delay_holds_back_a_write():
+    """HP C2247A: Minimum seek delay 0.6 ms before a write starts on the media, even on the
+    same track (disk_check_hda's mintime); a read has none."""
+    d = make_disk("disksim-hp_c2247a")
+    w1 = d.submit("W", 500_000, 4, 0.0)
+    w2 = d.submit("W", 500_010, 4, w1.finish + 0.001)
+    assert w2.seek == pytest.approx(0.6e-3)
+    r = d.submit("R", 500_020, 4, w2.finish + 0.001)
+    assert r.seek == 0.0
+
+
 def test_disksim_path_spec_builds_the_same_drive():
     a = make_disk("disksim-cheetah9lp")
     b = make_disk(f"disksim:{os.path.join(DATA, 'cheetah9LP.parv')}")
