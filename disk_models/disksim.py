@@ -502,8 +502,12 @@ class DiskSimDrive(RotatingDrive):
                 k = int((n if not self.seg_sectors or n < self.seg_sectors else self.seg_sectors)
                         * self.high_water)
                 k = 1 if k < 1 else n if k > n else k
-                one = r.transfer / n
-                send = t1 + k * one + self.ov_reselect + self.ov_prep + n * self.iface
+                m0 = self._m0                     # where the media read began (after a part
+                if m0 - lba >= k:                 # already buffered): enough is in at once
+                    t0 = t1 - r.seek - r.rotation
+                else:
+                    t0 = t1 + self.layout.stream_time(m0, lba + k)
+                send = t0 + self.ov_reselect + self.ov_prep + n * self.iface
                 end = t1 + r.transfer + self.iface
                 finish = send if send > end else end
                 r.interface += finish - r.finish

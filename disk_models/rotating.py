@@ -192,6 +192,7 @@ class RotatingDrive(DiskModel):
             return DiskResult(t, ts, finish, ts - t, ovh, 0.0, 0.0, 0.0, ifc, 0.0, True)
         # media read: a miss, or the rest of a segment's stream from where it stopped
         m0 = seg.end if seg is not None else a
+        self._m0 = m0
         L = self.layout
         ovh = self.ovh
         tw = ts + ovh
