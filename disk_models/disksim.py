@@ -507,9 +507,27 @@ class DiskSimDrive(RotatingDrive):
                     t0 = t1 - r.seek - r.rotation
                 else:
                     t0 = t1 + self.layout.stream_time(m0, lba + k)
-                send = t0 + self.ov_reselect + self.ov_prep + n * self.iface
-                end = t1 + r.transfer + self.iface
-                finish = send if send > end else end
+                finish = t0 + self.ov_reselect + self.ov_prep + n * self.iface
+                # then sector x goes out once read and after the ones before it: the bus ends no
+                # sooner than (x read) + (sectors from x on) x bus time, for every x; within a
+                # track that bound is largest at its first or last sector
+                L = self.layout
+                b = lba + n
+                iface = self.iface
+                x = m0 if m0 > lba else lba
+                while x < b:
+                    z = L.zone(x)
+                    zs, spt = L.zstart[z], L.zspt[z]
+                    e = zs + ((x - zs) // spt + 1) * spt
+                    if e > b:
+                        e = b
+                    f = t1 + L.stream_time(m0, x + 1) + (b - x) * iface
+                    if f > finish:
+                        finish = f
+                    f = t1 + L.stream_time(m0, e) + iface
+                    if f > finish:
+                        finish = f
+                    x = e
                 r.interface += finish - r.finish
                 r.finish = finish
                 self._host_free = finish
