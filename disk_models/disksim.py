@@ -258,7 +258,9 @@ def _zones(model: Block, heads: int):
         if not isinstance(slips, list) or not all(isinstance(x, int) and x >= 0 for x in slips):
             raise DiskSimFileError(f"{z.where}: 'slips' must be a list of non-negative whole numbers")
         blocks = dmap.blocks_in_zone(scheme, ncyl, heads, spt, dead, spares, len(slips), rangesize)
-        if blocks < 1 or (scheme in (dmap.SECTPERTRACK,) and spares >= spt):
+        period = {dmap.SECTPERTRACK: spt, dmap.RANGE: spt * heads * max(1, rangesize)}.get(
+            scheme, spt * heads if scheme in dmap.PERCYL else None)
+        if blocks < 1 or spares < 0 or dead < 0 or (period is not None and spares >= period):
             raise DiskSimFileError(f"{z.where}: the zone's spares and dead space leave it no blocks")
         out["spt"].append(spt)
         out["cyls"].append(ncyl)

@@ -213,6 +213,8 @@ CASES = {
     "parv": (("parv", "disksim_global Global {", "disksim_global Global"), None, "expected a block"),
     "model": (("model", "Number of data surfaces = 12,", "Number of data surfaces = twelve,"), None, "must be a number"),
     "seek": (("seek", "2,\t1.00300", "2,\tslow"), None, "cheetah9LP.seek:3"),
+    "slips": (("model", "168317,", "-168317,"), None, "'slips' must be a list of non-negative whole numbers"),
+    "spares": (("model", "Number of spares = 1270,", "Number of spares = 99999999,"), None, "leave it no blocks"),
     "trace-fields": (None, "R Hit 10 4 1.0\n", "expected 6 fields"),
     "trace-op": (None, "Q Hit 10 4 1.0 2.0\n", "must be R or W"),
     "trace-outside": (None, "R Hit 0 4 1.0 2.0\nW Miss 17783240 8 1.0 2.0\n", "outside the drive"),
