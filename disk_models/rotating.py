@@ -137,7 +137,11 @@ class RotatingDrive(DiskModel):
         if op == "R":
             seg = self._ra_seg
             if self._wrap_as_read and self._ra_on:
-                self._wrap(seg, ts)
+                got = self._wrap(seg, ts)
+                if seg.start <= a <= seg.end and a >= got and self._ra_tend > ts:
+                    # DiskSim (disk_buffer_check_read_segments): a read whose first block is not
+                    # read yet is no hit; it stops the read-ahead and goes to the media
+                    self._stop_ra(ts)
             if self._ra_on and seg.start <= a <= seg.end and (b <= seg.end or self._ra_tend > ts):
                 return self._stream_hit(seg, a, b, issue_time, ts)
             return self._read(a, b, issue_time, ts)
@@ -182,6 +186,8 @@ class RotatingDrive(DiskModel):
         seg = self._segs.find(a) if self.nseg else None
         if seg is not None and seg is self._ra_seg and self._ra_on:
             self._stop_ra(ts)             # read-ahead finished before this command came
+        if self._wrap_as_read and seg is not None and a > seg.end:
+            seg = None                    # read-ahead stopped short of this read (DiskSim)
         if (seg is not None and b <= seg.end) or (self._wc.dirty and self._dirty_hits and self._wc.covers(a, b)):
             if seg is not None:
                 self._segs.touch(seg)
