@@ -81,8 +81,10 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
                                                 read-ahead target on every read)
   Read-ahead on idle hit                       NOT used by DiskSim either: it checks the value
                                                 and ignores it (readaheadifidle, "obsolete")
-  Immed transfer partial hit                   a read inside the segment being read ahead waits
-                                                for the data (always)
+  Immed transfer partial hit                   a read whose first block is already read ahead
+                                                waits for the rest (always); one whose first block
+                                                is not is no hit: it stops the read-ahead and goes
+                                                to the media (disk_buffer_check_read_segments)
   Read any free blocks                         NOT modelled (zero-latency reads: IBM 18ES, Atlas
                                                 10K read a track's sectors in the order they pass)
   High (read) water mark, Set watermark by    a read that goes to the media reconnects once
