@@ -13,7 +13,8 @@ A pure library: no I/O, no wall clock, no randomness.  The clock/I-O-queue layer
 API
   make_disk(spec) -> DiskModel   spec: "preset[,key=value...]" or {"preset": name, key: value};
                                  the preset may also be a model class, "package.module:Class"
-                                 (its first preset). Unknown preset or key, or a bad value ->
+                                 (its first preset), or "MODEL:ARG" for a model whose class has
+                                 a `preset_for(ARG)` ("disksim:PATH.parv": a DiskSim drive). Unknown preset or key, or a bad value ->
                                  ValueError saying what is valid.
   resolve(spec) -> DiskSpec      the values and their provenance, without building a model.
   PRESETS                        name -> Preset (summary, drive, model, values, provenance): the
@@ -38,7 +39,8 @@ API
 Models: RotatingDrive ("rotating": zones, Lee seek curve, rotation from absolute time, skews,
 segmented read-ahead cache, write-back cache), AdvancedFormatDrive ("advanced-format": 4K
 physical sectors, 512e, partition offset, read-modify-write; the rotating models pick it
-whenever physical_sector is 4096), IdealDisk ("ideal": costs nothing).
+whenever physical_sector is 4096), IdealDisk ("ideal": costs nothing), DiskSimDrive ("disksim": the rotating model fed a DiskSim 4.0
+drive's measured files; presets disksim-* for the ten drives of DiskSim's validation suite).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ from .rotating import RotatingDrive
 def _preset(name: str) -> tuple[Preset, str]:
     """(preset, model kind) for a preset name or a model class given as package.module:Class."""
     if ":" in name:
+        head, arg = name.split(":", 1)
+        if head in MODELS and hasattr(MODELS[head], "preset_for"):
+            return MODELS[head].preset_for(arg.strip()), head    # MODEL:ARG, e.g. disksim:PATH.parv
         cls = MODELS.resolve(name)
         if not cls.presets:
             raise ValueError(f"disk model {name!r} brings no preset (its class has no presets)")

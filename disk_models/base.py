@@ -35,6 +35,9 @@ Contract (what a model class provides)
               The first one is the default for ``-o disk=package.module:Class``.
   check_values(values)   classmethod: cross-parameter checks (single values were checked
               against PARAMS' limits); raise ValueError with a one-line message. Default: none.
+  preset_for(arg) -> Preset      optional classmethod: ``-o disk=MODEL:ARG`` (MODEL the registry
+              name) asks it for the preset ARG describes, e.g. ``disk=disksim:PATH.parv`` reads a
+              drive's files; ValueError (one line) for a bad ARG.
   from_spec(spec) -> DiskModel   classmethod: build a fresh model from a resolved
               `disk_models.params.DiskSpec` (``spec.values``: every parameter, parsed;
               ``spec.name``: the preset and its overrides). Default: ``cls(spec)``.

@@ -26,7 +26,14 @@ class Layout:
     """Zoned LBA -> (cylinder, head, angle) map.  Pure arithmetic; no I/O."""
 
     def __init__(self, capacity: int, heads: int, t_rev: float, zone_spt: list[int], zone_cyls: list[int],
-                 head_switch: float, cyl_switch: float):
+                 head_switch: float, cyl_switch: float, *, first_cyls=None, track_skews=None, cyl_skews=None,
+                 first_offsets=None, zone_blocks=None):
+        """Zone z: `zone_spt[z]` sectors per track over `zone_cyls[z]` cylinders.  By default
+        zones are contiguous, skews are the switch times rounded up to sectors and each zone's
+        first sector follows the last one's skew.  A measured layout (a DiskSim .model) gives
+        instead each zone's first cylinder (`first_cyls`: spare cylinders between zones count in
+        seek distances), its skews in sectors, the sector its first block starts at
+        (`first_offsets`) and the blocks it holds (`zone_blocks`: spares at the zone's end)."""
         if len(zone_spt) != len(zone_cyls) or not zone_spt:
             raise ValueError("zone tables must be non-empty and of equal length")
         self.capacity, self.heads, self.t_rev = capacity, heads, t_rev
@@ -48,9 +55,19 @@ class Layout:
             # Skews are the head-switch and one-cylinder-seek times rounded up to whole sectors.
             tsk = min(spt - 1, math.ceil(head_switch / st - 1e-9)) if head_switch > 0 else 0
             csk = min(spt - 1, math.ceil(cyl_switch / st - 1e-9)) if cyl_switch > 0 else 0
-            if z:
+            if track_skews is not None:
+                tsk, csk = int(track_skews[z]) % spt, int(cyl_skews[z]) % spt
+            if first_offsets is not None:
+                base = (first_offsets[z] % spt) / spt
+            elif z:
                 base = (base + csk / spt) % 1.0
-            size = ncyl * heads * spt
+            if first_cyls is not None:
+                if first_cyls[z] < cyl:
+                    raise ValueError(f"zone {z} starts at cylinder {first_cyls[z]}, inside the zone before it")
+                cyl = first_cyls[z]
+            size = ncyl * heads * spt if zone_blocks is None else zone_blocks[z]
+            if size < 1:
+                raise ValueError(f"zone {z} holds no blocks")
             self.zstart.append(lba)
             self.zend.append(min(lba + size, capacity))
             self.zcyl0.append(cyl)

@@ -150,6 +150,8 @@ def run_probe(spec) -> ProbeReport:
     disk = make_disk(s)
     if not isinstance(disk, RotatingDrive):           # the probe measures rotating geometry
         return ProbeReport(s.name, s.drive, 0.0, {})
+    if "drive_cache" not in s.values:                 # its cases override the rotating presets' keys
+        return ProbeReport(s.name, s.drive, round(disk.t_rev * 1e3, 4), {})
     v = s.values
     report = ProbeReport(s.name, s.drive, round(disk.t_rev * 1e3, 4),
                          {"t2t": v["seek_t2t"], "avg": v["seek_avg"], "full": v["seek_full"]})
@@ -162,6 +164,10 @@ def run_probe(spec) -> ProbeReport:
 
 def format_report(rep: ProbeReport) -> str:
     lines = [f"probe {rep.name}: {rep.drive}"]
+    if not rep.seek and rep.revolution_ms:
+        return "\n".join(lines + ["(a drive from measured files, not the rotating presets' parameters, so "
+                                   "the probe's cases do not apply: `simfs disks show` prints what it derives "
+                                   "and `simfs disks validate TRACE --disk ...` replays a measured trace)"])
     if not rep.seek:
         return "\n".join(lines + ["(not a rotating drive, no geometry to probe: the ideal disk costs "
                                    "nothing; for other models `simfs disks show` prints what they derive)"])

@@ -2,8 +2,9 @@
 
 MODELS   model name -> class: the built-ins and installed packages' entry points in group
          ``simfs.disk_models`` (entry-point name = the class's `model`)
-PRESETS  preset name -> Preset: the built-in presets (disk_models.presets), then the presets
-         every plug-in model brings (a name already taken is ignored, with a warning)
+PRESETS  preset name -> Preset: the built-in presets (disk_models.presets, then the ten drives of
+         DiskSim's validation suite, disk_models.disksim), then the presets every plug-in model
+         brings (a name already taken is ignored, with a warning)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from simfs.plugins import PluginError, Registry
 
 from .advanced_format import AdvancedFormatDrive
 from .base import DiskModel
+from .disksim import DiskSimDrive
 from .ideal import IdealDisk
 from .presets import PRESETS as BUILTIN_PRESETS
 from .presets import Preset
@@ -36,7 +38,7 @@ def _check_model(cls) -> None:
 
 
 MODELS = Registry("disk model", "disk", "simfs.disk_models", DiskModel,
-                  (RotatingDrive, AdvancedFormatDrive, IdealDisk), key="model", check=_check_model)
+                  (RotatingDrive, AdvancedFormatDrive, IdealDisk, DiskSimDrive), key="model", check=_check_model)
 
 
 class _Presets(Mapping):
@@ -48,6 +50,7 @@ class _Presets(Mapping):
     def _load(self) -> dict[str, Preset]:
         if self._table is None:
             table = dict(BUILTIN_PRESETS)
+            table.update((p.name, p) for p in DiskSimDrive.presets)     # the validated DiskSim drives
             for name in MODELS:
                 if MODELS.origin(name) == "built-in":
                     continue

@@ -46,6 +46,14 @@ class RotatingDrive(DiskModel):
     PARAMS = PARAMS
     #: logical sectors per physical sector
     phys = 1
+    #: where read-ahead after a read ending at b stops (None: b + readahead); a subclass's rule
+    #: (DiskSim's "Buffer continuous read": to the track's or cylinder's end, ...)
+    _ra_rule = None
+    #: False: a segment drops its oldest data as soon as read-ahead is asked to go past its size;
+    #: True (DiskSim's disk_buffer_segment_wrap): only as the sectors are actually read
+    _wrap_as_read = False
+    #: a read may be served from dirty write-cache data (DiskSim's "Allow read hits on write data")
+    _dirty_hits = True
 
     @classmethod
     def check_values(cls, values: dict) -> None:
@@ -128,6 +136,12 @@ class RotatingDrive(DiskModel):
             self._advance(ts)
         if op == "R":
             seg = self._ra_seg
+            if self._wrap_as_read and self._ra_on:
+                got = self._wrap(seg, ts)
+                if seg.start <= a <= seg.end and a >= got and self._ra_tend > ts:
+                    # DiskSim (disk_buffer_check_read_segments): a read whose first block is not
+                    # read yet is no hit; it stops the read-ahead and goes to the media
+                    self._stop_ra(ts)
             if self._ra_on and seg.start <= a <= seg.end and (b <= seg.end or self._ra_tend > ts):
                 return self._stream_hit(seg, a, b, issue_time, ts)
             return self._read(a, b, issue_time, ts)
@@ -154,7 +168,7 @@ class RotatingDrive(DiskModel):
             finish, wait = tav, tav - ready
         else:
             finish, wait = ready, 0.0
-        want = b + self.readahead
+        want = b + self.readahead if self._ra_rule is None else self._ra_rule(b)
         if want > self.capacity:
             want = self.capacity
         if want > seg.end:
@@ -163,7 +177,7 @@ class RotatingDrive(DiskModel):
                 self._ra_tend = self._ra_t0 + L.stream_time(self._ra_lba0, want)
             else:
                 self._restart_ra(seg, ts, want)
-            if seg.start < want - self.seg_sectors:
+            if not self._wrap_as_read and seg.start < want - self.seg_sectors:
                 seg.start = want - self.seg_sectors
         self._host_free = finish
         return DiskResult(t, ts, finish, ts - t, ovh, 0.0, 0.0, wait, ifc, 0.0, True)
@@ -172,7 +186,9 @@ class RotatingDrive(DiskModel):
         seg = self._segs.find(a) if self.nseg else None
         if seg is not None and seg is self._ra_seg and self._ra_on:
             self._stop_ra(ts)             # read-ahead finished before this command came
-        if (seg is not None and b <= seg.end) or (self._wc.dirty and self._wc.covers(a, b)):
+        if self._wrap_as_read and seg is not None and a > seg.end:
+            seg = None                    # read-ahead stopped short of this read (DiskSim)
+        if (seg is not None and b <= seg.end) or (self._wc.dirty and self._dirty_hits and self._wc.covers(a, b)):
             if seg is not None:
                 self._segs.touch(seg)
             ovh = self.ovh_hit
@@ -182,6 +198,7 @@ class RotatingDrive(DiskModel):
             return DiskResult(t, ts, finish, ts - t, ovh, 0.0, 0.0, 0.0, ifc, 0.0, True)
         # media read: a miss, or the rest of a segment's stream from where it stopped
         m0 = seg.end if seg is not None else a
+        self._m0 = m0
         L = self.layout
         ovh = self.ovh
         tw = ts + ovh
@@ -205,12 +222,12 @@ class RotatingDrive(DiskModel):
                 seg = self._segs.allocate(a)
             else:
                 self._segs.touch(seg)
-            want = b + self.readahead
+            want = b + self.readahead if self._ra_rule is None else self._ra_rule(b)
             if want > self.capacity:
                 want = self.capacity
             seg.end = want if want > b else b
-            if seg.start < want - self.seg_sectors:
-                seg.start = want - self.seg_sectors
+            if seg.start < (b if self._wrap_as_read else want) - self.seg_sectors:
+                seg.start = (b if self._wrap_as_read else want) - self.seg_sectors
             self._ra_seg = seg
             if want > b:
                 self._ra_on = True
@@ -321,11 +338,24 @@ class RotatingDrive(DiskModel):
                 reached = seg.start
             seg.end = reached
             tend = t
+        if self._wrap_as_read and seg.start < reached - self.seg_sectors:
+            seg.start = reached - self.seg_sectors
         last = reached - 1 if reached > self._ra_lba0 else self._ra_lba0
         self._cyl, self._head = self.layout.track(last)
         self._cursor = reached
         if tend > self._mech_free:
             self._mech_free = tend
+
+    def _wrap(self, seg, t: float) -> int:
+        """Read-ahead has read on to where it is at t (returned): the segment keeps its last
+        seg_sectors."""
+        if t >= self._ra_tend:
+            reached = seg.end
+        else:
+            reached = self.layout.reach(self._ra_lba0, t - self._ra_t0)
+        if seg.start < reached - self.seg_sectors:
+            seg.start = reached - self.seg_sectors
+        return reached
 
     def _restart_ra(self, seg, t: float, want: int) -> None:
         """Read-ahead had filled the segment and stopped; the host has read on, so resume."""

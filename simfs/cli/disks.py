@@ -3,6 +3,7 @@
     simfs disks [list] [--json]         one line per preset
     simfs disks show NAME[,k=v...]      every parameter, its value and where it came from [--json]
     simfs disks probe NAME[,k=v...] [-o probe.png] [--json]
+    simfs disks validate TRACE --disk NAME[,k=v...] [--disksim OUT.outv] [--plot OUT.png] [--json]
 
 The top-level parser (simfs/cli/main.py) calls `register(subparsers)`; each handler takes the parsed
 arguments and returns an exit code.  Bad names or parameters: one line on stderr, exit 2.
@@ -24,7 +25,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                                      "  simfs disks show wd1200jb\n  simfs disks probe sata7200")
     p.add_argument("--json", action="store_true", help="print the presets as JSON")
     p.set_defaults(func=cmd_list)
-    sub = p.add_subparsers(dest="disks_command", metavar="{list,show,probe}")
+    sub = p.add_subparsers(dest="disks_command", metavar="{list,show,probe,validate}")
     lst = sub.add_parser("list", help="one line per preset (the same as `simfs disks`)", formatter_class=Fmt,
                          description="One line per preset: its name and what drive it stands for.",
                          epilog="examples:\n  simfs disks list\n  simfs disks list --json")
@@ -50,6 +51,28 @@ def register(subparsers) -> argparse.ArgumentParser:
     probe.add_argument("-o", "--output", metavar="PNG", help="also draw the results into this PNG file")
     probe.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     probe.set_defaults(func=cmd_probe)
+    val = sub.add_parser("validate", help="replay a measured trace (DiskSim's validate format) and score the model",
+                         formatter_class=Fmt,
+                         description="Replay a trace measured on a real drive, in DiskSim's 'validate' format "
+                                     "(one request a line: R|W Hit|Miss LBN SECTORS SERVICE_US "
+                                     "NEXT_INTERARRIVAL_US), the way DiskSim issues it: one request at a "
+                                     "time, each one the previous line's interarrival after the previous "
+                                     "completes (the Hit/Miss column is what the real drive did; it is "
+                                     "reported, not used). Prints the demerit (the RMS horizontal distance "
+                                     "in ms between the measured and simulated service-time CDFs, as "
+                                     "DiskSim's rms computes it) and the mean, p50, p90, p99 of both.",
+                         epilog="examples:\n"
+                                "  simfs disks validate disk_models/data/disksim/cheetah9LP.trace --disk disksim-cheetah9lp\n"
+                                "  simfs disks validate my.trace --disk disksim:my/drive.parv --json\n"
+                                "  simfs disks validate disk_models/data/disksim/ibm18es.trace --disk disksim-ibm18es "
+                                "--plot cdf.png")
+    val.add_argument("trace", help="the trace file (validate format)")
+    val.add_argument("--disk", required=True, help="the drive: a preset, disksim:PATH.parv, with overrides NAME[,key=value...]")
+    val.add_argument("--disksim", metavar="OUTV", help="DiskSim's output of the same run (disksim PARV OUTV validate "
+                                                       "TRACE 0): its demerit and CDF are shown too")
+    val.add_argument("--plot", metavar="PNG", help="draw the CDFs into this picture")
+    val.add_argument("--json", action="store_true", help="print the results as JSON")
+    val.set_defaults(func=cmd_validate)
     return p
 
 
@@ -134,4 +157,44 @@ def cmd_probe(args) -> int:
         print(format_report(report))
         if args.output:
             print(f"\nplot written to {args.output}")
+    return 0
+
+
+def _picture_ok(path: str, option: str) -> str | None:
+    import os
+    from simfs.cli.common import picture_problem
+    out_dir = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(out_dir):
+        return f"cannot write {path}: directory {out_dir} does not exist"
+    if os.path.isdir(path):
+        return f"cannot write {path}: is a directory"
+    return picture_problem(path, option)
+
+
+def cmd_validate(args) -> int:
+    from disk_models import make_disk
+    from disk_models.validate import format_report, validate
+
+    if args.plot:
+        why = _picture_ok(args.plot, "--plot")
+        if why:
+            return _fail(why)
+    try:
+        disk = make_disk(args.disk)
+        v = validate(disk, args.trace, args.disksim)
+    except ValueError as e:                 # bad spec, DiskSim file, trace line or output file
+        return _fail(str(e))
+    if args.plot:
+        from disk_models.validate_plot import plot_validation
+
+        try:
+            plot_validation(v, args.plot)
+        except OSError as e:
+            return _fail(f"cannot write {args.plot}: {e.strerror or e}")
+    if args.json:
+        print(json.dumps(v.to_dict(), indent=1))
+    else:
+        print(format_report(v))
+        if args.plot:
+            print(f"\nplot written to {args.plot}")
     return 0
