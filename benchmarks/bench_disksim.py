@@ -2,8 +2,8 @@
 
     .venv/bin/python -m benchmarks.bench_disksim [--tarball PATH] [--work DIR] [--drives a,b] [--markdown]
 
-Builds DiskSim from its tarball (needs gcc, make, bison and flex: on Debian
-`apt-get install -y bison flex`), then for each of the ten drives in disk_models/data/disksim/
+Builds DiskSim from its tarball (needs gcc, make, bison and flex:
+`make system` installs them), then for each of the ten drives in disk_models/data/disksim/
 runs DiskSim (`disksim NAME.parv OUT validate NAME.trace 0`, DiskSim's own valid/runvalid) and
 simfs (`simfs disks validate`'s code, the disksim-NAME preset) on the same measured trace and
 prints one table: the demerit of each against the measured service times (ms; DiskSim's is
