@@ -180,7 +180,7 @@ class Operations(pyfuse3.Operations):
         self.ctl = control.ControlDir(FUSE_ROOT, uid=os.getuid(), gid=os.getgid())
         self.ctl.add("stats", read=self._render_stats, help="counters as JSON")
         self.ctl.add("info", read=self._render_info, help="daemon pid, image, options (JSON)")
-        self.ctl.add("sync", write=lambda data: self.vol.sync(), perm=0o222,
+        self.ctl.add("sync", write=lambda data: self.vol.sync(), perm=0o200,
                      help="write anything: write every dirty block back to the image")
         if hasattr(vol, "drop_caches"):
             self.ctl.add("drop_caches", write=lambda data: self.vol.drop_caches(), perm=0o200,
@@ -424,7 +424,8 @@ class Operations(pyfuse3.Operations):
     @_handler
     def open(self, ino, flags, ctx=None):
         if control.is_control(ino):
-            return pyfuse3.FileInfo(fh=self.ctl.open(ino, flags), direct_io=True, keep_cache=False)
+            return pyfuse3.FileInfo(fh=self.ctl.open(ino, flags, uid=ctx.uid if ctx else None),
+                                    direct_io=True, keep_cache=False)
         vino = _vino(ino)
         self.vol.open_file(vino)
         if flags & os.O_TRUNC:
