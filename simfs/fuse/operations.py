@@ -322,8 +322,20 @@ class Operations(pyfuse3.Operations):
         if control.is_control(parent):
             a = self.ctl.lookup(parent, name)
             return self._held(self.vol.getattr(self.root)) if a is None else self._entry(a)
+        if name == b".":
+            return self._held(self._by_handle(_vino(parent)))
         self._check_name(name)
         return self._held(self.vol.lookup(_vino(parent), name))
+
+    def _by_handle(self, vino: int):
+        """LOOKUP(node, "."): how the kernel finds a node from a file handle
+        (open_by_handle_at, NFS export; FUSE_EXPORT_SUPPORT) once the inode has left its cache
+        (the VFS never sends "." otherwise). Any file, not only a directory, as ext2's
+        ext2_nfs_get_inode; a node no name reaches any more is stale, as there."""
+        a = self.vol.getattr(vino)
+        if a.st_nlink == 0:
+            raise FSError(errno.ESTALE)
+        return a
 
     @_handler
     def forget(self, inode_list):
