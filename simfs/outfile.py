@@ -167,10 +167,26 @@ def write_whole(path: str, data: bytes, mode: int = 0o644) -> None:
             finally:
                 os.close(fd)
             return
+        tmp = f".{name}.{os.getpid()}.tmp"
+        try:
+            new = os.open(tmp, os.O_WRONLY | _OPEN | os.O_CREAT | os.O_EXCL, mode, dir_fd=dfd)
+        except PermissionError:
+            if fd is None:
+                raise
+            try:                      # a directory we may not add to: the checked file in place
+                os.set_blocking(fd, True)
+                os.ftruncate(fd, 0)
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            return
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            raise
         if fd is not None:
             os.close(fd)
-        tmp = f".{name}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | _OPEN | os.O_CREAT | os.O_EXCL, mode, dir_fd=dfd)
+        fd = new
         try:
             try:
                 _write_all(fd, data)
