@@ -190,7 +190,6 @@ def write_whole(path: str, data: bytes, mode: int = 0o644) -> None:
         try:
             try:
                 _write_all(fd, data)
-                os.fsync(fd)
             finally:
                 os.close(fd)
             os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
