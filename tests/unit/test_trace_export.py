@@ -1,0 +1,103 @@
+"""A request trace exported as blktrace files, read by the real blkparse and btt; the latency
+histogram against the sorted latencies of the same trace."""
+
+import math
+import random
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from disk_models import make_disk
+from simfs.blockio.blktrace import own_figures
+from simfs.blockio.clock import SimClock
+from simfs.blockio.histogram import REL_ERROR, Histogram
+from simfs.blockio.stats import Stats
+from simfs.blockio.trace import TraceWriter, read_trace
+
+
+def make_trace(path, n=400, seed=5):
+    """A small trace through the real clock and a rotating model: random and sequential
+    reads and writes, some waited for, some not (so requests queue)."""
+    rng = random.Random(seed)
+    tw, stats = TraceWriter(path), Stats()
+    clock = SimClock(make_disk("sata7200"), stats, 8, trace=tw)
+    for i in range(n):
+        blk = rng.randrange(0, 200000) if rng.random() < 0.5 else 50000 + i * 16
+        clock.io(rng.choice("RRW"), blk, rng.randint(1, 16), rng.choice(["data", "inode", "dir"]),
+                 wait=rng.random() < 0.7)
+        clock.cpu(rng.random() * 0.002)
+    tw.close()
+    return stats
+
+
+def simfs(*args):
+    return subprocess.run([sys.executable, "-m", "simfs.cli", *args], capture_output=True, text=True)
+
+
+def btt_figures(text):
+    """Q2C and D2C (avg, N) of btt's All Devices table, and the Q2Q and D2D seek NSEEKS, MEAN."""
+    out = {}
+    for name in ("Q2C", "D2C"):
+        m = re.search(rf"^{name}\s+\S+\s+(\S+)\s+\S+\s+(\d+)$", text, re.M)
+        out[name] = (float(m.group(1)), int(m.group(2)))
+    for name in ("Q2Q", "D2D"):
+        sect = text.split(f"Device {name} Seek Information")[1]
+        m = re.search(r"\(\s*8,\s*0\) \|\s+(\d+)\s+(\S+)", sect)
+        out[name] = (int(m.group(1)), float(m.group(2)))
+    return out
+
+
+def test_blkparse_and_btt_read_the_export(tmp_path):
+    for tool in ("blkparse", "btt"):
+        assert shutil.which(tool), f"{tool} is missing: install the blktrace package (make system-packages)"
+    trace = tmp_path / "t.trace"
+    make_trace(trace)
+    r = simfs("trace", "export", str(trace), "--format", "blktrace", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    cols = read_trace(trace)
+    n = len(cols["op"])
+    reads = cols["op"].count("R")
+    p = subprocess.run(["blkparse", "-i", str(tmp_path / "out"), "-d", str(tmp_path / "out.bin")],
+                       capture_output=True, text=True, check=True)
+    assert re.search(rf"^Events \(out\): {5 * n} entries$", p.stdout, re.M), p.stdout[-600:]
+    for action in "QGIDC":         # every request's five events, with R or W as the trace has it
+        lines = re.findall(rf"^\s*8,0\s+0\s+\d+\s+\S+\s+1\s+{action}\s+(\S+) (\d+) \+ (\d+)", p.stdout, re.M)
+        assert len(lines) == n
+        assert sum(1 for rwbs, _, _ in lines if "R" in rwbs) == reads
+        assert sorted((int(s), int(k)) for _, s, k in lines) == sorted(zip(cols["lba"], cols["sectors"]))
+    b = subprocess.run(["btt", "-i", str(tmp_path / "out.bin"), "-o", str(tmp_path / "btt")],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert b.returncode == 0, b.stderr
+    got = btt_figures((tmp_path / "btt.avg").read_text())
+    own = own_figures(cols)
+    assert own["q2d"] > 0.001                                      # requests did queue
+    assert got["Q2C"][1] == got["D2C"][1] == n
+    assert got["Q2C"][0] == pytest.approx(own["q2c"], rel=0.01)
+    assert got["D2C"][0] == pytest.approx(own["d2c"], rel=0.01)
+    assert got["Q2Q"] == (n, pytest.approx(own["q2q_seek_mean"], rel=0.01))
+    assert got["D2D"] == (n, pytest.approx(own["d2d_seek_mean"], rel=0.01))
+
+
+def test_histogram_percentiles_match_the_sorted_latencies(tmp_path):
+    trace = tmp_path / "t.trace"
+    stats = make_trace(trace, n=3000, seed=11)
+    cols = read_trace(trace)
+    lat = sorted(f - q for f, q in zip(cols["finish"], cols["issue"]))
+    h = Histogram()
+    for x in lat:
+        h.add(x)
+    s = h.summary()
+    assert s["count"] == len(lat) and s["max"] == lat[-1]
+    assert s["mean"] == pytest.approx(sum(lat) / len(lat))
+    for p in (50, 90, 99, 99.9):
+        exact = lat[max(1, math.ceil(p / 100 * len(lat))) - 1]
+        assert s[f"p{p:g}"] == pytest.approx(exact, rel=REL_ERROR), p
+    # the volume's own histogram (Stats.disk) is the same one, and merging halves changes nothing
+    assert stats.snapshot(0.0)["total"]["latency"]["disk"]["all"]["p99"] == pytest.approx(s["p99"], rel=1e-9)
+    a, b = Histogram(), Histogram()
+    for i, x in enumerate(reversed(lat)):
+        (a if i % 2 else b).add(x)
+    assert a.merge(b).to_dict()["counts"] == h.to_dict()["counts"]
