@@ -84,6 +84,10 @@ def cmd_export(a) -> int:
         print(f"simfs's figures (btt's names): Q2C mean {f['q2c']:.9f} s, D2C mean {f['d2c']:.9f} s, "
               f"Q2D mean {f['q2d']:.9f} s; mean seek distance {f['q2q_seek_mean']:.1f} sectors (Q2Q), "
               f"{f['d2d_seek_mean']:.1f} (D2D)")
+        if f["overlapping_in_flight"]:
+            print(f"note: {f['overlapping_in_flight']:,} requests overlap an earlier request still in flight "
+                  "(a block written again while its last write is queued); btt pairs events by sector, "
+                  "so its Q2C and D2C will differ from these figures")
     return 0
 
 

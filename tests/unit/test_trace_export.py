@@ -101,3 +101,51 @@ def test_histogram_percentiles_match_the_sorted_latencies(tmp_path):
     for i, x in enumerate(reversed(lat)):
         (a if i % 2 else b).add(x)
     assert a.merge(b).to_dict()["counts"] == h.to_dict()["counts"]
+
+
+def test_requests_overlapping_one_in_flight_are_counted(tmp_path):
+    """btt pairs events by sector: a block written again while its last write is queued is
+    what makes btt's figures differ, and the export names how many there are."""
+    from disk_models import make_disk as mk
+    tw, stats = TraceWriter(tmp_path / "t.trace"), Stats()
+    clock = SimClock(mk("sata7200"), stats, 8, trace=tw)
+    clock.io("W", 5000, 4, "data", wait=False)
+    clock.io("W", 100000, 1, "inode", wait=False)
+    clock.io("W", 100000, 1, "inode", wait=False)    # queued behind its own earlier write
+    clock.cpu(0.1)
+    clock.io("R", 5002, 1, "data")                    # inside the first write, finished by now
+    tw.close()
+    cols = read_trace(tmp_path / "t.trace")
+    assert own_figures(cols)["overlapping_in_flight"] == 1
+    r = simfs("trace", "export", str(tmp_path / "t.trace"), str(tmp_path / "o"))
+    assert r.returncode == 0 and "note: 1 requests overlap" in r.stdout
+
+
+def test_trace_commands_refuse_bad_input_in_one_line(tmp_path):
+    (tmp_path / "not.csv").write_text("a,b\n1,2\n")
+    make_trace(tmp_path / "t.trace", n=5)
+    for args in (["export", str(tmp_path / "missing"), str(tmp_path / "o")],
+                 ["export", str(tmp_path / "not.csv"), str(tmp_path / "o")],
+                 ["export", str(tmp_path / "t.trace"), str(tmp_path / "nodir" / "o")],
+                 ["export", str(tmp_path / "t.trace"), "--format", "csv", str(tmp_path / "o")],
+                 ["latency", str(tmp_path)]):
+        r = simfs("trace", *args)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, (args, r.stderr)
+    assert not list(tmp_path.glob("o.blktrace.*"))
+
+
+def test_stats_and_compare_show_the_latencies(tmp_path):
+    import json
+    docs = []
+    for name, n in (("a", 200), ("b", 400)):
+        stats = make_trace(tmp_path / f"{name}.trace", n=n)
+        docs.append(tmp_path / f"{name}.json")
+        docs[-1].write_text(json.dumps(stats.snapshot(1.0)))
+    r = simfs("stats", str(docs[0]))
+    assert r.returncode == 0, r.stderr
+    assert "latency in phase all (simulated ms; rotational misses:" in r.stdout
+    assert "| disk all " in r.stdout and "p99.9" in r.stdout
+    r = simfs("compare", str(docs[0]), str(docs[1]), "--json")
+    assert r.returncode == 0, r.stderr
+    metrics = {row["metric"] for row in json.loads(r.stdout)}
+    assert {"latency disk all p99", "disk time rotation", "rotational_misses"} <= metrics
