@@ -149,3 +149,15 @@ def test_stats_and_compare_show_the_latencies(tmp_path):
     assert r.returncode == 0, r.stderr
     metrics = {row["metric"] for row in json.loads(r.stdout)}
     assert {"latency disk all p99", "disk time rotation", "rotational_misses"} <= metrics
+
+
+def test_a_trace_written_before_the_wait_column_still_reads_and_exports(tmp_path):
+    from simfs.blockio.trace import FIELDS
+    make_trace(tmp_path / "new.trace", n=20)
+    rows = (tmp_path / "new.trace").read_text().splitlines()
+    assert rows[0].split(",")[-1] == "wait"
+    (tmp_path / "old.trace").write_text("\n".join(r.rsplit(",", 1)[0] for r in rows) + "\n")
+    assert (tmp_path / "old.trace").read_text().splitlines()[0] == ",".join(FIELDS)
+    old = read_trace(tmp_path / "old.trace")
+    assert old["wait"] == [1] * 20 and old["lba"] == read_trace(tmp_path / "new.trace")["lba"]
+    assert simfs("trace", "export", str(tmp_path / "old.trace"), str(tmp_path / "o")).returncode == 0
