@@ -3,9 +3,10 @@
 Values are simulated seconds, kept as whole nanoseconds. Below 512 ns each value is a bucket
 of its own; above, a power of two is split into 256 buckets, so a bucket is at most 1/256 of
 the values in it wide and a percentile read from the histogram (its bucket's middle) is
-within REL_ERROR of the value at that rank in the sorted list. Count, sum (mean) and max are
-kept exactly. Two histograms merge by adding bucket counts (phases into a total, runs into
-one), and the same values give the same histogram in any order.
+within REL_ERROR of the value at that rank in the sorted list. Count, sum (mean), min and
+max are kept exactly (a percentile is clamped to [min, max]: one value reads back as itself).
+Two histograms merge by adding bucket counts (phases into a total, runs into one), and the
+same values give the same histogram in any order.
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ def _bounds(key: int) -> tuple[int, int]:
 
 
 class Histogram:
-    __slots__ = ("counts", "count", "total", "max")
+    __slots__ = ("counts", "count", "total", "min", "max")
 
     def __init__(self):
         self.counts: dict[int, int] = {}
         self.count = 0
         self.total = 0.0
+        self.min = math.inf
         self.max = 0.0
 
     def add(self, seconds: float) -> None:
@@ -49,6 +51,8 @@ class Histogram:
         self.total += seconds
         if seconds > self.max:
             self.max = seconds
+        if seconds < self.min:
+            self.min = seconds
 
     def merge(self, other: "Histogram") -> "Histogram":
         for k, n in other.counts.items():
@@ -56,6 +60,7 @@ class Histogram:
         self.count += other.count
         self.total += other.total
         self.max = max(self.max, other.max)
+        self.min = min(self.min, other.min)
         return self
 
     def percentile(self, p: float) -> float:
@@ -68,7 +73,7 @@ class Histogram:
             seen += self.counts[k]
             if seen >= rank:
                 lo, hi = _bounds(k)
-                return min((lo + hi) / 2 / 1e9, self.max)
+                return min(max((lo + hi) / 2 / 1e9, self.min), self.max)
         return self.max
 
     def summary(self) -> dict:
@@ -81,11 +86,13 @@ class Histogram:
 
     def to_dict(self) -> dict:
         return {"counts": {str(k): n for k, n in sorted(self.counts.items())},
-                "count": self.count, "total": self.total, "max": self.max}
+                "count": self.count, "total": self.total, "min": self.min if self.count else 0.0,
+                "max": self.max}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Histogram":
         h = cls()
         h.counts = {int(k): int(n) for k, n in d.get("counts", {}).items()}
         h.count, h.total, h.max = int(d.get("count", 0)), float(d.get("total", 0.0)), float(d.get("max", 0.0))
+        h.min = float(d.get("min", 0.0)) if h.count else math.inf
         return h
