@@ -215,7 +215,7 @@ def latency_table(doc: dict) -> tuple[list[str], list[list[str]]] | None:
     rows = [r for r in doc["summary"] if (r.get("latency") or {}).get("disk", {}).get("all")]
     if not rows:
         return None
-    header = ["configuration", "phase", "requests", "mean ms", "p50", "p90", "p99", "p99.9", "max",
+    header = ["configuration", "phase", "requests", "mean ms", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms",
               "queue s", "overhead s", "seek s", "rotation s", "transfer s", "rotational misses"]
     out = []
     for r in rows:

@@ -161,3 +161,48 @@ def test_a_trace_written_before_the_wait_column_still_reads_and_exports(tmp_path
     old = read_trace(tmp_path / "old.trace")
     assert old["wait"] == [1] * 20 and old["lba"] == read_trace(tmp_path / "new.trace")["lba"]
     assert simfs("trace", "export", str(tmp_path / "old.trace"), str(tmp_path / "o")).returncode == 0
+
+
+def test_results_carry_the_latencies_to_csv_and_the_report_table(tmp_path):
+    """A record's latency (runner.latency_of of a phase) reaches results.csv's columns and
+    the report's table, with the same figures as the statistics."""
+    import csv
+    from experiments.report import latency_columns, latency_table, write_csv
+    from experiments.runner import latency_of
+    stats = make_trace(tmp_path / "t.trace", n=300)
+    phase = stats.snapshot(1.0)["phases"][0]
+    lat = latency_of(phase)
+    assert lat["split"]["rotation"] == phase["disk_time"]["rotation"]
+    rec = {"config": "c", "rep": 0, "phase": "p", "sim": 1.0, "wall": 0.0, "counters": {}, "extra": {},
+           "latency": lat}
+    doc = {"experiment": "x", "configs": [{"name": "c", "params": {}}], "records": [rec],
+           "summary": [{**rec, "latency": lat}]}
+    write_csv(doc, tmp_path / "r.csv")
+    row = next(csv.DictReader(open(tmp_path / "r.csv")))
+    assert float(row["disk_lat_p99"]) == phase["latency"]["disk"]["all"]["p99"]
+    assert float(row["disk_rotation_s"]) == phase["disk_time"]["rotation"]
+    assert int(row["rotational_misses"]) == phase["latency"]["rotational_misses"]
+    assert latency_columns(rec)["disk_lat_max"] == phase["latency"]["disk"]["all"]["max"]
+    header, rows = latency_table(doc)
+    assert rows[0][2] == f"{phase['latency']['disk']['all']['count']:,}"
+    assert rows[0][header.index("p99 ms")] == f"{1000 * phase['latency']['disk']['all']['p99']:.3f}"
+    assert latency_of({"disk_time": {}}) == {}          # statistics from before latencies: none
+
+
+def test_rotational_misses_count_backward_reads_not_forward_ones():
+    """Reading blocks in descending order (the delayed-inode find of results/summary) waits
+    almost a revolution each time on the same track: a miss; ascending, the drive's
+    read-ahead serves them: none. Random reads across the disk change cylinder: none."""
+    def misses(blocks):
+        stats = Stats()
+        clock = SimClock(make_disk("sata7200"), stats, 8)
+        for b in blocks:
+            clock.io("R", b, 1, "dir")
+            clock.cpu(0.00012)
+        return stats.snapshot(clock.now)["total"]["latency"]["rotational_misses"], clock.now
+    back, t_back = misses(range(32644, 32600, -1))
+    fwd, t_fwd = misses(range(32600, 32644))
+    assert back >= 40 and fwd == 0
+    assert t_back > 40 * 0.007 > 10 * t_fwd
+    rng = random.Random(3)
+    assert misses([rng.randrange(0, 70_000_000) for _ in range(40)])[0] <= 2
