@@ -128,7 +128,7 @@ def run_verb(ctx: PhaseContext, verb: str, path: str, *, drain: bool, mark: str 
     from simfs.errors import FSError
     from simfs.fuse import mountopts
 
-    from .runner import COUNTERS, ExperimentError
+    from .runner import COUNTERS, ExperimentError, latency_of
     opts = mountopts.parse([ctx.config.mount_string(options)]).volume
     try:
         out = verbs.run(str(ctx.image), opts, verb, path, mark=mark, **params)
@@ -138,6 +138,7 @@ def run_verb(ctx: PhaseContext, verb: str, path: str, *, drain: bool, mark: str 
     res = out["result"] if isinstance(out["result"], dict) else {}
     return {"sim_cmd": cmd, "sim_drain": now - cmd, "sim_umount": now, "sim": now if drain else cmd,
             "counters": {k: out["counters"].get(k, 0) for k in COUNTERS},
+            "latency": latency_of(out["time"].get("total")),
             "extra": {k: v for k, v in res.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}}
 
 

@@ -44,6 +44,8 @@ def summarize(exp: Experiment, records: list[dict]) -> list[dict]:
                    "sim_drain": statistics.fmean(r.get("sim_drain", 0.0) for r in recs),
                    "wall": statistics.fmean(r["wall"] for r in recs),
                    "counters": recs[0].get("counters", {}), "extra": {}}
+            if recs[0].get("latency"):        # simulated, so the same in every repetition
+                row["latency"] = recs[0]["latency"]
             keys = sorted({k for r in recs for k, v in r.get("extra", {}).items() if isinstance(v, (int, float))})
             for k in keys:
                 vals = [r["extra"][k] for r in recs if k in r.get("extra", {})]
@@ -207,6 +209,24 @@ def layout_table(doc: dict) -> tuple[list[str], list[list[str]]] | None:
     return header, out
 
 
+def latency_table(doc: dict) -> tuple[list[str], list[list[str]]] | None:
+    """Per configuration and phase: the disk requests' simulated latency percentiles (ms) and
+    where the disk's time went (s), with the rotational misses (docs/statistics.md)."""
+    rows = [r for r in doc["summary"] if (r.get("latency") or {}).get("disk", {}).get("all")]
+    if not rows:
+        return None
+    header = ["configuration", "phase", "requests", "mean ms", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms",
+              "queue s", "overhead s", "seek s", "rotation s", "transfer s", "rotational misses"]
+    out = []
+    for r in rows:
+        d, split = r["latency"]["disk"]["all"], r["latency"].get("split", {})
+        out.append([r["config"], r["phase"], f"{d['count']:,}",
+                    *(f"{1000 * d[k]:.3f}" for k in ("mean", "p50", "p90", "p99", "p99.9", "max")),
+                    *(f"{split.get(k, 0.0):.3f}" for k in ("queue", "overhead", "seek", "rotation", "transfer")),
+                    f"{r['latency'].get('rotational_misses', 0):,}"])
+    return header, out
+
+
 def has_published(doc: dict) -> bool:
     """Do the ratios have published figures beside them (the seeds), or only measured ones (jobs)?"""
     return any(c["published"] is not None for c in doc["comparisons"])
@@ -303,6 +323,12 @@ def table_md(doc: dict, plots: list[str] | None = None) -> str:
     lt = layout_table(doc)
     if lt:
         out += ["## Where the files landed (filefrag extents, summed over files)", "", markdown(*lt), ""]
+    lat = latency_table(doc)
+    if lat:
+        out += ["## Disk request latency and where the disk's time went", "", markdown(*lat), "",
+                "Latency: finish - issue of each disk request, simulated ms (HDR-style histogram, "
+                "within 0.4%). Seconds: summed over the phase's requests. A rotational miss waits "
+                "more than half a revolution without changing cylinder.", ""]
     if doc["comparisons"]:
         out += [f"## Ratios{' against the seed' if has_published(doc) else ''}", "",
                 markdown(*compare_table(doc)), ""]
@@ -325,16 +351,37 @@ def write_csv(doc: dict, path: Path) -> None:
                      if isinstance(v, (int, float))})
     params = list(doc["configs"][0]["params"]) if doc["configs"] else []
     cparams = {c["name"]: c["params"] for c in doc["configs"]}
+    lat = [k for k in LATENCY_CSV if any(k in latency_columns(r) for r in doc["records"])]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["experiment", "config", *params, "rep", "phase", "sim", "sim_cmd", "sim_drain", "sim_umount",
-                    "wall", *counters, *extras])
+                    "wall", *counters, *extras, *lat])
         for r in doc["records"]:
             w.writerow([doc["experiment"], r["config"], *[cparams[r["config"]].get(p, "") for p in params],
                         r["rep"], r["phase"], *(f"{r.get(k, 0.0):.9f}" for k in ("sim", "sim_cmd", "sim_drain",
                                                                                   "sim_umount")),
                         f"{r['wall']:.3f}", *(r.get("counters", {}).get(k, "") for k in counters),
-                        *(r.get("extra", {}).get(k, "") for k in extras)])
+                        *(r.get("extra", {}).get(k, "") for k in extras),
+                        *(latency_columns(r).get(k, "") for k in lat)])
+
+
+#: results.csv's latency columns: disk requests' latency (all kinds), the disk-time split, misses
+LATENCY_CSV = ("disk_lat_mean", "disk_lat_p50", "disk_lat_p90", "disk_lat_p99", "disk_lat_p99.9", "disk_lat_max",
+               "disk_queue_s", "disk_overhead_s", "disk_seek_s", "disk_rotation_s", "disk_transfer_s",
+               "disk_interface_s", "disk_rmw_s", "rotational_misses")
+
+
+def latency_columns(r: dict) -> dict:
+    """A record's (or summary row's) latency figures under their results.csv names, seconds."""
+    lat = r.get("latency") or {}
+    out = {}
+    d = (lat.get("disk") or {}).get("all")
+    if d:
+        out.update({f"disk_lat_{k}": v for k, v in d.items() if k != "count"})
+    out.update({f"disk_{k}_s": v for k, v in (lat.get("split") or {}).items()})
+    if "rotational_misses" in lat:
+        out["rotational_misses"] = lat["rotational_misses"]
+    return out
 
 
 def write_all(doc: dict, out: Path, plots: list[str] | None = None) -> None:

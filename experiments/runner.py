@@ -163,6 +163,19 @@ def _counters(entry: dict) -> dict:
     return {k: c.get(k, 0) for k in COUNTERS}
 
 
+#: the disk-time components a record keeps (where the disk's time went)
+SPLIT = ("queue", "overhead", "seek", "rotation", "transfer", "interface", "rmw")
+
+
+def latency_of(entry: dict | None) -> dict:
+    """A phase's latency percentiles (simfs/blockio/stats.py Phase.latency) and its disk-time
+    split, as a record keeps them; {} for statistics written before latencies were kept."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("latency"), dict):
+        return {}
+    dt = entry.get("disk_time", {})
+    return {**entry["latency"], "split": {k: dt.get(k, 0.0) for k in SPLIT}}
+
+
 def run_mount_phase(phase: Phase, ctx: PhaseContext, cdir: Path, mount: "Mount | None" = None,
                     keep: bool = False) -> tuple[dict, "Mount | None"]:
     """One mount phase. `mount`: the previous phase's mount, still open (this phase is warm,
@@ -204,7 +217,7 @@ def run_mount_phase(phase: Phase, ctx: PhaseContext, cdir: Path, mount: "Mount |
            "sim": sim_cmd + (sim_drain if phase.drain else 0.0), "wall": wall,
            "counters": _counters(e2), "counters_cmd": _counters(e1),
            "ops": sum(o["count"] for o in e1.get("operations", {}).values()),
-           "extra": {}}
+           "latency": latency_of(e2), "extra": {}}
     if phase.trace and m.trace_file:
         rec["trace"] = str(m.trace_file)
     return rec, (m if keep else None)

@@ -14,6 +14,7 @@ class SimClock:
         self.trace = trace
         self.now = 0.0
         stats.watch(getattr(disk, "work_counters", None), getattr(disk, "work_time", None))
+        stats.set_rotation(getattr(disk, "t_rev", None), getattr(disk, "head_switch", None))
 
     def cpu(self, seconds: float) -> None:
         self.now += seconds
@@ -31,7 +32,7 @@ class SimClock:
         r = self.disk.submit(op, lba, sectors, self.now, sync)
         self.stats.disk(op, lba, sectors, r, cause)
         if self.trace is not None:
-            self.trace.record(op, lba, sectors, r, cause, ino, self.stats.phase.name)
+            self.trace.record(op, lba, sectors, r, cause, ino, self.stats.phase.name, wait or sync)
         if wait:
             self.wait_until(r.finish)
         return r.finish

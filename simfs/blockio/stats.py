@@ -8,7 +8,10 @@ lands in the phase in which the model played it out. `snapshot()` gives the JSON
 in /.simfs/stats: totals, then each phase.
 """
 
+import math
 from collections import defaultdict
+
+from simfs.blockio.histogram import Histogram
 
 DISK_COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interface", "rmw")
 #: disk time that is no host request's breakdown (the drive's own work adds its names)
@@ -34,6 +37,17 @@ class Phase:
         self.counters: dict[str, int] = defaultdict(int)
         self.ops: dict[str, list] = {}                 # name -> [count, simulated seconds]
         self.disk_time: dict[str, float] = defaultdict(float)
+        # latency histograms: per operation, per disk request kind ("R data", "W inode", "all")
+        self.op_lat: dict[str, Histogram] = {}
+        self.disk_lat: dict[str, Histogram] = {}
+        self.rotational_misses = 0
+
+    def latency(self) -> dict:
+        """Percentiles of simulated latency per operation and per disk request kind (the
+        request's finish - issue), and the rotational misses (see Stats.disk)."""
+        return {"operations": {k: h.summary() for k, h in sorted(self.op_lat.items())},
+                "disk": {k: h.summary() for k, h in sorted(self.disk_lat.items())},
+                "rotational_misses": self.rotational_misses}
 
     def as_dict(self) -> dict:
         return {
@@ -44,6 +58,7 @@ class Phase:
             "operations": {k: {"count": c, "time": t} for k, (c, t) in sorted(self.ops.items())},
             "counters": _with_zeros(self.counters),
             "disk_time": {**dict.fromkeys(DISK_COMPONENTS + ("busy", FLUSH), 0.0), **self.disk_time},
+            "latency": self.latency(),
         }
 
 
@@ -52,7 +67,17 @@ class Stats:
         self.last_end_lba = None
         self._work: tuple[dict, dict] = ({}, {})      # the model's running totals of its own work
         self._seen: tuple[dict, dict] = ({}, {})
+        self.miss_rotation, self.miss_seek = math.inf, 0.0     # see set_rotation
         self._start(Phase("all", now), keep=False)
+
+    def set_rotation(self, revolution: float | None, head_switch: float | None) -> None:
+        """The drive's revolution time and head-switch time (rotating models; others have
+        none): a request that waits more than half a revolution for its sector although the
+        arm did not change cylinder (seek no longer than a head switch) counts as a
+        rotational miss: the sector it wanted had just passed under the head."""
+        if revolution:
+            self.miss_rotation = revolution / 2
+            self.miss_seek = head_switch or 0.0
 
     def watch(self, counters: dict | None, seconds: dict | None) -> None:
         """Take the drive's own work from these running totals (DiskModel.work_counters,
@@ -76,6 +101,7 @@ class Stats:
         self.phase = phase
         self._counters = phase.counters     # the hot path: one dict, no lookups
         self._ops = phase.ops
+        self._op_lat = phase.op_lat
 
     def count(self, key: str, n: int = 1) -> None:
         self._counters[key] += n
@@ -87,6 +113,10 @@ class Stats:
         else:
             entry[0] += 1
             entry[1] += seconds
+        h = self._op_lat.get(name)
+        if h is None:
+            h = self._op_lat[name] = Histogram()
+        h.add(seconds)
         self.phase.end = now
 
     def disk(self, op: str, lba: int, sectors: int, result, cause: str) -> None:
@@ -103,6 +133,14 @@ class Stats:
         for name in DISK_COMPONENTS:
             dt[name] += getattr(result, name)
         dt["busy"] += result.finish - result.start
+        lat = self.phase.disk_lat
+        for kind in (f"{op} {cause}", "all"):
+            h = lat.get(kind)
+            if h is None:
+                h = lat[kind] = Histogram()
+            h.add(result.finish - result.issue)
+        if result.rotation > self.miss_rotation and result.seek <= self.miss_seek:
+            self.phase.rotational_misses += 1
 
     def flush(self, seconds: float) -> None:
         """A FLUSH CACHE command kept the host waiting `seconds` (fsync, sync, unmount)."""
@@ -151,6 +189,10 @@ class Stats:
                 e[1] += t
             for k, v in p.disk_time.items():
                 total.disk_time[k] += v
+            for mine, theirs in ((total.op_lat, p.op_lat), (total.disk_lat, p.disk_lat)):
+                for k, h in theirs.items():
+                    mine.setdefault(k, Histogram()).merge(h)
+            total.rotational_misses += p.rotational_misses
         out = {"now": now, "total": total.as_dict(), "phases": [p.as_dict() for p in self.phases]}
         if extra:
             out.update(extra)

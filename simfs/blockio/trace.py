@@ -1,4 +1,8 @@
-"""The request trace (`-o trace=PATH`): one CSV row per disk request, for `simfs plot`."""
+"""The request trace (`-o trace=PATH`): one CSV row per disk request, for `simfs plot`,
+`simfs trace` (latency percentiles, blktrace export) and the experiments' figures.
+
+A row holds when the request was issued (the host queued it), started (the drive began
+it: issue + queue) and finished, and where its time went."""
 
 import csv
 
@@ -6,6 +10,8 @@ from simfs import outfile
 
 FIELDS = ("issue", "start", "finish", "op", "lba", "sectors", "queue", "overhead", "seek", "rotation",
           "transfer", "interface", "rmw", "cache_hit", "cause", "ino", "phase")
+#: columns added later: a trace written before them reads with their default
+OPTIONAL = {"wait": 1}     # 1: the host waited for the request; 0: write-back or read-ahead
 
 
 class TraceWriter:
@@ -18,16 +24,16 @@ class TraceWriter:
         self.f = open(outfile.open_stream(path), "w", newline="")    # (never through a link)
         self.w = csv.writer(self.f)
         self.error: str = ""
-        self.w.writerow(FIELDS)
+        self.w.writerow(FIELDS + tuple(OPTIONAL))
 
-    def record(self, op, lba, sectors, r, cause, ino, phase) -> None:
+    def record(self, op, lba, sectors, r, cause, ino, phase, wait: bool = True) -> None:
         if self.error:
             return
         try:
             self.w.writerow((f"{r.issue:.9f}", f"{r.start:.9f}", f"{r.finish:.9f}", op, lba, sectors,
                              f"{r.queue:.9f}", f"{r.overhead:.9f}", f"{r.seek:.9f}", f"{r.rotation:.9f}",
                              f"{r.transfer:.9f}", f"{r.interface:.9f}", f"{r.rmw:.9f}", int(r.cache_hit),
-                             cause, ino, phase))
+                             cause, ino, phase, int(wait)))
         except OSError as e:
             self._failed(e, r.issue)
 
@@ -44,7 +50,7 @@ class TraceWriter:
 
 
 _TEXT = ("op", "cause", "phase")
-_INTS = ("lba", "sectors", "cache_hit", "ino")
+_INTS = ("lba", "sectors", "cache_hit", "ino", "wait")
 
 
 def read_trace(path) -> dict:
@@ -57,8 +63,9 @@ def read_trace(path) -> dict:
         missing = set(FIELDS) - set(head)
         if missing:
             raise ValueError(f"{path}: not a simfs trace (missing columns: {', '.join(sorted(missing))})")
-        at = [(k, head.index(k), int if k in _INTS else str if k in _TEXT else float) for k in FIELDS]
-        cols: dict = {k: [] for k in FIELDS}
+        names = FIELDS + tuple(k for k in OPTIONAL if k in head)
+        at = [(k, head.index(k), int if k in _INTS else str if k in _TEXT else float) for k in names]
+        cols: dict = {k: [] for k in names}
         for row in rows:
             if len(row) != len(head):
                 raise ValueError(f"{path}:{rows.line_num}: {len(row)} fields where the header has "
@@ -68,4 +75,7 @@ def read_trace(path) -> dict:
                     cols[k].append(conv(row[i]))
                 except ValueError:
                     raise ValueError(f"{path}:{rows.line_num}: {k} is {row[i]!r}, not a number") from None
+    for k, default in OPTIONAL.items():
+        if k not in cols:
+            cols[k] = [default] * len(cols["op"])
     return cols

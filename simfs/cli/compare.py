@@ -71,6 +71,7 @@ def _flat_results(doc: dict) -> dict:
         m = {"sim": r["sim"]["mean"], "sim_cmd": r.get("sim_cmd"), "sim_drain": r.get("sim_drain")}
         m.update({k: v for k, v in r.get("counters", {}).items()})
         m.update({k: v["mean"] for k, v in r.get("extra", {}).items() if isinstance(v, dict) and "mean" in v})
+        m.update(_latency_metrics(r.get("latency") or {}, r.get("latency", {}).get("split") or {}))
         out[(r["config"], r["phase"])] = {k: v for k, v in m.items() if isinstance(v, (int, float))}
     return out
 
@@ -81,7 +82,28 @@ def _flat_stats(t: dict) -> dict:
         m = {"elapsed": p.get("elapsed"), "waited": p.get("waited")}
         m.update(p.get("counters", {}))
         m["operations"] = sum(o.get("count", 0) for o in p.get("operations", {}).values())
+        m.update(_latency_metrics(p.get("latency") or {}, p.get("disk_time") or {}))
         out[("", p["name"])] = {k: v for k, v in m.items() if isinstance(v, (int, float))}
+    return out
+
+
+SPLIT = ("queue", "overhead", "seek", "rotation", "transfer", "interface", "rmw")
+
+
+def _latency_metrics(lat: dict, split: dict) -> dict:
+    """Latency percentiles (simfs/blockio/stats.py) as compare's metrics: every disk request
+    kind's and operation's p50, p99 and max, the disk-time split and the rotational misses."""
+    if not isinstance(lat, dict):
+        return {}
+    out = {}
+    for sect, label in (("disk", "disk"), ("operations", "op")):
+        for kind, s in sorted((lat.get(sect) or {}).items()):
+            if isinstance(s, dict):
+                out.update({f"latency {label} {kind} {q}": s.get(q) for q in ("mean", "p50", "p99", "max")})
+    if isinstance(split, dict):
+        out.update({f"disk time {k}": split[k] for k in SPLIT if k in split})
+    if "rotational_misses" in lat:
+        out["rotational_misses"] = lat["rotational_misses"]
     return out
 
 

@@ -12,6 +12,8 @@ simfs/blockio/stats.py) becomes:
                       transfer, interface, rmw; busy = their sum over requests less queueing)
   disk requests       requests by the kind of block that caused them, per phase
   operations          count and simulated seconds of each operation type, per phase
+  latency             per phase: count, mean, p50, p90, p99, p99.9 and max of each operation's
+                      and each disk request kind's simulated latency, and the rotational misses
 
 Any other section is one name/value table (nested mappings flattened as a.b).
 """
@@ -384,7 +386,25 @@ def time_tables(sect: dict) -> list:
         row.append(f"{1000 * o['time'] / o['count']:.3f}" if o.get("count") else "")
         rows.append(row)
     out.append(table("operations (count and simulated seconds; mean of the last column)", head, rows))
+    for p in cols:
+        lat = p.get("latency")
+        if not isinstance(lat, dict):
+            continue                      # statistics written before latencies were kept
+        kinds = {**{f"op {k}": v for k, v in (lat.get("operations") or {}).items()},
+                 **{f"disk {k}": v for k, v in (lat.get("disk") or {}).items()}}
+        out.append(latency_table(f"latency in phase {p.get('name', '?')} (simulated ms; "
+                                 f"rotational misses: {lat.get('rotational_misses', 0):,})", kinds))
     return out
+
+
+LATENCY_COLUMNS = ("count", "mean", "p50", "p90", "p99", "p99.9", "max")
+
+
+def latency_table(title: str, kinds: dict) -> str:
+    """kind -> summary (Histogram.summary: seconds) as a table in milliseconds."""
+    return table(title, ["kind", *LATENCY_COLUMNS],
+                 [(k, f"{v.get('count', 0):,}", *(f"{1000 * v.get(c, 0.0):.3f}" for c in LATENCY_COLUMNS[1:]))
+                  for k, v in kinds.items() if isinstance(v, dict)])
 
 
 def render_stats(doc: dict) -> str:

@@ -149,12 +149,12 @@ def test_plot_trace_cut_mid_row(image, tmp_path, capsys):
 def test_read_trace_refuses_a_row_cut_short_in_one_error(image, tmp_path):
     """Every reader of traces (plot, the lessons, seekplot) gets the file and line, not a
     TypeError from a missing field."""
-    from simfs.blockio.trace import read_trace
+    from simfs.blockio.trace import FIELDS, OPTIONAL, read_trace
     text = image[1].read_text()
     assert len(read_trace(image[1])["lba"]) == text.count("\n") - 1
     cut = tmp_path / "cut.csv"
     cut.write_text(text[:text.index("\n", 2000) - 30])
-    with pytest.raises(ValueError, match=r"cut\.csv:\d+: \d+ fields where the header has 17"):
+    with pytest.raises(ValueError, match=rf"cut\.csv:\d+: \d+ fields where the header has {len(FIELDS) + len(OPTIONAL)}"):
         read_trace(cut)
 
 

@@ -100,8 +100,8 @@ def test_trace_rows_carry_the_phase():
     clock.io("R", 3, 1, "inode", ino=7)
     stats.mark("readback", clock.now)
     clock.io("W", 4, 2, "data", ino=9, wait=False)
-    assert [(op, lba, n, cause, ino, phase) for op, lba, n, _, cause, ino, phase in trace.rows] == \
-        [("R", 24, 8, "inode", 7, "all"), ("W", 32, 16, "data", 9, "readback")]
+    assert [(op, lba, n, cause, ino, phase, wait) for op, lba, n, _, cause, ino, phase, wait in trace.rows] == \
+        [("R", 24, 8, "inode", 7, "all", True), ("W", 32, 16, "data", 9, "readback", False)]
 
 
 def test_drain_waits_for_the_queue_and_then_the_drive_cache():
