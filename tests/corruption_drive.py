@@ -222,14 +222,15 @@ class SimfsResult:
     end_problem: str = ""
     umount: Step | None = None
     daemon_exited: bool = True
+    close_errors: list[str] = field(default_factory=list)   # ERROR lines logged after the unmount
     log: str = ""
 
 
 def simfs_run(simfs_argv: list[str], image: Path, mnt: Path, victim: str, src300: Path,
               victim_is_file: bool) -> SimfsResult:
-    """`simfs mount`, the drive, then a check that the daemon is alive and the mount answers,
-    `simfs umount`. Whatever happens, nothing is left mounted or running (a hung daemon is
-    killed by its pid, which this run started)."""
+    """`simfs mount`, the drive, a check that the daemon is alive and the mount answers, the
+    unmount. Whatever happens, nothing is left mounted or running (a hung daemon is killed by
+    its pid, which this run started)."""
     mnt.mkdir(exist_ok=True)
     res = SimfsResult(tool(simfs_argv + ["mount", image, mnt], timeout=60))
     try:
@@ -243,13 +244,23 @@ def simfs_run(simfs_argv: list[str], image: Path, mnt: Path, victim: str, src300
             res.end_problem = (f"daemon pid {res.pid} {'alive' if alive(res.pid) else 'gone'}, "
                                f"{'mounted' if mounted(mnt) else 'not mounted'}, "
                                f"stat of the mount point: {st.show()}")
-        res.umount = tool(simfs_argv + ["umount", mnt], timeout=60)
-    finally:
-        if mounted(mnt):
-            subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True)
+        # unmounted as root unmounts any file system; then, as `simfs umount` does, the daemon
+        # must exit (its write-back done) and log no ERROR from then on
+        log = Path(str(image) + ".log")
+        start = log.stat().st_size if log.exists() else 0
+        res.umount = tool(["umount", mnt], timeout=30)
         deadline = time.monotonic() + 30
         while alive(res.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.02)
+        res.daemon_exited = not alive(res.pid)
+        if log.exists():
+            with open(log, "rb") as f:
+                f.seek(start)
+                res.close_errors = [ln for ln in f.read().decode(errors="replace").splitlines()
+                                    if ln.split(" ", 4)[2:4] in ([str(res.pid), "ERROR"], [str(res.pid), "CRITICAL"])]
+    finally:
+        if mounted(mnt):
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
         if alive(res.pid):
             res.daemon_exited = False
             os.kill(res.pid, signal.SIGKILL)

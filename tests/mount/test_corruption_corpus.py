@@ -172,9 +172,12 @@ def run_one(base: Base, name: str) -> dict:
         if not r.alive_at_end:
             problems.append(f"daemon crash or dead mount before unmount: {r.end_problem}")
         if r.umount is None or r.umount.failed:
-            problems.append(f"simfs umount failed: {r.umount.show() if r.umount else 'not run'}")
+            problems.append(f"umount failed: {r.umount.show() if r.umount else 'not run'}")
         if not r.daemon_exited:
-            problems.append("the daemon did not exit after the unmount (killed)")
+            problems.append("the daemon did not exit within 30 s of the unmount (killed)")
+        if r.close_errors:
+            problems.append("the daemon failed after the unmount (`simfs umount` would exit 1):\n"
+                            + "\n".join(r.close_errors[:3]))
         if grown > len(buf):
             problems.append(f"image grew from {len(buf)} to {grown} bytes")
         _, rep1 = e2fsck(simg)
@@ -193,6 +196,8 @@ def run_one(base: Base, name: str) -> dict:
     out["kernel_refused"] = sorted(f"{p}: {m}" for p, m in kdrive.read_refused.items()) if kdrive else []
     out["kernel_steps"] = {n: st.show() for n, st in kdrive.steps.items() if st.failed} if kdrive else {}
     out["simfs_steps"] = {n: st.show() for n, st in r.drive.steps.items() if st.failed} if r.drive else {}
+    if problems:
+        out["log_tail"] = r.log[-3000:]
     if REPORT:
         with open(REPORT, "a") as f:
             f.write(json.dumps(out) + "\n")
