@@ -4,6 +4,11 @@ Entries live only in directory blocks. To keep Python fast on large directories,
 in-memory index (name -> inode, type, position) and a per-block free-space hint are kept
 for recently used directories; they are a shortcut for the CPU, not for the model: every
 operation still reads the directory blocks a linear ext2 directory would read.
+
+A damaged directory block does not hide the rest of the directory: a record whose rec_len or
+name_len breaks the block's chain ends that block only (ext4_check_dir_entry's "skip to the
+next block"), a hole or a block met twice is skipped, each reported as an inconsistency
+(simfs.fs.checks); the entries before the break, and every other block, stay listed and found.
 """
 
 import errno
@@ -74,6 +79,7 @@ class Directories:
         self.capacity = capacity_entries
         self.indexes: "OrderedDict[int, DirIndex]" = OrderedDict()
         self.indexed_entries = 0
+        self.checks = filemap.checks
 
     # blocks --------------------------------------------------------------------------------
     def nblocks(self, d) -> int:
@@ -91,11 +97,32 @@ class Directories:
             d.flags &= ~INDEX_FL
             self.inodes.put(d)
 
-    def _records(self, d, lidx: int):
+    def _records(self, d, lidx: int, seen: set):
+        """The records of block lidx up to the first bad one (reported: the rest of the block
+        is skipped). `seen` holds the physical blocks this walk read: a hole, a block read
+        before or a bad block number (EUCLEAN from the map) is reported and yields nothing."""
         try:
-            yield from dirent.iter_block(self.read_block(d, lidx), self.filetype)
+            phys = self.filemap.bmap(d, lidx)
+        except FSError as e:
+            if e.errno != errno.EUCLEAN:        # reported already: the block is skipped
+                raise
+            return
+        if not phys or phys in seen:
+            self.checks.report(f"directory {d.ino}: block {lidx} is a hole or repeats block {phys}",
+                               d.ino, phys, "readdir")
+            return
+        seen.add(phys)
+        try:
+            yield from dirent.iter_block(self.cache.bread(phys, "dir", d.ino), self.filetype)
         except ValueError as e:
-            raise FSError(errno.EIO, f"directory {d.ino} block {lidx}: {e}") from None
+            self.checks.report(f"directory {d.ino} block {lidx}: {e}", d.ino, phys, "check_dir_entry")
+            self._bad_block(d, lidx)
+
+    def _bad_block(self, d, lidx: int) -> None:
+        """No entry goes into a damaged block (its index room is 0)."""
+        idx = self.indexes.get(d.ino)
+        if idx is not None and lidx < len(idx.free):
+            idx.free[lidx] = 0
 
     # the index ---------------------------------------------------------------------------
     def _index(self, d) -> DirIndex:
@@ -104,15 +131,19 @@ class Directories:
             self.indexes.move_to_end(d.ino)
             return idx
         idx = DirIndex()
+        seen: set[int] = set()
         for lidx in range(self.nblocks(d)):
             best = 0
-            for off, ino, rec_len, name, ftype in self._records(d, lidx):
+            end = 0
+            for off, ino, rec_len, name, ftype in self._records(d, lidx, seen):
                 if ino:
-                    idx.names[name] = (ino, ftype, lidx * self.bs + off)
+                    if name not in idx.names:
+                        idx.names[name] = (ino, ftype, lidx * self.bs + off)
                     best = max(best, rec_len - dirent.rec_len_for(len(name)))
                 else:
                     best = max(best, rec_len)
-            idx.free.append(best)
+                end = off + rec_len
+            idx.free.append(best if end == self.bs else 0)      # a damaged block takes no entry
         self.indexes[d.ino] = idx
         self.indexed_entries += len(idx.names)
         while self.indexed_entries > self.capacity and len(self.indexes) > 1:
@@ -129,7 +160,9 @@ class Directories:
         """Read the blocks a lookup reads: a linear scan reads 0..lidx; an indexed directory
         reads its root block and the one leaf that holds the name."""
         for i in ((0, lidx) if self.indexed and lidx > 0 else range(lidx + 1)):
-            self.read_block(d, i)
+            phys = self.filemap.bmap(d, i)
+            if phys:                    # a hole (reported when the index was made) is skipped
+                self.cache.bread(phys, "dir", d.ino)
 
     # operations --------------------------------------------------------------------------
     def lookup(self, d, name: bytes) -> tuple[int, int] | None:
@@ -231,8 +264,9 @@ class Directories:
 
     def entries(self, d, from_pos: int = 0):
         """Yield (position, name, ino, ftype) of live entries at or after byte position from_pos."""
+        seen: set[int] = set()
         for lidx in range(from_pos // self.bs, self.nblocks(d)):
-            for off, ino, rec_len, name, ftype in self._records(d, lidx):
+            for off, ino, rec_len, name, ftype in self._records(d, lidx, seen):
                 pos = lidx * self.bs + off
                 if ino and pos >= from_pos:
                     yield pos, name, ino, ftype

@@ -86,7 +86,12 @@ class FileIO:
                 # the map's edge): the data before it goes first (docs/reference/one-k-blocks.md)
                 self._read_runs(inode, first, last, phys, done)
                 done = len(phys)
-            phys.append(self.filemap.bmap(inode, lblk))
+            try:
+                phys.append(self.filemap.bmap(inode, lblk))
+            except FSError:
+                if lblk <= last:
+                    raise
+                break                   # read-ahead stops at a damaged map (reported already)
         self._read_runs(inode, first, last, phys, done)
         return phys[: last - first + 1]
 

@@ -3,6 +3,12 @@
 Maps logical to physical blocks, allocates missing data and indirect blocks through the
 block allocator (with the hints FFS and ext2 use: the previous block, the nearest earlier
 pointer in the same map, the indirect block's address), and frees blocks on truncate.
+
+Every block number read from the map is checked before use (simfs.fs.checks): one beyond the
+file system or in a metadata zone makes a lookup or a write fail with EUCLEAN, never read or
+written through; freeing skips it (and a block freed already), as ext4_free_branches does,
+so a truncate or unlink of a damaged file ends, and every walk is bounded by what the map
+can hold.
 """
 
 import errno
@@ -23,6 +29,9 @@ class FileMap:
         self.space = space
         self.placement = placement          # the allocator, asked through simfs.fs.placement
         self.inodes = inodes
+        self.checks = space.checks
+        self.nblocks = geometry.blocks_count
+        self.is_meta = self.checks.is_meta
         p = self.p = geometry.ptrs_per_block
         self.limits = (NDIR_BLOCKS, NDIR_BLOCKS + p, NDIR_BLOCKS + p + p * p, NDIR_BLOCKS + p + p * p + p ** 3)
         self.spb = geometry.block_size // 512
@@ -52,10 +61,15 @@ class FileMap:
         """Physical block of lblk, 0 for a hole."""
         slot, idx = self.path(lblk)
         blk = inode.block[slot]
+        nblocks, is_meta = self.nblocks, self.is_meta
+        if blk and (blk >= nblocks or is_meta[blk]):
+            raise self.checks.block_error(inode.ino, blk)
         for i in idx:
             if not blk:
                 return 0
             blk = _U32.unpack_from(self.cache.bread(blk, "indirect", inode.ino), i * 4)[0]
+            if blk and (blk >= nblocks or is_meta[blk]):
+                raise self.checks.block_error(inode.ino, blk)
         return blk
 
     def locate(self, inode, lblk: int) -> tuple[int, int]:
@@ -63,10 +77,17 @@ class FileMap:
         slot, idx = self.path(lblk)
         if not idx:
             return slot, 0
-        blk = inode.block[slot]
+        blk = self._checked(inode, inode.block[slot])
         for i in idx[:-1]:
-            blk = _U32.unpack_from(self.cache.bread(blk, "indirect", inode.ino), i * 4)[0] if blk else 0
+            blk = self._checked(inode, _U32.unpack_from(self.cache.bread(blk, "indirect", inode.ino), i * 4)[0]) \
+                if blk else 0
         return idx[-1], blk
+
+    def _checked(self, inode, b: int) -> int:
+        """b, if it is 0 or may be used as the file's block; EUCLEAN (reported) otherwise."""
+        if b and (b >= self.nblocks or self.is_meta[b]):
+            raise self.checks.block_error(inode.ino, b)
+        return b
 
     def set_pointer(self, inode, lblk: int, phys: int) -> None:
         """Point lblk's existing mapping at another block (cluster reallocation)."""
@@ -87,7 +108,7 @@ class FileMap:
         block is linked; missing indirect blocks are still asked of the allocator. If an
         allocation fails, the indirect blocks this call added are freed before the error goes on."""
         slot, idx = self.path(lblk)
-        blk = inode.block[slot]
+        blk = self._checked(inode, inode.block[slot])
         level = len(idx)
         if level == 0:
             if blk:
@@ -112,7 +133,7 @@ class FileMap:
                 buf = self.cache.bread(blk, "indirect", inode.ino)
                 child = _U32.unpack_from(buf, i * 4)[0]
                 if child:
-                    blk = child
+                    blk = self._checked(inode, child)
                     continue
                 last = depth == level - 1
                 if last and phys:
@@ -183,9 +204,28 @@ class FileMap:
         bases = (self.limits[0], self.limits[1], self.limits[2])
         for level, slot in ((1, IND_BLOCK), (2, DIND_BLOCK), (3, TIND_BLOCK)):
             blk = inode.block[slot]
-            if blk and self._truncate_tree(inode, blk, level, bases[level - 1], keep_blocks):
+            if not blk:
+                continue
+            if not self._usable_map(inode, blk):
+                if bases[level - 1] >= keep_blocks:
+                    inode.block[slot] = 0           # a bad map past the end: dropped, not followed
+                continue
+            if self._truncate_tree(inode, blk, level, bases[level - 1], keep_blocks):
                 inode.block[slot] = 0
         self.inodes.put(inode)
+
+    def _usable_map(self, inode, blk: int) -> bool:
+        """Whether indirect block blk may be read and freed: a valid data block still
+        allocated (one freed already is another file's now, or shared: not followed twice)."""
+        if blk >= self.nblocks or self.is_meta[blk]:
+            self.checks.report(f"inode {inode.ino}: indirect block number {blk} out of range",
+                               inode.ino, blk, "free_branches")
+            return False
+        if not self.space.block_used[blk]:
+            self.checks.report(f"inode {inode.ino}: indirect block {blk} is not in use",
+                               inode.ino, blk, "free_branches")
+            return False
+        return True
 
     def _truncate_tree(self, inode, blk: int, level: int, base: int, keep: int) -> bool:
         """Free the part of this indirect subtree at or past `keep`; True if blk itself was freed."""
@@ -204,6 +244,9 @@ class FileMap:
                 continue
             if level == 1:
                 self._free(inode, child)
+            elif not self._usable_map(inode, child):
+                if cbase < keep:
+                    continue                    # maps blocks kept: left as it is
             elif not self._truncate_tree(inode, child, level - 1, cbase, keep):
                 continue
             buf = self.cache.bread(blk, "indirect", inode.ino)
@@ -221,13 +264,23 @@ class FileMap:
         if level > 0:
             ptrs = np.frombuffer(bytes(self.cache.bread(blk, "indirect", inode.ino)), dtype="<u4")
             for child in ptrs[ptrs != 0]:
-                self._free_subtree(inode, int(child), level - 1)
+                child = int(child)
+                if level == 1:
+                    self._free(inode, child)
+                elif self._usable_map(inode, child):
+                    self._free_subtree(inode, child, level - 1)
         self._free(inode, blk)
 
     def _free(self, inode, blk: int) -> None:
-        self.space.release_block(blk)
-        self.cache.forget(blk)
+        """Free one of the file's blocks; a bad number or a block not in use is reported and
+        left alone (the file's i_blocks still counts it off)."""
         inode.blocks -= self.spb
+        if blk >= self.nblocks or self.is_meta[blk]:
+            self.checks.report(f"inode {inode.ino}: freeing block number {blk} out of range",
+                               inode.ino, blk, "free_blocks")
+            return
+        if self.space.release_block(blk, inode.ino):
+            self.cache.forget(blk)
 
     # listing -----------------------------------------------------------------------------
     def blocks(self, inode):
@@ -239,9 +292,17 @@ class FileMap:
         for level, slot, name in ((1, IND_BLOCK, "IND"), (2, DIND_BLOCK, "DIND"), (3, TIND_BLOCK, "TIND")):
             if inode.block[slot]:
                 yield name, inode.block[slot]
-                yield from self._walk(inode, inode.block[slot], level, self.limits[level - 1])
+                yield from self._walk(inode, inode.block[slot], level, self.limits[level - 1], set())
 
-    def _walk(self, inode, blk, level, base):
+    def _walk(self, inode, blk, level, base, seen: set):
+        """The subtree under indirect block blk; a bad block number, or an indirect block met
+        twice (a loop, or blocks shared), is reported and not followed: the walk reads each
+        indirect block once at most."""
+        if blk >= self.nblocks or self.is_meta[blk] or blk in seen:
+            self.checks.report(f"inode {inode.ino}: indirect block {blk} out of range or met twice",
+                               inode.ino, blk, "walk")
+            return
+        seen.add(blk)
         ptrs = np.frombuffer(bytes(self.cache.bread(blk, "indirect", inode.ino)), dtype="<u4")
         span = self.p ** (level - 1)
         for i in np.flatnonzero(ptrs):
@@ -250,7 +311,7 @@ class FileMap:
                 yield base + int(i), child
             else:
                 yield "IND" if level == 2 else "DIND", child
-                yield from self._walk(inode, child, level - 1, base + int(i) * span)
+                yield from self._walk(inode, child, level - 1, base + int(i) * span, seen)
 
 
 def _prev_nonzero(ptrs, slot: int) -> int:

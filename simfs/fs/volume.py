@@ -48,6 +48,7 @@ from simfs.blockio.imagefile import ImageFile, JournalError, journal_path, pendi
 from simfs.blockio.stats import Stats
 from simfs.blockio.trace import TraceWriter
 from simfs.errors import FSError, ImageError, ImageWriteError, OutputError
+from simfs.fs.checks import Checks
 from simfs.fs.delalloc import DelayedAllocation
 from simfs.fs.directory import Directories
 from simfs.fs.fileio import FileIO
@@ -73,6 +74,7 @@ from simfs.ondisk.superblock import Geometry, Superblock
 
 log = logging.getLogger("simfs.fs.volume")
 _CLOCK_REALTIME_COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)   # 5 in Linux's <time.h>
+_EXT4_ERR_EFSCORRUPTED = 5      # s_first/last_error_errcode (ext4.h EXT4_ERR_EFSCORRUPTED)
 
 
 def _is_clean(sb: Superblock) -> bool:
@@ -129,7 +131,12 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
         self.descs = unpack_table(gdt, geo.groups)
         self._check_descs()
-        self.space = FreeSpace(geo, self.descs, self.cache, self.stats)
+        if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
+            self.max_size = ext2_max_size(geo.block_size)
+        else:
+            self.max_size = 2**31 - 1
+        self.checks = Checks(geo, self.descs, self.max_size)
+        self.space = FreeSpace(geo, self.descs, self.cache, self.stats, self.checks)
         self.placement = Placement(allocator, self.space, geo)
         self.inodes = InodeTable(geo, self.descs, self.cache)
         root = self.inodes.peek(ROOT_INO)
@@ -149,10 +156,6 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.stale: dict[int, tuple[int, Attr]] = {}    # freed inode -> (references the kernel
                                                         # still holds, its last attributes)
         self.generation = sb.wtime
-        if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
-            self.max_size = ext2_max_size(geo.block_size)
-        else:
-            self.max_size = 2**31 - 1
         self.closed = False
         self._durable_asked = False                     # an fsync waits for the next commit
         #: a run with nobody to free space on the image's host and nothing to wait for (verbs,
@@ -176,6 +179,11 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
                 self.image.close()
                 raise ImageError(f"{path}: cannot be written ({os.strerror(e.errno)}): make room on "
                                  "its file system first, or mount it read-only (-o ro)") from None
+        self._errors_logged = 0
+        self.checks.report = self.fs_error        # what was found while opening, recorded now
+        for what, ino, block, func in self.checks.pending:
+            self.fs_error(what, ino=ino, block=block, func=func)
+        self.checks.pending = []
 
     # opening and closing -----------------------------------------------------------------
     @classmethod
@@ -375,15 +383,23 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self._durable_asked |= durable
         self.commit_if_due()
 
-    def fs_error(self, what: str) -> None:
-        """Record a detected inconsistency as the kernel's ext2_error does: the error state
-        goes to the image now, and the superblock's errors behaviour applies (continue, or
-        remount read-only; panic is taken as remount read-only)."""
-        log.error("file system error: %s", what)
+    def fs_error(self, what: str, ino: int = 0, block: int = 0, func: str = "") -> None:
+        """Record a detected inconsistency as the kernel's ext2_error / ext4's __ext4_error do:
+        the error state and the superblock's error record (count, first and last error:
+        time, inode, block, function) go to the image now, so that it is not marked clean at
+        unmount and e2fsck checks it next time; the superblock's errors behaviour applies
+        (continue, or remount read-only; panic is taken as remount read-only). The log names
+        the first 100 errors of a mount (the kernel rate-limits its messages)."""
+        self._errors_logged = n = getattr(self, "_errors_logged", 0) + 1
+        if n <= 100:
+            log.error("file system error: %s", what)
+        elif n == 101:
+            log.error("more file system errors: not logged (the superblock counts them)")
         if not self.image.writable:
             return
         self.mount_state |= STATE_ERROR
         self.sb.state |= STATE_ERROR
+        self.sb.record_error(int(time.time()), func or "simfs", ino, block, _EXT4_ERR_EFSCORRUPTED)
         if self.sb.errors != ERRORS_CONTINUE and not self.options.read_only:
             log.error("errors behaviour %d: remounting read-only", self.sb.errors)
             self.options.read_only = True
@@ -449,7 +465,37 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
     def _inode(self, ino: int):
         if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
             raise FSError(errno.ENOENT)
-        return self.inodes.get(ino)
+        inode = self.inodes.get(ino)
+        problem = self.checks.inode_problem(inode)
+        if problem:
+            raise self.checks.corrupt(f"inode {ino}: {problem}", ino, 0, "iget")
+        return inode
+
+    def _named(self, d, name: bytes, ino: int):
+        """The inode a directory entry names, checked as ext4's __ext4_iget checks it: a
+        number out of range or reserved, an inode not in use or with no links ("deleted inode
+        referenced") is an inconsistency (EUCLEAN), not a missing name."""
+        checks = self.checks
+        problem = checks.entry_ino_problem(ino)
+        if not problem and not self.space.inode_used[ino - 1]:
+            problem = f"unused inode {ino}"
+        if problem:
+            raise checks.corrupt(f"directory {d.ino}: entry {name!r} names {problem}", d.ino, 0, "lookup")
+        inode = self.inodes.get(ino)
+        problem = checks.inode_problem(inode) or ("" if inode.links else "deleted inode referenced")
+        if problem and not (inode.links == 0 and self.holds.get(ino)):
+            raise checks.corrupt(f"inode {ino} (entry {name!r} of directory {d.ino}): {problem}", ino, 0, "iget")
+        return inode
+
+    def _listable(self, d, ino: int) -> bool:
+        """Whether readdir may hand out an entry naming `ino` (its attributes are read
+        without a lookup); one that cannot be is reported and left out, the listing goes on."""
+        if 1 <= ino <= self.geo.inodes_count and self.space.inode_used[ino - 1] \
+                and not self.checks.entry_ino_problem(ino):
+            return True
+        self.checks.report(f"directory {d.ino}: an entry names inode {ino}, which is out of range "
+                           "or not in use", d.ino, 0, "readdir")
+        return False
 
     def _dir(self, ino: int):
         d = self._inode(ino)
