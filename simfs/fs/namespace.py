@@ -16,6 +16,9 @@ from simfs.fs.types import RENAME_EXCHANGE, RENAME_NOREPLACE, Attr, StatFS
 from simfs.ondisk.constants import FIRST_INO, LINK_MAX, MAX_NAME_LEN, ROOT_INO, file_type_of_mode
 
 
+_TYPES = (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK)
+
+
 def _check_name(name: bytes) -> None:
     if len(name) > MAX_NAME_LEN:
         raise FSError(errno.ENAMETOOLONG)
@@ -55,6 +58,10 @@ class Namespace:
         inode = self.inodes.peek(ino)
         if not self.space.inode_used[ino - 1] and not (inode.links and stat.S_IFMT(inode.mode)):
             raise FSError(errno.ENOENT)
+        if inode.bad:               # listed (as by ext2); its lookup is what fails (EUCLEAN)
+            fmt = stat.S_IFMT(inode.mode)
+            return Attr(ino, fmt if fmt in _TYPES else stat.S_IFREG, 1, 0, 0, 0, 0, 0,
+                        self.block_size, 0, 0, 0, inode.generation)
         return self._attr(inode)
 
     @operation
@@ -298,8 +305,10 @@ class Namespace:
         if inode.links == 0:
             if not self.holds.get(inode.ino):
                 self._free_inode(inode)
-            elif not self.handles.get(inode.ino):
-                self.ops.evict.append(inode.ino)
+            else:
+                self.orphans.add(inode.ino)     # freed when the last hold goes (Volume.drop)
+                if not self.handles.get(inode.ino):
+                    self.ops.evict.append(inode.ino)
 
     def _drop_link(self, inode) -> None:
         """One link less; a count at 0 already is reported and stays 0 (ext4 warns "with no
@@ -310,6 +319,7 @@ class Namespace:
             self.checks.report(f"inode {inode.ino}: link count already 0", inode.ino, 0, "drop_nlink")
 
     def _free_inode(self, inode) -> None:
+        self.orphans.discard(inode.ino)
         if inode.is_dir:
             self.dirs.forget(inode.ino)
         if inode.has_block_map and not inode.is_fast_symlink(self.block_size):

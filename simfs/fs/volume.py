@@ -159,6 +159,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             self.cache.placer = self.delalloc
         self.holds: dict[int, int] = {}         # inode -> kernel references and open files
         self.handles: dict[int, int] = {}       # inode -> open files
+        self.orphans: set[int] = set()          # unlinked here, freed when the last hold goes
         self.stale: dict[int, tuple[int, Attr]] = {}    # freed inode -> (references the kernel
                                                         # still holds, its last attributes)
         self.generation = sb.wtime
@@ -491,7 +492,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         if not self.space.inode_used[ino - 1] and not _live(self.inodes.peek(ino)):
             raise checks.corrupt(f"directory {d.ino}: entry {name!r} names unused inode {ino}", ino, 0, "iget")
         inode = self.inodes.get(ino)
-        problem = inode.bad or ("" if inode.links or self.holds.get(ino) else "deleted inode referenced")
+        problem = inode.bad or ("" if inode.links else "deleted inode referenced")
         if problem:
             raise checks.corrupt(f"inode {ino} (entry {name!r} of directory {d.ino}): {problem}", ino, 0, "iget")
         return inode
@@ -582,8 +583,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         inode = self.inodes.get(ino)
         self.inodes.unpin(ino)
         self.placement.release(inode)     # last close: ext2_discard_reservation and the like
-        if inode.links == 0:
-            self._free_inode(inode)
+        if inode.links == 0 and ino in self.orphans:    # (not one the image had at 0 links:
+            self._free_inode(inode)                      # a damaged inode is e2fsck's to free)
 
     def evict_unlinked(self) -> None:
         """After an operation: free the inodes it unlinked that no open file holds."""
