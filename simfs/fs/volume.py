@@ -498,13 +498,11 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         return inode
 
     def _listable(self, d, ino: int) -> bool:
-        """Whether readdir may hand out an entry naming `ino` (its attributes are read
-        without a lookup); one that cannot be is reported and left out, the listing goes on."""
-        if not self.checks.entry_ino_problem(ino) and (self.space.inode_used[ino - 1]
-                                                       or _live(self.inodes.peek(ino))):
-            return True
-        self.checks.report(f"directory {d.ino}: an entry names inode {ino}, which is out of range, "
-                           "reserved or not in use", d.ino, 0, "readdir")
+        """Whether readdir may hand out an entry naming `ino` past the inode count, or inode 1
+        (FUSE's root node id): never (no node id can stand for it); reported and left out, the
+        listing goes on (ext4_check_dir_entry's "inode out of bounds")."""
+        self.checks.report(f"directory {d.ino}: an entry names inode {ino}, beyond the inode count "
+                           "or the bad-blocks inode", d.ino, 0, "readdir")
         return False
 
     def _dir(self, ino: int):
