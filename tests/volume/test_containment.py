@@ -274,7 +274,7 @@ def test_indirect_block_numbers_are_checked_at_every_level(tmp_path):
                 with pytest.raises(FSError) as e:
                     op()
                 assert e.value.errno == EUCLEAN
-        assert v.read(ino, 11 * 1024, 1024) == b"\x01" * 1024     # the direct blocks still read
+        assert v.read(ino, 0, 1024) == b"\x01" * 1024     # the first blocks still read (no read-ahead into the map)
         with pytest.raises(FSError) as e:            # a bad i_block[13]: the inode is refused
             v.lookup(ROOT, b"f1")
         assert e.value.errno == EUCLEAN
