@@ -158,7 +158,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.placement = Placement(allocator, self.space, geo)
         self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks)
         root = self.inodes.peek(ROOT_INO)
-        if root.bad or not (root.is_dir and root.blocks and root.size):     # ext2_fill_super refuses it so
+        if root.bad or not (root.is_dir and root.blocks and root.size and root.links):     # ext2_fill_super refuses it so
             raise ImageError(f"{self.path}: corrupt root inode: run `simfs fsck --repair {self.path}`")
         self.filemap = FileMap(geo, self.cache, self.space, self.placement, self.inodes)
         self.hasher = DirHasher.from_superblock(sb.def_hash_version, sb.flags, sb.hash_seed)
