@@ -4,6 +4,11 @@ Entries live only in directory blocks. To keep Python fast on large directories,
 in-memory index (name -> inode, type, position) and a per-block free-space hint are kept
 for recently used directories; they are a shortcut for the CPU, not for the model: every
 operation still reads the directory blocks a linear ext2 directory would read.
+
+A damaged directory block does not hide the rest of the directory: a record whose rec_len or
+name_len breaks the block's chain ends that block only (ext4_check_dir_entry's "skip to the
+next block"), a hole or a block met twice is skipped, each reported as an inconsistency
+(simfs.fs.checks); the entries before the break, and every other block, stay listed and found.
 """
 
 import errno
@@ -20,11 +25,12 @@ _HDR = struct.Struct("<IHBB")       # a record's header (simfs.ondisk.dirent)
 
 
 class DirIndex:
-    __slots__ = ("names", "free", "nentries")
+    __slots__ = ("names", "free", "nentries", "bad")
 
     def __init__(self):
         self.names: dict[bytes, tuple[int, int, int]] = {}   # name -> (ino, ftype, position)
         self.free: list[int] = []                           # per block: largest insertable record
+        self.bad = -1                                       # first block whose chain breaks
 
 
 def _records(block: bytes, filetype: bool):
@@ -36,8 +42,6 @@ def _records(block: bytes, filetype: bool):
         if off + 8 > size:
             raise ValueError(f"directory record header at {off} runs off the block")
         ino, rec_len, name_len, ftype = unpack(block, off)
-        if not filetype:
-            name_len |= ftype << 8
         if rec_len < 8 or rec_len % 4 or off + rec_len > size or 8 + name_len > rec_len:
             raise ValueError(f"corrupt directory record at offset {off} (rec_len {rec_len})")
         yield off, ino, rec_len, name_len
@@ -74,10 +78,15 @@ class Directories:
         self.capacity = capacity_entries
         self.indexes: "OrderedDict[int, DirIndex]" = OrderedDict()
         self.indexed_entries = 0
+        self.checks = filemap.checks
+        self.broken = -1            # the block a walk found damaged last
 
     # blocks --------------------------------------------------------------------------------
     def nblocks(self, d) -> int:
-        return d.size // self.bs
+        """Blocks the directory's size covers (a partial last one read whole, as ext2 reads
+        it), never more than the file system has: what a damaged i_size can make a walk read."""
+        n = -(-d.size // self.bs)
+        return n if n <= self.geo.blocks_count else self.geo.blocks_count
 
     def read_block(self, d, lidx: int) -> bytearray:
         phys = self.filemap.bmap(d, lidx)
@@ -91,11 +100,35 @@ class Directories:
             d.flags &= ~INDEX_FL
             self.inodes.put(d)
 
-    def _records(self, d, lidx: int):
+    def _records(self, d, lidx: int, seen: set):
+        """The records of block lidx up to the first bad one (reported: the rest of the block
+        is skipped). `seen` holds the physical blocks this walk read: a hole, a block read
+        before or a bad block number (EUCLEAN from the map) is reported and yields nothing."""
         try:
-            yield from dirent.iter_block(self.read_block(d, lidx), self.filetype)
+            phys = self.filemap.bmap(d, lidx)
+        except FSError as e:
+            if e.errno != errno.EUCLEAN:        # reported already: the block is skipped
+                raise
+            return
+        if not phys or phys in seen:
+            if -1 not in seen:                  # once a walk: a damaged i_size makes many
+                seen.add(-1)
+                self.checks.report(f"directory {d.ino}: block {lidx} is a hole or repeats block {phys}",
+                                   d.ino, phys, "readdir")
+            return
+        seen.add(phys)
+        try:
+            yield from dirent.iter_block(self.cache.bread(phys, "dir", d.ino), self.filetype)
         except ValueError as e:
-            raise FSError(errno.EIO, f"directory {d.ino} block {lidx}: {e}") from None
+            self.checks.report(f"directory {d.ino} block {lidx}: {e}", d.ino, phys, "check_dir_entry")
+            self.broken = lidx
+            self._bad_block(d, lidx)
+
+    def _bad_block(self, d, lidx: int) -> None:
+        """No entry goes into a damaged block (its index room is 0)."""
+        idx = self.indexes.get(d.ino)
+        if idx is not None and lidx < len(idx.free):
+            idx.free[lidx] = 0
 
     # the index ---------------------------------------------------------------------------
     def _index(self, d) -> DirIndex:
@@ -104,15 +137,22 @@ class Directories:
             self.indexes.move_to_end(d.ino)
             return idx
         idx = DirIndex()
+        seen: set[int] = set()
+        self.broken = -1
         for lidx in range(self.nblocks(d)):
             best = 0
-            for off, ino, rec_len, name, ftype in self._records(d, lidx):
+            end = 0
+            for off, ino, rec_len, name, ftype in self._records(d, lidx, seen):
                 if ino:
-                    idx.names[name] = (ino, ftype, lidx * self.bs + off)
+                    if name not in idx.names:
+                        idx.names[name] = (ino, ftype, lidx * self.bs + off)
                     best = max(best, rec_len - dirent.rec_len_for(len(name)))
                 else:
                     best = max(best, rec_len)
-            idx.free.append(best)
+                end = off + rec_len
+            idx.free.append(best if end == self.bs else 0)      # a damaged block takes no entry
+            if self.broken == lidx and idx.bad < 0:
+                idx.bad = lidx
         self.indexes[d.ino] = idx
         self.indexed_entries += len(idx.names)
         while self.indexed_entries > self.capacity and len(self.indexes) > 1:
@@ -129,17 +169,23 @@ class Directories:
         """Read the blocks a lookup reads: a linear scan reads 0..lidx; an indexed directory
         reads its root block and the one leaf that holds the name."""
         for i in ((0, lidx) if self.indexed and lidx > 0 else range(lidx + 1)):
-            self.read_block(d, i)
+            phys = self.filemap.bmap(d, i)
+            if phys:                    # a hole (reported when the index was made) is skipped
+                self.cache.bread(phys, "dir", d.ino)
 
     # operations --------------------------------------------------------------------------
     def lookup(self, d, name: bytes) -> tuple[int, int] | None:
         """(inode, file type) of name in directory d, or None."""
         idx = self._index(d)
         hit = idx.names.get(name)
+        if idx.bad >= 0 and (hit is None or hit[2] // self.bs > idx.bad):
+            # a linear search meets the damaged block first: ext4_find_entry's EUCLEAN (so
+            # no name is added to, or looked up past, a block that is not understood)
+            raise self.checks.corrupt(f"directory {d.ino}: block {idx.bad} is damaged", d.ino, 0, "find_entry")
         if hit:
             self._touch_upto(d, hit[2] // self.bs)
         else:   # a miss scans everything, or reads the root and the leaf the hash picks
-            self._touch_upto(d, (zlib.crc32(name) % self.nblocks(d)) if self.indexed else self.nblocks(d) - 1)
+            self._touch_upto(d, (zlib.crc32(name) % max(1, self.nblocks(d))) if self.indexed else self.nblocks(d) - 1)
         return (hit[0], hit[1]) if hit else None
 
     def add(self, d, name: bytes, ino: int, ftype: int) -> None:
@@ -231,8 +277,9 @@ class Directories:
 
     def entries(self, d, from_pos: int = 0):
         """Yield (position, name, ino, ftype) of live entries at or after byte position from_pos."""
+        seen: set[int] = set()
         for lidx in range(from_pos // self.bs, self.nblocks(d)):
-            for off, ino, rec_len, name, ftype in self._records(d, lidx):
+            for off, ino, rec_len, name, ftype in self._records(d, lidx, seen):
                 pos = lidx * self.bs + off
                 if ino and pos >= from_pos:
                     yield pos, name, ino, ftype

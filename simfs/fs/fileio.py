@@ -34,6 +34,8 @@ class FileIO:
             raise FSError(errno.EISDIR)
         if offset < 0 or size < 0 or not inode.is_reg:   # a symlink's i_block is no block map
             raise FSError(errno.EINVAL)
+        if inode.damaged:
+            raise FSError(errno.EUCLEAN, f"inode {ino}: its block map is damaged")
         end = min(inode.size, offset + size)
         if offset >= end:
             return b""
@@ -86,6 +88,8 @@ class FileIO:
                 # the map's edge): the data before it goes first (docs/reference/one-k-blocks.md)
                 self._read_runs(inode, first, last, phys, done)
                 done = len(phys)
+            # a damaged map met by the read-ahead fails the read, as a kernel's read of the
+            # batch fails (ext4_mpage_readpages): a short read would look like EOF to a reader
             phys.append(self.filemap.bmap(inode, lblk))
         self._read_runs(inode, first, last, phys, done)
         return phys[: last - first + 1]
@@ -121,6 +125,8 @@ class FileIO:
             raise FSError(errno.EISDIR)
         if offset < 0 or not inode.is_reg:
             raise FSError(errno.EINVAL)
+        if inode.damaged:
+            raise FSError(errno.EUCLEAN, f"inode {ino}: its block map is damaged")
         if not data:
             return 0
         if offset + len(data) > self.max_size:

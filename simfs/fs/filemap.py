@@ -3,6 +3,12 @@
 Maps logical to physical blocks, allocates missing data and indirect blocks through the
 block allocator (with the hints FFS and ext2 use: the previous block, the nearest earlier
 pointer in the same map, the indirect block's address), and frees blocks on truncate.
+
+Every block number read from the map is checked before use (simfs.fs.checks): one beyond the
+file system or in a metadata zone makes a lookup or a write fail with EUCLEAN, never read or
+written through; freeing skips it (and a block freed already), as ext4_free_branches does,
+so a truncate or unlink of a damaged file ends, and every walk is bounded by what the map
+can hold.
 """
 
 import errno
@@ -23,6 +29,12 @@ class FileMap:
         self.space = space
         self.placement = placement          # the allocator, asked through simfs.fs.placement
         self.inodes = inodes
+        self.checks = space.checks
+        self.nblocks = geometry.blocks_count
+        self.is_meta = self.checks.is_meta
+        #: indirect blocks whose every entry was found valid (ext4's __ext4_check_blockref,
+        #: made once per block read from the image; simfs writes only valid entries)
+        self.valid_maps: set[int] = set()
         p = self.p = geometry.ptrs_per_block
         self.limits = (NDIR_BLOCKS, NDIR_BLOCKS + p, NDIR_BLOCKS + p + p * p, NDIR_BLOCKS + p + p * p + p ** 3)
         self.spb = geometry.block_size // 512
@@ -52,21 +64,59 @@ class FileMap:
         """Physical block of lblk, 0 for a hole."""
         slot, idx = self.path(lblk)
         blk = inode.block[slot]
+        nblocks, is_meta = self.nblocks, self.is_meta
+        if blk and (blk >= nblocks or is_meta[blk]):
+            raise self._damaged(inode, self.checks.block_error(inode.ino, blk))
         for i in idx:
             if not blk:
                 return 0
-            blk = _U32.unpack_from(self.cache.bread(blk, "indirect", inode.ino), i * 4)[0]
+            buf = self.cache.bread(blk, "indirect", inode.ino)
+            if blk not in self.valid_maps:
+                self._check_map(inode, blk, buf)
+            blk = _U32.unpack_from(buf, i * 4)[0]
+            if blk and (blk >= nblocks or is_meta[blk]):
+                raise self._damaged(inode, self.checks.block_error(inode.ino, blk))
         return blk
+
+    def _check_map(self, inode, blk: int, buf) -> None:
+        """An indirect block read from the image is used only if all its entries may be (an
+        indirect pointer at a data block, or at another level's block, reads data as entries):
+        EUCLEAN otherwise, as ext4_get_branch's check answers."""
+        ptrs = np.frombuffer(bytes(buf), dtype="<u4")
+        ptrs = ptrs[ptrs != 0]
+        if ptrs.size and (int(ptrs.max()) >= self.nblocks or self.checks.meta[ptrs].any()):
+            raise self._damaged(inode, self.checks.corrupt(f"inode {inode.ino}: indirect block {blk} holds "
+                                                           "block numbers out of range", inode.ino, blk,
+                                                           "check_blockref"))
+        self.valid_maps.add(blk)
 
     def locate(self, inode, lblk: int) -> tuple[int, int]:
         """(index of lblk's pointer in its map, physical block of that map or 0 for i_block)."""
         slot, idx = self.path(lblk)
         if not idx:
             return slot, 0
-        blk = inode.block[slot]
+        blk = self._checked(inode, inode.block[slot])
         for i in idx[:-1]:
-            blk = _U32.unpack_from(self.cache.bread(blk, "indirect", inode.ino), i * 4)[0] if blk else 0
+            if blk:
+                buf = self.cache.bread(blk, "indirect", inode.ino)
+                if blk not in self.valid_maps:
+                    self._check_map(inode, blk, buf)
+                blk = self._checked(inode, _U32.unpack_from(buf, i * 4)[0])
         return idx[-1], blk
+
+    @staticmethod
+    def _damaged(inode, error):
+        """The in-core inode's map is marked damaged: its data is refused (EUCLEAN) from then on
+        while it stays in core, so a reader meets the damage at once, not after a short read
+        (the FUSE client's page-by-page retry) that looks like the end of the file."""
+        inode.damaged = True
+        return error
+
+    def _checked(self, inode, b: int) -> int:
+        """b, if it is 0 or may be used as the file's block; EUCLEAN (reported) otherwise."""
+        if b and (b >= self.nblocks or self.is_meta[b]):
+            raise self._damaged(inode, self.checks.block_error(inode.ino, b))
+        return b
 
     def set_pointer(self, inode, lblk: int, phys: int) -> None:
         """Point lblk's existing mapping at another block (cluster reallocation)."""
@@ -87,7 +137,7 @@ class FileMap:
         block is linked; missing indirect blocks are still asked of the allocator. If an
         allocation fails, the indirect blocks this call added are freed before the error goes on."""
         slot, idx = self.path(lblk)
-        blk = inode.block[slot]
+        blk = self._checked(inode, inode.block[slot])
         level = len(idx)
         if level == 0:
             if blk:
@@ -107,12 +157,15 @@ class FileMap:
                 self.inodes.put(inode)
                 added.append((0, slot, blk))
                 self.cache.mark_dirty(blk, self.cache.getblk(blk, "indirect", inode.ino), "indirect", inode.ino)
+                self.valid_maps.add(blk)
             new = False
             for depth, i in enumerate(idx):
                 buf = self.cache.bread(blk, "indirect", inode.ino)
+                if blk not in self.valid_maps:
+                    self._check_map(inode, blk, buf)
                 child = _U32.unpack_from(buf, i * 4)[0]
                 if child:
-                    blk = child
+                    blk = self._checked(inode, child)
                     continue
                 last = depth == level - 1
                 if last and phys:
@@ -127,6 +180,7 @@ class FileMap:
                     added.append((blk, i, child))
                     fresh = self.cache.getblk(child, "indirect", inode.ino)
                     self.cache.mark_dirty(child, fresh, "indirect", inode.ino)
+                    self.valid_maps.add(child)
                 blk, new = child, last
         except FSError:
             if added:
@@ -183,9 +237,28 @@ class FileMap:
         bases = (self.limits[0], self.limits[1], self.limits[2])
         for level, slot in ((1, IND_BLOCK), (2, DIND_BLOCK), (3, TIND_BLOCK)):
             blk = inode.block[slot]
-            if blk and self._truncate_tree(inode, blk, level, bases[level - 1], keep_blocks):
+            if not blk:
+                continue
+            if not self._usable_map(inode, blk):
+                if bases[level - 1] >= keep_blocks:
+                    inode.block[slot] = 0           # a bad map past the end: dropped, not followed
+                continue
+            if self._truncate_tree(inode, blk, level, bases[level - 1], keep_blocks):
                 inode.block[slot] = 0
         self.inodes.put(inode)
+
+    def _usable_map(self, inode, blk: int) -> bool:
+        """Whether indirect block blk may be read and freed: a valid data block still
+        allocated (one freed already is another file's now, or shared: not followed twice)."""
+        if blk >= self.nblocks or self.is_meta[blk]:
+            self.checks.report(f"inode {inode.ino}: indirect block number {blk} out of range",
+                               inode.ino, blk, "free_branches")
+            return False
+        if not self.space.block_used[blk]:
+            self.checks.report(f"inode {inode.ino}: indirect block {blk} is not in use",
+                               inode.ino, blk, "free_branches")
+            return False
+        return True
 
     def _truncate_tree(self, inode, blk: int, level: int, base: int, keep: int) -> bool:
         """Free the part of this indirect subtree at or past `keep`; True if blk itself was freed."""
@@ -204,6 +277,9 @@ class FileMap:
                 continue
             if level == 1:
                 self._free(inode, child)
+            elif not self._usable_map(inode, child):
+                if cbase < keep:
+                    continue                    # maps blocks kept: left as it is
             elif not self._truncate_tree(inode, child, level - 1, cbase, keep):
                 continue
             buf = self.cache.bread(blk, "indirect", inode.ino)
@@ -221,13 +297,24 @@ class FileMap:
         if level > 0:
             ptrs = np.frombuffer(bytes(self.cache.bread(blk, "indirect", inode.ino)), dtype="<u4")
             for child in ptrs[ptrs != 0]:
-                self._free_subtree(inode, int(child), level - 1)
+                child = int(child)
+                if level == 1:
+                    self._free(inode, child)
+                elif self._usable_map(inode, child):
+                    self._free_subtree(inode, child, level - 1)
         self._free(inode, blk)
 
     def _free(self, inode, blk: int) -> None:
-        self.space.release_block(blk)
-        self.cache.forget(blk)
+        """Free one of the file's blocks; a bad number or a block not in use is reported and
+        left alone (the file's i_blocks still counts it off)."""
         inode.blocks -= self.spb
+        self.valid_maps.discard(blk)
+        if blk >= self.nblocks or self.is_meta[blk]:
+            self.checks.report(f"inode {inode.ino}: freeing block number {blk} out of range",
+                               inode.ino, blk, "free_blocks")
+            return
+        if self.space.release_block(blk, inode.ino):
+            self.cache.forget(blk)
 
     # listing -----------------------------------------------------------------------------
     def blocks(self, inode):
@@ -239,9 +326,17 @@ class FileMap:
         for level, slot, name in ((1, IND_BLOCK, "IND"), (2, DIND_BLOCK, "DIND"), (3, TIND_BLOCK, "TIND")):
             if inode.block[slot]:
                 yield name, inode.block[slot]
-                yield from self._walk(inode, inode.block[slot], level, self.limits[level - 1])
+                yield from self._walk(inode, inode.block[slot], level, self.limits[level - 1], set())
 
-    def _walk(self, inode, blk, level, base):
+    def _walk(self, inode, blk, level, base, seen: set):
+        """The subtree under indirect block blk; a bad block number, or an indirect block met
+        twice (a loop, or blocks shared), is reported and not followed: the walk reads each
+        indirect block once at most."""
+        if blk >= self.nblocks or self.is_meta[blk] or blk in seen:
+            self.checks.report(f"inode {inode.ino}: indirect block {blk} out of range or met twice",
+                               inode.ino, blk, "walk")
+            return
+        seen.add(blk)
         ptrs = np.frombuffer(bytes(self.cache.bread(blk, "indirect", inode.ino)), dtype="<u4")
         span = self.p ** (level - 1)
         for i in np.flatnonzero(ptrs):
@@ -250,7 +345,7 @@ class FileMap:
                 yield base + int(i), child
             else:
                 yield "IND" if level == 2 else "DIND", child
-                yield from self._walk(inode, child, level - 1, base + int(i) * span)
+                yield from self._walk(inode, child, level - 1, base + int(i) * span, seen)
 
 
 def _prev_nonzero(ptrs, slot: int) -> int:

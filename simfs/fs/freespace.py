@@ -5,20 +5,33 @@ the bitmap block in the buffer cache and marks the group descriptor's block dirt
 image stays the truth and the write-back of bitmaps and descriptors is charged like any other
 block. A changed descriptor is packed into its block's bytes once, before the image commits
 (`pack`), not at every block it counts: nothing else reads those bytes after the mount.
+
+A bitmap is checked against its group descriptor when loaded, as ext4 checks it
+(ext4_validate_block_bitmap, ext4_mb_generate_buddy): the group's metadata zone must read as
+in use and the free bits must add up to the descriptor's free count. A group that disagrees
+is reported and marked corrupt (EXT4_GROUP_INFO_BBITMAP_CORRUPT / IBITMAP_CORRUPT): nothing is
+allocated from it (its blocks all read as used in the in-memory map, its free count reads 0)
+and nothing is freed into it (those blocks leak until e2fsck), so a bitmap that calls other
+files' blocks free never hands them out.
 """
 
 import numpy as np
 
+from simfs.fs.checks import Checks
 from simfs.ondisk.constants import FIRST_INO, GROUP_DESC_SIZE
 from simfs.ondisk.groupdesc import GroupDesc
 
 
 class FreeSpace:
-    def __init__(self, geometry, descs: list[GroupDesc], cache, stats):
+    def __init__(self, geometry, descs: list[GroupDesc], cache, stats, checks: Checks | None = None):
         self.geometry = geo = geometry
         self.descs = descs
         self.cache = cache
         self.stats = stats
+        self.checks = checks = checks if checks is not None else Checks(geo, descs)
+        self.meta = checks.meta
+        self.bad_block_groups: set[int] = set()     # bitmap disagrees with its descriptor
+        self.invalid_block_groups: set[int] = set()  # ... or calls the group's metadata free
         self.reserved = 0     # blocks promised to delayed-allocation writes, not yet placed
         self.unpacked: dict[int, bytearray] = {}   # changed group -> its descriptor block's buffer
         self.block_used = np.zeros(geo.blocks_count, dtype=bool)
@@ -29,18 +42,41 @@ class FreeSpace:
         geo = self.geometry
         ipg = geo.inodes_per_group
         self.block_used[: geo.first_data_block] = True
+        report = self.checks.report
         for g, d in enumerate(self.descs):
             start, n = geo.group_start(g), geo.group_blocks(g)
             bits = np.unpackbits(np.frombuffer(self.cache.peek(d.block_bitmap), np.uint8), bitorder="little")
-            self.block_used[start:start + n] = bits[:n].astype(bool)
+            used = self.block_used[start:start + n]
+            used[:] = bits[:n]
+            free = n - int(np.count_nonzero(used))
+            invalid = not used[self.meta[start:start + n]].all() or not bits[n:].all()   # (padding: set
+            # to the block's end by mke2fs and simfs's mkfs; "padding at end of block bitmap is not set")
+            if invalid:
+                self.invalid_block_groups.add(g)
+            if free != d.free_blocks or invalid:
+                what = (f"group {g}: block bitmap and group descriptor disagree ({free} vs "
+                        f"{d.free_blocks} free blocks)" if free != d.free_blocks else
+                        f"group {g}: block bitmap marks the group's metadata, or blocks past "
+                        "the end of the file system, free")
+                report(what, 0, d.block_bitmap, "validate_block_bitmap")
+                self.bad_block_groups.add(g)
+                used[:] = True
             bits = np.unpackbits(np.frombuffer(self.cache.peek(d.inode_bitmap), np.uint8), bitorder="little")
-            self.inode_used[g * ipg:(g + 1) * ipg] = bits[:ipg].astype(bool)
-        self.free_blocks = sum(d.free_blocks for d in self.descs)
+            iused = self.inode_used[g * ipg:(g + 1) * ipg]
+            iused[:] = bits[:ipg]
+            ifree = ipg - int(np.count_nonzero(iused))
+            if ifree != d.free_inodes:      # reported; an in-use inode whose bit is clear is
+                report(f"group {g}: inode bitmap and group descriptor disagree ({ifree} vs "   # met
+                       f"{d.free_inodes} free inodes)", 0, d.inode_bitmap, "validate_inode_bitmap")  # at allocation
+        self.inode_used[: FIRST_INO - 1] = True         # reserved inodes are never handed out
+        self.free_blocks = sum(d.free_blocks for g, d in enumerate(self.descs) if g not in self.bad_block_groups)
         self.free_inodes = sum(d.free_inodes for d in self.descs)
         self.used_dirs = sum(d.used_dirs for d in self.descs)
 
     # queries for policies ----------------------------------------------------------------
     def group_free_blocks(self, g: int) -> int:
+        if self.bad_block_groups and g in self.bad_block_groups:
+            return 0
         return self.descs[g].free_blocks
 
     def group_free_inodes(self, g: int) -> int:
@@ -65,27 +101,28 @@ class FreeSpace:
 
     def is_metadata(self, b: int) -> bool:
         """True for superblock copies, descriptor tables, bitmaps and inode tables."""
-        geo = self.geometry
-        if b < geo.first_data_block:
-            return True
-        g = geo.group_of_block(b)
-        d = self.descs[g]
-        start = geo.group_start(g)
-        return (b < start + geo.super_and_gdt_blocks(g) or b in (d.block_bitmap, d.inode_bitmap)
-                or d.inode_table <= b < d.inode_table + geo.inode_table_blocks)
+        return bool(self.meta[b])
 
     # changes -----------------------------------------------------------------------------
     def take_block(self, b: int, ino: int = 0) -> None:
-        if self.block_used[b]:
+        if self.block_used[b] or self.meta[b]:
             raise AssertionError(f"block {b} handed out twice")
         self._set_block(b, True)
         self.stats.count("blocks_allocated")
 
-    def release_block(self, b: int) -> None:
-        if not self.block_used[b] or self.is_metadata(b):
-            raise AssertionError(f"freeing block {b} which is not an allocated data block")
+    def release_block(self, b: int, ino: int = 0) -> bool:
+        """Free a data block; False (and reported, as ext2_free_blocks reports "bit already
+        cleared") if it is no allocated data block. A block of a group whose bitmap is corrupt
+        is not freed (it leaks until e2fsck, as ext4 leaves such a group alone)."""
+        if self.bad_block_groups and self.geometry.group_of_block(b) in self.bad_block_groups:
+            return False
+        if not self.block_used[b] or self.meta[b]:
+            self.checks.report(f"inode {ino}: freeing block {b}, which is not an allocated data block",
+                               ino, b, "free_blocks")
+            return False
         self._set_block(b, False)
         self.stats.count("blocks_freed")
+        return True
 
     def take_inode(self, ino: int, is_dir: bool) -> None:
         if self.inode_used[ino - 1] or ino < FIRST_INO:
@@ -94,7 +131,9 @@ class FreeSpace:
         self.stats.count("inodes_allocated")
 
     def release_inode(self, ino: int, is_dir: bool) -> None:
-        assert self.inode_used[ino - 1], f"freeing free inode {ino}"
+        if not self.inode_used[ino - 1]:
+            self.checks.report(f"freeing inode {ino}, which is not in use", ino, 0, "free_inode")
+            return
         self._set_inode(ino, False, is_dir)
         self.stats.count("inodes_freed")
 

@@ -16,6 +16,9 @@ from simfs.fs.types import RENAME_EXCHANGE, RENAME_NOREPLACE, Attr, StatFS
 from simfs.ondisk.constants import LINK_MAX, MAX_NAME_LEN, ROOT_INO, file_type_of_mode
 
 
+_TYPES = (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK)
+
+
 def _check_name(name: bytes) -> None:
     if len(name) > MAX_NAME_LEN:
         raise FSError(errno.ENAMETOOLONG)
@@ -45,14 +48,21 @@ class Namespace:
         hit = self.dirs.lookup(d, name)
         if hit is None:
             raise FSError(errno.ENOENT)
-        return self._attr(self.inodes.get(hit[0]))
+        return self._attr(self._named(d, name, hit[0]))
 
     def peek_attr(self, ino: int) -> Attr:
         """Attributes without charging an inode read: readdirplus hands these to the kernel,
         and the tool's own later lookup or stat is what pays (the fidelity contract)."""
-        if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
+        if not 1 <= ino <= self.geo.inodes_count:
             raise FSError(errno.ENOENT)
-        return self._attr(self.inodes.peek(ino))
+        inode = self.inodes.peek(ino)
+        if inode.bad or not (inode.links and stat.S_IFMT(inode.mode)):
+            # a name the directory holds for an inode that cannot be live is listed (ext2's
+            # readdir reads no inode): a stand-in; its lookup is what fails (EUCLEAN)
+            fmt = stat.S_IFMT(inode.mode)
+            return Attr(ino, fmt if fmt in _TYPES else stat.S_IFREG, 1, 0, 0, 0, 0, 0,
+                        self.block_size, 0, 0, 0, inode.generation)
+        return self._attr(inode)
 
     @operation
     def getattr(self, ino: int) -> Attr:
@@ -123,6 +133,13 @@ class Namespace:
             ino = self._choose_inode(parent, is_dir)
         except NoSpace:
             raise FSError(errno.ENOSPC) from None
+        old = self.inodes.peek(ino)
+        if old.links and stat.S_IFMT(old.mode) and not old.dtime:
+            # free in the bitmap, in use on the image: ext4 sets the bit and fails this one
+            # ("doubly allocated?", EIO); the next allocation goes past it
+            self.space.take_inode(ino, old.is_dir)
+            self.checks.report(f"inode {ino} is in use but free in the inode bitmap", ino, 0, "new_inode")
+            raise FSError(errno.EIO, f"inode {ino} is in use but was free in the bitmap")
         self.space.take_inode(ino, is_dir)
         inode = self.inodes.new(ino)
         if d.mode & stat.S_ISGID:       # BSD group semantics of a setgid directory
@@ -141,15 +158,26 @@ class Namespace:
             self.inodes.put(inode)
             self.dirs.add(d, name, ino, file_type_of_mode(mode))
         except FSError:
-            self.filemap.truncate(inode, 0)
-            self.space.release_inode(ino, is_dir)
-            self.inodes.forget(ino)
+            self._unmake(inode, is_dir)
             raise
         if is_dir:
             d.links += 1
         self._touch(d)
         self.inodes.put(d)
         return inode
+
+    def _unmake(self, inode, is_dir: bool) -> None:
+        """Give back a new inode whose name could not be made (no room for its directory
+        block or its entry), as ext2_mkdir's failure path does: its blocks freed, and the
+        inode left as a deleted one (no links, dtime set), which e2fsck passes over - an inode
+        with links on the image is in use for e2fsck whatever the bitmap says."""
+        self.filemap.truncate(inode, 0)
+        inode.links = 0
+        inode.size = 0
+        inode.dtime = int(time.time())
+        self.inodes.put(inode)
+        self.space.release_inode(inode.ino, is_dir)
+        self.inodes.forget(inode.ino)
 
     @operation
     def create(self, parent: int, name: bytes, mode: int, uid: int, gid: int) -> Attr:
@@ -234,7 +262,7 @@ class Namespace:
         hit = self.dirs.lookup(d, name)
         if hit is None:
             raise FSError(errno.ENOENT)
-        inode = self.inodes.get(hit[0])
+        inode = self._named(d, name, hit[0])
         if inode.is_dir:
             raise FSError(errno.EISDIR)
         self.dirs.remove(d, name)
@@ -254,13 +282,13 @@ class Namespace:
         hit = self.dirs.lookup(d, name)
         if hit is None:
             raise FSError(errno.ENOENT)
-        victim = self.inodes.get(hit[0])
+        victim = self._named(d, name, hit[0])
         if not victim.is_dir:
             raise FSError(errno.ENOTDIR)
         if not self.dirs.is_empty(victim):
             raise FSError(errno.ENOTEMPTY)
         self.dirs.remove(d, name)
-        d.links -= 1
+        self._drop_link(d)
         self._touch(d)
         self.inodes.put(d)
         victim.links = 0
@@ -271,16 +299,27 @@ class Namespace:
         """One name less: with no name left, free the inode now if nothing holds it, when the
         operation ends if only the kernel's references do (Volume: holds)."""
         if not dropped_dir:
-            inode.links -= 1
+            self._drop_link(inode)
             self._touch(inode, m=False)
         self.inodes.put(inode)
         if inode.links == 0:
             if not self.holds.get(inode.ino):
                 self._free_inode(inode)
-            elif not self.handles.get(inode.ino):
-                self.ops.evict.append(inode.ino)
+            else:
+                self.orphans.add(inode.ino)     # freed when the last hold goes (Volume.drop)
+                if not self.handles.get(inode.ino):
+                    self.ops.evict.append(inode.ino)
+
+    def _drop_link(self, inode) -> None:
+        """One link less; a count at 0 already is reported and stays 0 (ext4 warns "with no
+        links" and does not go below 0)."""
+        if inode.links > 0:
+            inode.links -= 1
+        else:
+            self.checks.report(f"inode {inode.ino}: link count already 0", inode.ino, 0, "drop_nlink")
 
     def _free_inode(self, inode) -> None:
+        self.orphans.discard(inode.ino)
         if inode.is_dir:
             self.dirs.forget(inode.ino)
         if inode.has_block_map and not inode.is_fast_symlink(self.block_size):
@@ -296,8 +335,9 @@ class Namespace:
         self.inodes.forget(inode.ino)
 
     def _is_ancestor(self, anc: int, ino: int) -> bool:
-        """True if directory `anc` is `ino` or one of its ancestors (walking "..")."""
-        while True:
+        """True if directory `anc` is `ino` or one of its ancestors (walking ".."). A walk
+        longer than there are directories is a loop of ".." entries: EUCLEAN."""
+        for _ in range(self.space.used_dirs + 2):
             if ino == anc:
                 return True
             if ino == ROOT_INO:
@@ -306,7 +346,9 @@ class Namespace:
             hit = self.dirs.lookup(d, b"..")
             if hit is None or hit[0] == ino:
                 return False
+            self._named(d, b"..", hit[0])
             ino = hit[0]
+        raise self.checks.corrupt(f"directory {ino}: its \"..\" entries make a loop", ino, 0, "rename")
 
     @operation
     def rename(self, old_parent: int, old_name: bytes, new_parent: int, new_name: bytes, flags: int = 0) -> None:
@@ -321,12 +363,12 @@ class Namespace:
         src = self.dirs.lookup(od, old_name)
         if src is None:
             raise FSError(errno.ENOENT)
-        s = self.inodes.get(src[0])
+        s = self._named(od, old_name, src[0])
         dst = self.dirs.lookup(nd, new_name)
         if flags & RENAME_EXCHANGE:
             if dst is None:
                 raise FSError(errno.ENOENT)
-            return self._exchange(od, old_name, s, nd, new_name, self.inodes.get(dst[0]))
+            return self._exchange(od, old_name, s, nd, new_name, self._named(nd, new_name, dst[0]))
         if dst is not None and flags & RENAME_NOREPLACE:
             raise FSError(errno.EEXIST)
         if s.is_dir and old_parent != new_parent and self._is_ancestor(s.ino, new_parent):
@@ -334,7 +376,7 @@ class Namespace:
         if dst is not None:
             if dst[0] == s.ino:
                 return            # both names are links to one inode: POSIX says do nothing
-            t = self.inodes.get(dst[0])
+            t = self._named(nd, new_name, dst[0])
             if s.is_dir and not t.is_dir:
                 raise FSError(errno.ENOTDIR)
             if not s.is_dir and t.is_dir:
@@ -344,7 +386,7 @@ class Namespace:
             self.dirs.replace(nd, new_name, s.ino, file_type_of_mode(s.mode))
             if t.is_dir:
                 t.links = 0
-                nd.links -= 1        # the victim's ".." goes
+                self._drop_link(nd)  # the victim's ".." goes
                 self._unref(t, dropped_dir=True)
             else:
                 self._unref(t)
@@ -355,7 +397,7 @@ class Namespace:
         self.dirs.remove(od, old_name)
         if s.is_dir and old_parent != new_parent:
             self.dirs.set_parent(s, new_parent)
-            od.links -= 1
+            self._drop_link(od)
             nd.links += 1
         self._touch(s, m=False)
         self.inodes.put(s)
@@ -395,9 +437,14 @@ class Namespace:
         d = self._inode(ino)
         if not d.is_dir:
             raise FSError(errno.ENOTDIR)
+        # every name is listed, as ext2 lists it, whatever its inode (a lookup answers for
+        # that); one whose number is past the inode count is left out (reported), not the end
+        listable, last = self._listable, self.geo.inodes_count
         if self.dirorder.slot_order:
-            return [(name, eino, pos + 1) for pos, name, eino, _ in self.dirs.entries(d, cookie)]
-        entries = ((name, eino, ftype, pos) for pos, name, eino, ftype in self.dirs.entries(d, 0))
+            return [(name, eino, pos + 1) for pos, name, eino, _ in self.dirs.entries(d, cookie)
+                    if 1 < eino <= last or listable(d, eino)]
+        entries = ((name, eino, ftype, pos) for pos, name, eino, ftype in self.dirs.entries(d, 0)
+                   if 1 < eino <= last or listable(d, eino))
         try:
             # every entry change sets the directory's ctime, which no tool can set back
             listing = self.dirorder.iterate(entries, after=cookie, hash_ctx=self.hasher, state=state,

@@ -4,6 +4,11 @@ The allocator (a plug-in, see policies.base) decides *where*; this wrapper owns 
 state the allocator keeps (created here and nowhere else, held in the in-core inode), turns
 NoSpace into ENOSPC, and checks every answer: a block the allocator hands out must be a free
 data block of the volume.
+
+While a block bitmap is invalid (it calls its group's metadata, or blocks past the end, free:
+the check ext4_valid_block_bitmap makes) every allocation is EUCLEAN, as the kernel answered
+each one on such images (its allocator meets the group while it scans and fails); a group whose
+bitmap merely disagrees with its free count is skipped (FreeSpace) without an error.
 """
 
 import errno
@@ -32,6 +37,11 @@ class Placement:
                             is_dir=inode.is_dir, **hints)
 
     def allocate(self, inode, req: BlockRequest) -> int:
+        space = self.space
+        if space.invalid_block_groups:
+            g = min(space.invalid_block_groups)
+            raise space.checks.corrupt(f"inode {inode.ino}: no allocation while the block bitmap of "
+                                       f"group {g} is invalid", inode.ino, 0, "new_blocks")
         try:
             b = self.allocator.allocate(self.space, req, self.state(inode))
         except NoSpace:

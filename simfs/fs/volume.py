@@ -36,6 +36,7 @@ import logging
 import os
 import stat
 import time
+import weakref
 
 import disk_models
 
@@ -49,6 +50,7 @@ from simfs.blockio.imagefile import ImageFile, JournalError, journal_path, pendi
 from simfs.blockio.stats import Stats
 from simfs.blockio.trace import TraceWriter
 from simfs.errors import FSError, ImageError, ImageWriteError, OutputError
+from simfs.fs.checks import Checks
 from simfs.fs.delalloc import DelayedAllocation
 from simfs.fs.directory import Directories
 from simfs.fs.fileio import FileIO
@@ -65,7 +67,7 @@ from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them fr
 )
 from simfs.fs.xattrs import Xattrs
 from simfs.ondisk.constants import (
-    ERRORS_CONTINUE, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
+    ERRORS_CONTINUE, FIRST_INO, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
     SUPERBLOCK_OFFSET, ext2_max_size,
 )
 from simfs.ondisk.dirhash import DirHasher
@@ -74,6 +76,24 @@ from simfs.ondisk.superblock import Geometry, Superblock
 
 log = logging.getLogger("simfs.fs.volume")
 _CLOCK_REALTIME_COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)   # 5 in Linux's <time.h>
+_EXT4_ERR_EFSCORRUPTED = 5      # s_first/last_error_errcode (ext4.h EXT4_ERR_EFSCORRUPTED)
+
+
+def _weak_reporter(method):
+    """The volume's error recorder for its parts, holding the volume weakly."""
+    ref = weakref.WeakMethod(method)
+
+    def report(what: str, ino: int = 0, block: int = 0, func: str = "") -> None:
+        fs_error = ref()
+        if fs_error is not None:
+            fs_error(what, ino=ino, block=block, func=func)
+    return report
+
+
+def _live(inode) -> bool:
+    """Whether an inode's own fields say it is in use (links, a file type), whatever its
+    bitmap bit says: ext2 reads an inode a name leads to without asking the bitmap."""
+    return inode.links > 0 and stat.S_IFMT(inode.mode) != 0 and not inode.dtime
 
 
 def _is_clean(sb: Superblock) -> bool:
@@ -130,11 +150,16 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
         self.descs = unpack_table(gdt, geo.groups)
         self._check_descs()
-        self.space = FreeSpace(geo, self.descs, self.cache, self.stats)
+        if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
+            self.max_size = ext2_max_size(geo.block_size)
+        else:
+            self.max_size = 2**31 - 1
+        self.checks = Checks(geo, self.descs, self.max_size)
+        self.space = FreeSpace(geo, self.descs, self.cache, self.stats, self.checks)
         self.placement = Placement(allocator, self.space, geo)
-        self.inodes = InodeTable(geo, self.descs, self.cache)
+        self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks)
         root = self.inodes.peek(ROOT_INO)
-        if not (root.is_dir and root.blocks and root.size):     # ext2_fill_super refuses it so
+        if root.bad or not (root.is_dir and root.blocks and root.size and root.links):     # ext2_fill_super refuses it so
             raise ImageError(f"{self.path}: corrupt root inode: run `simfs fsck --repair {self.path}`")
         self.filemap = FileMap(geo, self.cache, self.space, self.placement, self.inodes)
         self.hasher = DirHasher.from_superblock(sb.def_hash_version, sb.flags, sb.hash_seed)
@@ -147,13 +172,10 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             self.cache.placer = self.delalloc
         self.holds: dict[int, int] = {}         # inode -> kernel references and open files
         self.handles: dict[int, int] = {}       # inode -> open files
+        self.orphans: set[int] = set()          # unlinked here, freed when the last hold goes
         self.stale: dict[int, tuple[int, Attr]] = {}    # freed inode -> (references the kernel
                                                         # still holds, its last attributes)
         self.generation = sb.wtime
-        if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
-            self.max_size = ext2_max_size(geo.block_size)
-        else:
-            self.max_size = 2**31 - 1
         self.closed = False
         self._durable_asked = False                     # an fsync waits for the next commit
         #: a run with nobody to free space on the image's host and nothing to wait for (verbs,
@@ -177,6 +199,11 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
                 self.image.close()
                 raise ImageError(f"{path}: cannot be written ({os.strerror(e.errno)}): make room on "
                                  "its file system first, or mount it read-only (-o ro)") from None
+        self._errors_logged = 0
+        self.checks.report = _weak_reporter(self.fs_error)   # (no cycle: a closed volume goes at once)
+        for what, ino, block, func in self.checks.pending:
+            self.fs_error(what, ino=ino, block=block, func=func)
+        self.checks.pending = []
 
     # opening and closing -----------------------------------------------------------------
     @classmethod
@@ -242,6 +269,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             corrupt(f"superblock (reserved block count {sb.r_blocks_count} > block count {sb.blocks_count})")
         if sb.free_blocks_count > sb.blocks_count:
             corrupt(f"superblock (free block count {sb.free_blocks_count} > block count {sb.blocks_count})")
+        if not FIRST_INO <= sb.first_ino <= sb.inodes_count:
+            corrupt(f"superblock (first inode {sb.first_ino}, of {sb.inodes_count})")
         if sb.free_inodes_count > sb.inodes_count:
             corrupt(f"superblock (free inode count {sb.free_inodes_count} > inode count {sb.inodes_count})")
         for g, d in enumerate(self.descs):
@@ -376,15 +405,23 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self._durable_asked |= durable
         self.commit_if_due()
 
-    def fs_error(self, what: str) -> None:
-        """Record a detected inconsistency as the kernel's ext2_error does: the error state
-        goes to the image now, and the superblock's errors behaviour applies (continue, or
-        remount read-only; panic is taken as remount read-only)."""
-        log.error("file system error: %s", what)
+    def fs_error(self, what: str, ino: int = 0, block: int = 0, func: str = "") -> None:
+        """Record a detected inconsistency as the kernel's ext2_error / ext4's __ext4_error do:
+        the error state and the superblock's error record (count, first and last error:
+        time, inode, block, function) go to the image now, so that it is not marked clean at
+        unmount and e2fsck checks it next time; the superblock's errors behaviour applies
+        (continue, or remount read-only; panic is taken as remount read-only). The log names
+        the first 100 errors of a mount (the kernel rate-limits its messages)."""
+        self._errors_logged = n = getattr(self, "_errors_logged", 0) + 1
+        if n <= 100:
+            log.error("file system error: %s", what)
+        elif n == 101:
+            log.error("more file system errors: not logged (the superblock counts them)")
         if not self.image.writable:
             return
         self.mount_state |= STATE_ERROR
         self.sb.state |= STATE_ERROR
+        self.sb.record_error(int(time.time()), func or "simfs", ino, block, _EXT4_ERR_EFSCORRUPTED)
         if self.sb.errors != ERRORS_CONTINUE and not self.options.read_only:
             log.error("errors behaviour %d: remounting read-only", self.sb.errors)
             self.options.read_only = True
@@ -448,9 +485,38 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         return self.stats.totals()
 
     def _inode(self, ino: int):
-        if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
+        if not 1 <= ino <= self.geo.inodes_count:
             raise FSError(errno.ENOENT)
-        return self.inodes.get(ino)
+        if not self.space.inode_used[ino - 1] and not _live(self.inodes.peek(ino)):
+            raise FSError(errno.ENOENT)     # (one in use whose bit is clear is served, as by ext2)
+        inode = self.inodes.get(ino)
+        if inode.bad:
+            raise self.checks.corrupt(f"inode {ino}: {inode.bad}", ino, 0, "iget")
+        return inode
+
+    def _named(self, d, name: bytes, ino: int):
+        """The inode a directory entry names, checked as ext4's __ext4_iget checks it: a
+        number out of range or reserved, an inode not in use or with no links ("deleted inode
+        referenced") is an inconsistency (EUCLEAN), not a missing name."""
+        checks = self.checks
+        problem = checks.entry_ino_problem(ino)
+        if problem:
+            raise checks.corrupt(f"directory {d.ino}: entry {name!r} names {problem}", d.ino, 0, "lookup")
+        if not self.space.inode_used[ino - 1] and not _live(self.inodes.peek(ino)):
+            raise checks.corrupt(f"directory {d.ino}: entry {name!r} names unused inode {ino}", ino, 0, "iget")
+        inode = self.inodes.get(ino)
+        problem = inode.bad or ("" if inode.links else "deleted inode referenced")
+        if problem:
+            raise checks.corrupt(f"inode {ino} (entry {name!r} of directory {d.ino}): {problem}", ino, 0, "iget")
+        return inode
+
+    def _listable(self, d, ino: int) -> bool:
+        """Whether readdir may hand out an entry naming `ino` past the inode count, or inode 1
+        (FUSE's root node id): never (no node id can stand for it); reported and left out, the
+        listing goes on (ext4_check_dir_entry's "inode out of bounds")."""
+        self.checks.report(f"directory {d.ino}: an entry names inode {ino}, beyond the inode count "
+                           "or the bad-blocks inode", d.ino, 0, "readdir")
+        return False
 
     def _dir(self, ino: int):
         d = self._inode(ino)
@@ -528,8 +594,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         inode = self.inodes.get(ino)
         self.inodes.unpin(ino)
         self.placement.release(inode)     # last close: ext2_discard_reservation and the like
-        if inode.links == 0:
-            self._free_inode(inode)
+        if inode.links == 0 and ino in self.orphans:    # (not one the image had at 0 links:
+            self._free_inode(inode)                      # a damaged inode is e2fsck's to free)
 
     def evict_unlinked(self) -> None:
         """After an operation: free the inodes it unlinked that no open file holds."""

@@ -54,7 +54,22 @@ class Superblock:
     min_extra_isize = Field(348, "H")
     want_extra_isize = Field(350, "H")
     flags = Field(352, "I")
+    # the error record ext4 keeps (ext4_super_block s_error_count .. s_last_error_func), which
+    # e2fsck and dumpe2fs read for ext2 images too and e2fsck clears when it has checked
+    error_count = Field(0x194, "I")
+    first_error_time = Field(0x198, "I")
+    first_error_ino = Field(0x19C, "I")
+    first_error_block = Field(0x1A0, "Q")
+    first_error_func = Bytes(0x1A8, 32)
+    first_error_line = Field(0x1C8, "I")
+    last_error_time = Field(0x1CC, "I")
+    last_error_ino = Field(0x1D0, "I")
+    last_error_line = Field(0x1D4, "I")
+    last_error_block = Field(0x1D8, "Q")
+    last_error_func = Bytes(0x1E0, 32)
     mount_opts = Bytes(512, 64)      # s_mount_opts: dumpe2fs shows it as "Mount options"
+    first_error_errcode = Field(0x27A, "B")
+    last_error_errcode = Field(0x27B, "B")
 
     #: in s_mount_opts once an image was mounted data-less (simfs.blockio.imagefile): sticky
     DATALESS_MARK = b"simfs_dataless"
@@ -68,6 +83,17 @@ class Superblock:
         if not self.dataless:
             opts = [o for o in self.mount_opts.rstrip(b"\0").split(b",") if o]
             self.mount_opts = b",".join(opts + [self.DATALESS_MARK])[:63]
+
+    def record_error(self, when: int, func: str, ino: int = 0, block: int = 0, errcode: int = 0) -> None:
+        """Count a detected inconsistency in the superblock's error record, first and last, as
+        ext4's save_error_info does (the error bit of s_state is the caller's)."""
+        name = func.encode("ascii", "replace")[:32]
+        self.error_count = min(self.error_count + 1, 0xFFFFFFFF)
+        if not self.first_error_time:
+            self.first_error_time, self.first_error_ino, self.first_error_block = when, ino, block
+            self.first_error_func, self.first_error_line, self.first_error_errcode = name, 0, errcode
+        self.last_error_time, self.last_error_ino, self.last_error_block = when, ino, block
+        self.last_error_func, self.last_error_line, self.last_error_errcode = name, 0, errcode
 
     def __init__(self, raw: bytes | bytearray | None = None):
         self.raw = bytearray(raw if raw is not None else bytes(SUPERBLOCK_SIZE))

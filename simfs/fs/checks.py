@@ -1,0 +1,135 @@
+"""What a corrupted image may not make simfs do, checked as the kernel's ext2/ext4 check it.
+
+simfs parses images users hand it, as root. A block number read from an inode or an indirect
+block is used only if it lies inside the file system and outside the metadata zones (the
+superblock copies, descriptor tables, bitmaps and inode tables: ext4's block_validity,
+ext4_inode_block_valid); an inode is used only if its type, size and block count can be true
+(ext4's __ext4_iget checks); a directory entry only if it names an inode that can be live.
+Anything else is an inconsistency: it is reported (the volume records it in the superblock's
+error state, as ext4's __ext4_error -> save_error_info does) and the operation gets EUCLEAN
+("Structure needs cleaning"), or the bad part is skipped where the kernel skips it.
+
+The metadata zones are computed once, as a numpy bool per block (`meta`); the per-block test
+on the data path is two integer comparisons and one index.
+"""
+
+import errno
+import stat
+
+import numpy as np
+
+from simfs.errors import FSError
+from simfs.ondisk.constants import FIRST_INO, ROOT_INO
+
+EUCLEAN = errno.EUCLEAN       # 117: what ext4 answers for EFSCORRUPTED
+
+_FILE_TYPES = frozenset((stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFCHR, stat.S_IFBLK,
+                         stat.S_IFIFO, stat.S_IFSOCK))
+#: inode flags of formats ext2 has not (extents, inline data, ...): ext4's iget refuses them
+#: where the feature is off
+_FOREIGN_FLAGS = {0x80000: "extents", 0x10000000: "inline data", 0x200000: "EA inode",
+                  0x800: "encrypted", 0x40000000: "casefold", 0x100000: "verity"}
+_FOREIGN_MASK = sum(_FOREIGN_FLAGS)
+
+
+def metadata_zones(geo, descs) -> np.ndarray:
+    """A bool per block: True for blocks before the first data block, each group's superblock
+    copy and descriptor table (with its reserved blocks), bitmaps and inode table."""
+    meta = np.zeros(geo.blocks_count, dtype=bool)
+    meta[: geo.first_data_block] = True
+    for g, d in enumerate(descs):
+        start = geo.group_start(g)
+        meta[start:start + geo.super_and_gdt_blocks(g)] = True
+        meta[d.block_bitmap] = meta[d.inode_bitmap] = True
+        meta[d.inode_table:d.inode_table + geo.inode_table_blocks] = True
+    return meta
+
+
+class Checks:
+    """The volume's checks on what it reads, and the channel that reports what fails them.
+
+    `report(what, ino, block, func)` is the volume's error recorder (handed down: no layer
+    calls up); until the volume sets it, reports are kept in `pending` (those found while
+    the image is opened, recorded once it is)."""
+
+    def __init__(self, geo, descs, max_size: int = 1 << 63):
+        self.geo = geo
+        self.nblocks = geo.blocks_count
+        self.first_data_block = geo.first_data_block
+        self.meta = metadata_zones(geo, descs)
+        self.is_meta = memoryview(self.meta)          # scalar index without numpy's overhead
+        self.max_size = max_size
+        self.max_sectors = geo.blocks_count * (geo.block_size // 512)
+        self.bs = geo.block_size
+        self.spb = geo.block_size // 512
+        self.inodes_count = geo.inodes_count
+        self.pending: list[tuple] = []
+        self.report = self._keep
+
+    def _keep(self, what: str, ino: int = 0, block: int = 0, func: str = "") -> None:
+        self.pending.append((what, ino, block, func))
+
+    # block numbers -----------------------------------------------------------------------
+    def bad_block(self, b: int) -> bool:
+        """True if b (non-zero) may not be used as a file's block."""
+        return b >= self.nblocks or self.is_meta[b]
+
+    def bad_blocks(self, ptrs: np.ndarray) -> np.ndarray:
+        """bad_block over an array of non-zero block numbers."""
+        out = ptrs >= self.nblocks
+        inside = ~out
+        out[inside] = self.meta[ptrs[inside]]
+        return out
+
+    def corrupt(self, what: str, ino: int = 0, block: int = 0, func: str = "") -> FSError:
+        """Report an inconsistency; the EUCLEAN error to raise for the operation."""
+        self.report(what, ino, block, func)
+        return FSError(EUCLEAN, what)
+
+    def block_error(self, ino: int, b: int, func: str = "bmap") -> FSError:
+        where = "beyond the file system" if b >= self.nblocks else "in the metadata zones"
+        return self.corrupt(f"inode {ino}: block number {b} {where}", ino, b, func)
+
+    # inodes --------------------------------------------------------------------------------
+    def inode_problem(self, inode) -> str:
+        """Why an inode as read from the image cannot be true ("" if it can), as ext4's
+        __ext4_iget and ext4_ind_check_inode judge it: its type, flags of formats ext2 has
+        not, its size against what its map can address, i_block[] and the xattr block
+        against the file system and the metadata zones. (A free inode's answer is unused.)"""
+        fmt = inode.mode & 0o170000
+        size = inode.size
+        mapped = True
+        if fmt == stat.S_IFREG or fmt == stat.S_IFDIR:
+            if size > self.max_size:
+                return f"i_size {size} beyond what the block map addresses ({self.max_size})"
+        elif fmt == stat.S_IFLNK:
+            fast = inode.blocks - (self.spb if inode.file_acl else 0) == 0
+            if size >= (60 if fast else self.bs) or size == 0:
+                return f"symlink i_size {size}"
+            mapped = not fast
+        elif fmt in _FILE_TYPES:
+            mapped = False                          # i_block holds a device number
+        else:
+            return f"bad file type (mode 0o{inode.mode:o})"
+        if inode.flags & _FOREIGN_MASK:
+            names = [n for f, n in _FOREIGN_FLAGS.items() if inode.flags & f]
+            return f"flags 0x{inode.flags:x} ({', '.join(names)}: not ext2)"
+        if inode.blocks > self.max_sectors:
+            return f"i_blocks {inode.blocks} beyond the file system"
+        nblocks, is_meta = self.nblocks, self.is_meta
+        if mapped:
+            for b in inode.block:
+                if b and (b >= nblocks or is_meta[b]):
+                    return f"i_block[] holds block number {b}, out of range"
+        acl = inode.file_acl
+        if acl and (acl >= nblocks or is_meta[acl]):
+            return f"xattr block number {acl} out of range"
+        return ""
+
+    def entry_ino_problem(self, ino: int) -> str:
+        """Why a directory entry's inode number cannot be (before the inode is read)."""
+        if ino > self.inodes_count:
+            return f"inode number {ino} beyond the inode count {self.inodes_count}"
+        if ino < FIRST_INO and ino != ROOT_INO:
+            return f"reserved inode {ino}"
+        return ""
