@@ -41,8 +41,8 @@ class FrontOpt:
 FRONTEND: dict[str, FrontOpt] = {
     "log": FrontOpt(str, None, "daemon log file (default: IMAGE.log beside the image)"),
     "loglevel": FrontOpt(("debug", "info", "warning", "error"), "info", "log verbosity"),
-    "fsname": FrontOpt(str, None, "name shown by mount/df (default: simfs:IMAGE;disk=...;alloc=...;..., "
-                                  "the policies in force)"),
+    "fsname": FrontOpt(str, None, "source shown by mount/df/findmnt (default: the image's absolute "
+                                  "path, as any file system shows its device)"),
     "allow_other": FrontOpt(bool, None, "let other users in (default: on when mounted by root)"),
     "fuse_debug": FrontOpt(bool, False, "libfuse request tracing into the log (very verbose)"),
     "debug_faults": FrontOpt(bool, False,
@@ -58,7 +58,7 @@ FRONTEND: dict[str, FrontOpt] = {
 KERNEL_FLAGS = ("nosuid", "suid", "nodev", "dev", "noexec", "exec", "nodiratime", "diratime",
                 "dirsync", "lazytime", "nolazytime", "async")
 
-# The options `mount`'s source field shows (fsname), defaults included, in this order.
+# The policies `simfs stats` and /.simfs/info summarise in one line, defaults included, in this order.
 SHOWN = ("disk", "alloc", "inode_placement", "dirorder", "writeback", "cache")
 
 # Spellings that set a volume field: alias -> (field, value).
@@ -119,14 +119,20 @@ class MountOptions:
         out = {f.name: getattr(self.volume, f.name) for f in dataclasses.fields(self.volume)}
         out.update((k, getattr(self, k)) for k in FRONTEND)
         out["fsname"] = self.fsname or self.default_fsname(image)
+        out["policies"] = self.policies()
         out["allow_other"] = "allow_other" in self.fuse_options(image)
         if self.kernel_flags:
             out["kernel_flags"] = list(self.kernel_flags)
         return out
 
     def default_fsname(self, image: str) -> str:
-        """`simfs:IMAGE;disk=...;alloc=...;...`: what `mount` and `df` show as the source, so
-        the policies in force are visible there (commas inside a value become '+')."""
+        """The image's path: what `mount`, `df` and `findmnt` show as the source, as a kernel
+        file system shows its device, so `findmnt IMAGE`, `mount -a` and xfstests find it."""
+        return image
+
+    def policies(self) -> str:
+        """`disk=...;alloc=...;...`: the policies in force in one line (commas inside a value
+        become '+'), shown by `simfs stats` and /.simfs/info."""
         shown = []
         for key in SHOWN:
             val = getattr(self.volume, key, None)
@@ -135,7 +141,7 @@ class MountOptions:
             if key == "cache" and isinstance(val, int):
                 val = units.option_size(val)
             shown.append(f"{key}={str(val).replace(',', '+')}")
-        return ";".join([f"simfs:{image}"] + shown)
+        return ";".join(shown)
 
     def fuse_options(self, image: str) -> set[str]:
         """The option set for `pyfuse3.init` (fidelity contract: kernel checks permissions)."""

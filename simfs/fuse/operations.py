@@ -260,6 +260,7 @@ class Operations(pyfuse3.Operations):
         doc = {
             "simfs": __version__,
             "image": self.info.get("image"),
+            "policies": (self.info.get("options") or {}).get("policies"),
             "ops": dict(sorted(self.ops.items())),
             "ops_total": sum(self.ops.values()),
             "errors": dict(sorted(self.errors.items())),

@@ -76,8 +76,12 @@ def test_mount_t_ctl_summary_and_diff(helper, tmp_path):
         run(["mount", "-t", "fuse.simfs", image, mnt, "-o", f"alloc=cg,disk=wd1200jb,trace={trace}"], env=env)
         source, flags = source_and_flags(mnt)
         d = VolumeOptions()
-        assert source.startswith(f"simfs:{image};") and "alloc=cg" in source and "disk=wd1200jb" in source
-        assert f"writeback={d.writeback}" in source and f"dirorder={d.dirorder}" in source   # defaults
+        assert source == str(image)            # the image, as a device: findmnt and mount -a know it
+        r = run(["findmnt", "-n", "-o", "TARGET,FSTYPE", "--source", image])
+        assert r.stdout.split() == [str(mnt), "fuse.simfs"]
+        pol = json.loads(run_simfs("stats", "--json", mnt).stdout)["policies"]
+        assert "alloc=cg" in pol and "disk=wd1200jb" in pol
+        assert f"writeback={d.writeback}" in pol and f"dirorder={d.dirorder}" in pol   # defaults
         assert "noatime" in flags and "relatime" not in flags
         info = json.loads((mnt / ".simfs" / "info").read_bytes())
         opts = info["options"]
@@ -134,7 +138,13 @@ def test_fstab_line(helper, tmp_path):
     try:
         run(["mount", "-T", fstab, mnt], env=env)
         source, flags = source_and_flags(mnt)
-        assert "disk=sata7200+rpm=5400" in source and "dirorder=hash" in source
+        assert source == str(image)
+        pol = json.loads((mnt / ".simfs" / "info").read_bytes())["options"]["policies"]
+        assert "disk=sata7200+rpm=5400" in pol and "dirorder=hash" in pol
+        auto = tmp_path / "fstab.auto"      # mount -a knows the line is mounted: no second mount
+        auto.write_text(f"{image} {mnt} fuse.simfs disk=sata7200,rpm=5400,dirorder=hash,nostats 0 0\n")
+        run(["mount", "-a", "-T", auto], env=env)
+        assert fuse_mounts().count(os.path.realpath(mnt)) == 1
         assert {"noexec", "nosuid", "nodev"} <= set(flags)          # what `user` implies
         info = json.loads((mnt / ".simfs" / "info").read_bytes())
         assert info["options"]["disk"] == "sata7200,rpm=5400" and info["options"]["dirorder"] == "hash"

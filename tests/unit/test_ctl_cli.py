@@ -32,12 +32,14 @@ def test_helper_drops_mount8_options_and_keeps_values_with_commas():
 
 def test_options_in_force_include_defaults():
     m = mountopts.parse(["alloc=cg,disk=wd1200jb"])
-    shown = m.default_fsname("/x/d.img")
+    assert m.default_fsname("/x/d.img") == "/x/d.img"     # the source, as a device's path
+    shown = m.policies()
     d = VolumeOptions()
-    assert shown.startswith("simfs:/x/d.img;disk=wd1200jb;alloc=cg;")
+    assert shown.startswith("disk=wd1200jb;alloc=cg;")
     assert f"writeback={d.writeback}" in shown and f"dirorder={d.dirorder}" in shown
     force = m.in_force("/x/d.img")
-    assert force["maxio"] == d.maxio and force["alloc"] == "cg" and force["fsname"] == shown
+    assert force["maxio"] == d.maxio and force["alloc"] == "cg" and force["fsname"] == "/x/d.img"
+    assert force["policies"] == shown and "fsname=/x/d.img" in m.fuse_options("/x/d.img")
     assert "noatime" in m.fuse_options("/x/d.img")
     assert "strictatime" in mountopts.parse(["atime"]).fuse_options("/x/d.img")
     assert mountopts.parse(["nostats"]).nostats
