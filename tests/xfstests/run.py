@@ -28,8 +28,10 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -294,21 +296,34 @@ def run(a) -> int:
         config, loops = config_ext2(work)
         meta["ext2_driver"] = ext2_driver()
     config += f"export RESULT_BASE={results}\n"
-    with open(os.path.join(src, "local.config"), "w") as f:
+    # the run's own config (HOST_OPTIONS), never src/local.config: runs may share the build
+    config_file = os.path.join(work, "local.config")
+    with open(config_file, "w") as f:
         f.write(config)
-    with open(os.path.join(work, "local.config"), "w") as f:
-        f.write(config)
+    env = simfs_env()
+    env["HOST_OPTIONS"] = config_file
     check = " ".join(["./check", "-R", "xunit"] + [shlex.quote(t) for t in a.tests])
     script = " && ".join(pre + [f"cd {shlex.quote(src)}", check]) + f"; st=$?; {unmount_all(work)}; exit $st"
     log(f"{a.fs}: {check} (log: {work}/check.out)")
     t0 = time.monotonic()
+    killed: list[str] = []
     try:
         with open(os.path.join(work, "check.out"), "w") as out:
-            subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
-                           stdout=out, stderr=subprocess.STDOUT, env=simfs_env(), cwd=src,
-                           timeout=a.timeout or None)
-    except subprocess.TimeoutExpired:
-        log(f"timed out after {a.timeout} s")
+            proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                                    stdout=out, stderr=subprocess.STDOUT, env=env, cwd=src,
+                                    start_new_session=True)
+            stop = threading.Event()
+            dog = threading.Thread(target=watchdog, daemon=True,
+                                   args=(proc.pid, src, a.test_timeout, stop, killed))
+            if a.test_timeout:
+                dog.start()
+            try:
+                proc.wait(timeout=a.timeout or None)
+            except subprocess.TimeoutExpired:
+                log(f"run timed out after {a.timeout} s: killing it")
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            stop.set()
     finally:
         for dev in loops:
             subprocess.run(["losetup", "-d", dev])
@@ -319,6 +334,10 @@ def run(a) -> int:
         sys.stderr.write(open(os.path.join(work, "check.out")).read()[-3000:])
         return 1
     rows = parse_xunit(xml)
+    for r in rows:
+        if r["test"] in killed:
+            r["message"] = f"killed by the runner after {a.test_timeout} s; " + r["message"]
+    meta["test_timeout"] = a.test_timeout
     meta["command"] = f"tests/xfstests/run.py run --fs {a.fs} -- " + " ".join(a.tests)
     write_results(rows, a.out or work, meta)
     keep_failures(results, a.out or work, rows)
@@ -327,10 +346,77 @@ def run(a) -> int:
     return 0
 
 
+def _procs() -> dict[int, tuple[int, list[str]]]:
+    """pid -> (ppid, argv) of every process now."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = [x.decode(errors="replace") for x in f.read().split(b"\0") if x]
+        except (OSError, IndexError, ValueError):
+            continue
+        out[int(d)] = (ppid, argv)
+    return out
+
+
+def watchdog(root: int, src: str, limit: int, stop, killed: list) -> None:
+    """Kill a test that has run LIMIT seconds (its script and everything under it), so that a
+    test too slow for simfs (or a hang) costs LIMIT, and ./check goes on and reports it failed.
+    Only processes under ROOT, this run's: another run may use the same build."""
+    tests = os.path.join(src, "tests") + "/"
+    first: dict[int, float] = {}
+    while not stop.wait(2):
+        procs = _procs()
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _) in procs.items():
+            children.setdefault(ppid, []).append(pid)
+        ours, todo = set(), [root]
+        while todo:
+            pid = todo.pop()
+            ours.add(pid)
+            todo += children.get(pid, [])
+        for pid in ours:
+            ppid, argv = procs[pid] if pid in procs else (0, [])
+            is_test = len(argv) >= 2 and argv[1].startswith(tests)
+            if not is_test or (procs.get(ppid, (0, []))[1][1:2] == argv[1:2]):
+                continue                         # not a test script, or a subshell of one
+            now = time.monotonic()
+            if now - first.setdefault(pid, now) < limit:
+                continue
+            name = argv[1][len(tests):]
+            tree, todo = [], [pid]
+            while todo:
+                p = todo.pop()
+                tree.append(p)
+                todo += children.get(p, [])
+            for p in reversed(tree):
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if name not in killed:
+                killed.append(name)
+                log(f"{name}: killed after {limit} s")
+
+
 def ext2_driver() -> str:
-    """Which kernel driver serves ext2 here (this kernel has no ext2 module: ext4 mounts it)."""
-    fss = open("/proc/filesystems").read().split()
-    return "ext2" if "ext2" in fss else "ext4 (CONFIG_EXT4_USE_FOR_EXT2)"
+    """Which kernel driver serves `mount -t ext2` (the kernel's config where it is readable):
+    with CONFIG_EXT2_FS off and CONFIG_EXT4_USE_FOR_EXT2 on, ext4's driver registers ext2."""
+    import gzip
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            cfg = f.read()
+    except OSError:
+        return "unknown (no /proc/config.gz)"
+    if re.search(r"^CONFIG_EXT2_FS=[ym]", cfg, re.M):
+        return "ext2"
+    if re.search(r"^CONFIG_EXT4_USE_FOR_EXT2=y", cfg, re.M):
+        return "ext4 (CONFIG_EXT2_FS not set, CONFIG_EXT4_USE_FOR_EXT2=y)"
+    return "unknown"
 
 
 def keep_failures(results: str, out: str, rows: list[dict]) -> None:
@@ -351,42 +437,101 @@ def keep_failures(results: str, out: str, rows: list[dict]) -> None:
 
 
 # table -----------------------------------------------------------------------------------------
-def load(path: str) -> dict:
-    with open(path) as f:
-        return {r["test"]: r for r in csv.DictReader(f)}
+def load(folder: str) -> tuple[dict, dict]:
+    """A run's results folder -> ({test: row}, meta)."""
+    with open(os.path.join(folder, "results.csv")) as f:
+        rows = {r["test"]: r for r in csv.DictReader(f)}
+    with open(os.path.join(folder, "results.json")) as f:
+        meta = json.load(f)
+    meta.pop("tests", None)
+    return rows, meta
 
 
 def table(a) -> int:
-    ext2, simfs = load(a.ext2), load(a.simfs)
+    """table.csv (every test) and README.md (counts, how each run was made, the tests either
+    file system ran; a one-line reason where ext2 passes and simfs does not)."""
+    ext2, ext2_meta = load(a.ext2)
+    simfs, simfs_meta = load(a.simfs)
+    rerun_meta = None
+    if a.simfs_rerun:
+        rerun, rerun_meta = load(a.simfs_rerun)
+        simfs = {**simfs, **{t: {**r, "rerun": True} for t, r in rerun.items()}}
     reasons = {}
     if a.reasons and os.path.exists(a.reasons):
         with open(a.reasons) as f:
             reasons = {r["test"]: r["reason"] for r in csv.DictReader(f)}
-    tests = sorted(set(ext2) | set(simfs), key=lambda t: (t.split("/")[0], t))
+    # the list is simfs's (xfstests' FSTYP=fuse runs generic/ only); ext2's -g quick adds
+    # ext4/ and shared/ tests, counted but not compared
+    tests = sorted(simfs)
+    ext2_only = sorted(set(ext2) - set(simfs))
     rows = []
     for t in tests:
-        e = ext2.get(t, {}).get("status", "absent")
-        s = simfs.get(t, {}).get("status", "absent")
-        why = reasons.get(t, "")
-        if not why and e == "pass" and s != "pass":
-            why = simfs.get(t, {}).get("message", "")
-        rows.append({"test": t, "kernel_ext2": e, "simfs": s, "reason": why})
+        e, s = ext2.get(t, {}), simfs.get(t, {})
+        es, ss = e.get("status", "absent"), s.get("status", "absent")
+        why = ""
+        if es == "pass" and ss != "pass":
+            why = reasons.get(t) or s.get("message", "")
+        rows.append({"test": t, "kernel_ext2": es, "simfs": ss,
+                     "simfs_run": "rerun" if s.get("rerun") else "full",
+                     "ext2_note": e.get("message", ""), "simfs_note": s.get("message", ""),
+                     "reason": why})
+    os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "table.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["test", "kernel_ext2", "simfs", "reason"])
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    def count(key, s):
-        return sum(r[key] == s for r in rows)
-    lines = ["| | kernel ext2 | simfs |", "|---|---:|---:|"]
-    for s in ("pass", "fail", "notrun"):
-        lines.append(f"| {s} | {count('kernel_ext2', s)} | {count('simfs', s)} |")
-    lines += ["", "| test | kernel ext2 | simfs | why simfs differs (where ext2 passes) |",
-              "|---|---|---|---|"]
+
+    def count(key, st):
+        return sum(r[key] == st for r in rows)
+    both = [r for r in rows if r["kernel_ext2"] == "pass"]
+    L = []
+    if a.head and os.path.exists(a.head):
+        L += [open(a.head).read().rstrip(), ""]
+    L += ["## Counts", "", "| | kernel ext2 | simfs |", "|---|---:|---:|"]
+    for st in ("pass", "fail", "notrun"):
+        L.append(f"| {st} | {count('kernel_ext2', st)} | {count('simfs', st)} |")
+    L.append(f"| total | {len(rows)} | {len(rows)} |")
+    L += ["", f"Of the {len(both)} tests the kernel's ext2 passes, simfs passes "
+              f"{sum(r['simfs'] == 'pass' for r in both)}; the others are listed with their reason "
+              "below. simfs passes no test that ext2 does not run or pass: "
+              f"{sum(r['simfs'] == 'pass' and r['kernel_ext2'] != 'pass' for r in rows)} such.", ""]
+    if ext2_only:
+        L += [f"ext2's `-g quick` also lists {len(ext2_only)} tests outside simfs's list (ext4/, "
+              f"shared/: {sum(ext2[t]['status'] == 'pass' for t in ext2_only)} pass, "
+              f"{sum(ext2[t]['status'] == 'notrun' for t in ext2_only)} not run); they are left out.",
+              ""]
+    L += ["## How the runs were made", ""]
+    for name, m in (("kernel ext2", ext2_meta), ("simfs", simfs_meta),
+                    ("simfs rerun", rerun_meta)):
+        if not m:
+            continue
+        extra = ""
+        if m.get("ext2_driver"):
+            extra += f"; ext2 served by the kernel's {m['ext2_driver']} driver"
+        if m.get("mount_shown"):
+            extra += (f"; the mount shows source `{m['mount_shown']['source']}`, "
+                      f"type `{m['mount_shown']['fstype']}`")
+        if m.get("df_wrapper"):
+            extra += "; DF_PROG set to a df that shows `fuse.simfs` as `fuse` (README below)"
+        L.append(f"- {name}: `{m['command']}` — {sum(m['counts'].values())} tests in "
+                 f"{m['seconds']:.0f} s, kernel {m['kernel']}, xfstests {m['xfstests'][:12]}, "
+                 f"images {m['image_size']}" + (f", simfs {m['simfs_commit'][:12]}"
+                                                 if m.get("simfs_commit") else "") + extra)
+    L += ["", "## Where ext2 passes and simfs does not", "",
+          "| test | simfs | reason |", "|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['test']} | {r['kernel_ext2']} | {r['simfs']} | {r['reason']} |")
-    with open(os.path.join(a.out, "table.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    log(f"wrote {a.out}/table.md and table.csv ({len(rows)} tests)")
+        if r["kernel_ext2"] == "pass" and r["simfs"] != "pass":
+            L.append(f"| {r['test']} | {r['simfs']} | {r['reason'].replace('|', '/')} |")
+    L += ["", "## Every test either file system ran", "",
+          "(not run on both: in table.csv with each file system's reason)", "",
+          "| test | kernel ext2 | simfs |", "|---|---|---|"]
+    for r in rows:
+        if r["kernel_ext2"] != "notrun" or r["simfs"] != "notrun":
+            L.append(f"| {r['test']} | {r['kernel_ext2']} | {r['simfs']}"
+                     f"{' (rerun)' if r['simfs_run'] == 'rerun' else ''} |")
+    with open(os.path.join(a.out, "README.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+    log(f"wrote {a.out}/README.md and table.csv ({len(rows)} tests)")
     return 0
 
 
@@ -407,11 +552,15 @@ def main(argv=None) -> int:
     r.add_argument("--out", help="where results.csv/json go (default: the work folder)")
     r.add_argument("--mount-opts", default="", help="extra simfs mount options (IMAGE: the device's image path)")
     r.add_argument("--timeout", type=int, default=0, help="stop the run after this many seconds")
+    r.add_argument("--test-timeout", type=int, default=0,
+                   help="kill a test after this many seconds (./check then reports it failed)")
     r.add_argument("tests", nargs="+", help="after --: ./check's arguments (-g quick, generic/001 ...)")
     t = sub.add_parser("table", help="both file systems' results side by side")
-    t.add_argument("--ext2", required=True)
-    t.add_argument("--simfs", required=True)
-    t.add_argument("--reasons", help="CSV test,reason: why simfs differs")
+    t.add_argument("--ext2", required=True, help="the ext2 run's results folder")
+    t.add_argument("--simfs", required=True, help="the simfs run's results folder")
+    t.add_argument("--simfs-rerun", help="a later simfs run of some tests: its results win")
+    t.add_argument("--reasons", help="CSV test,reason: why simfs does not pass where ext2 does")
+    t.add_argument("--head", help="Markdown put first in README.md")
     t.add_argument("--out", required=True)
     a = p.parse_args(argv)
     if a.cmd == "build":
