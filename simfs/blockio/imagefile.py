@@ -44,6 +44,7 @@ import struct
 import time
 import zlib
 
+from simfs import outfile
 from simfs.errors import ImageWriteError
 from simfs.ondisk.constants import SUPERBLOCK_OFFSET
 
@@ -422,7 +423,7 @@ class ImageFile:
     def _journal(self) -> int:
         if self._journal_fd is None:
             path = journal_path(self.image)
-            self._journal_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            self._journal_fd = outfile.open_private(path, 0o600)    # (never through a link)
             dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
             try:
                 os.fsync(dfd)                          # the journal's name is durable too

@@ -2,6 +2,8 @@
 
 import csv
 
+from simfs import outfile
+
 FIELDS = ("issue", "start", "finish", "op", "lba", "sectors", "queue", "overhead", "seek", "rotation",
           "transfer", "interface", "rmw", "cache_hit", "cause", "ino", "phase")
 
@@ -13,7 +15,7 @@ class TraceWriter:
 
     def __init__(self, path):
         self.path = path
-        self.f = open(path, "w", newline="")
+        self.f = open(outfile.open_stream(path), "w", newline="")    # (never through a link)
         self.w = csv.writer(self.f)
         self.error: str = ""
         self.w.writerow(FIELDS)

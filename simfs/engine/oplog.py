@@ -37,6 +37,7 @@ import gzip
 import json
 import os
 
+from simfs import outfile
 from simfs.errors import FSError
 
 FORMAT = "simfs-oplog"
@@ -74,7 +75,7 @@ class LogWriter:
 
     def __init__(self, path: str, header: dict):
         self.path = path
-        self._raw = open(path, "wb")
+        self._raw = open(outfile.open_stream(path), "wb")      # (never through a link)
         self._out = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0) \
             if path.endswith(".gz") else self._raw
         self._buf: list[str] = []

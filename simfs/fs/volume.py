@@ -42,6 +42,7 @@ import disk_models
 from policies import make_allocator, make_inode_placer
 from policies.dirorder import make_dir_order
 from policies.writeback import make_writeback
+from simfs import outfile
 from simfs.blockio.cache import BufferCache
 from simfs.blockio.clock import SimClock
 from simfs.blockio.imagefile import ImageFile, JournalError, journal_path, pending_journal, recover
@@ -290,8 +291,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.unmount_stats = self.stats.since(*before, self.clock.now)   # the final write-back
         if self.options.stats:
             try:
-                with open(self.options.stats, "w") as f:
-                    json.dump(self.stats_snapshot(), f, indent=1)
+                outfile.write_whole(self.options.stats,
+                                    json.dumps(self.stats_snapshot(), indent=1).encode())
             except OSError as e:
                 raise OutputError(e.errno, f"cannot write the stats file {self.options.stats}: "
                                            f"{e.strerror or e} (the image is written back)") from None

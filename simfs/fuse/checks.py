@@ -10,10 +10,16 @@ import errno
 import os
 import stat
 
+from simfs import outfile
 from simfs.ondisk.constants import EXT2_MAGIC, SUPERBLOCK_OFFSET
 
 class UsageError(Exception):
     """Bad input from the user: printed as one line, exit status 2."""
+
+
+class UnsafeOutput(UsageError):
+    """An output file simfs must not write: a link, another user's file, a file with other
+    names (simfs.outfile); refused even where an unwritable default is only a warning."""
 
 
 # checks ------------------------------------------------------------------------------------
@@ -98,11 +104,12 @@ def _is_ext2_image(path: str) -> bool:
 
 
 def check_output(path: str, what: str, keep: bool = False, hint: str = "") -> None:
-    """A file the daemon will write (log, trace, stats) must be creatable now: otherwise the
-    daemon fails after forking, or, for stats, only at unmount. A probe file it made is
-    removed unless `keep`."""
-    def fail(reason: str):
-        raise UsageError(f"cannot write the {what} file {shown(path)}: {reason}{hint}")
+    """A file the daemon will write (log, trace, stats) must be creatable now, and one simfs
+    may write (simfs.outfile: no link, no other user's file): otherwise the daemon fails
+    after forking, or, for stats, only at unmount. A probe file it made is removed unless
+    `keep`; an existing file is not changed."""
+    def fail(reason: str, cls=UsageError):
+        raise cls(f"cannot write the {what} file {shown(path)}: {reason}{hint}")
     problem = path_problem(path)
     if problem:
         fail(problem)
@@ -115,12 +122,12 @@ def check_output(path: str, what: str, keep: bool = False, hint: str = "") -> No
              "give another file")
     if existed and what == "log" and not _regular(path):
         fail("not a regular file (simfs umount reads the daemon's last words back from it)")
-    try:    # O_NONBLOCK: a FIFO without a reader fails (ENXIO) rather than hang the mount
-        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644))
+    try:
+        outfile.probe(path, keep=keep, devices=what != "log")
+    except outfile.Refused as e:
+        fail(e.strerror, UnsafeOutput)
     except OSError as e:
         fail(e.strerror)
-    if not existed and not keep:
-        os.unlink(path)
 
 
 def _path_options(vopts) -> dict:
@@ -176,6 +183,25 @@ def mounts() -> list[tuple[str, str, str]]:
     except OSError:
         pass
     return out
+
+
+def mounted_read_only(mnt: str) -> bool:
+    """Whether the mount on `mnt` is read-only now (`mount -o remount,ro`), from
+    /proc/self/mountinfo: the daemon learns it there, FUSE does not say (and statvfs on its
+    own mount would wait on itself; so would realpath(mnt), which stats `mnt` itself)."""
+    real = os.path.join(os.path.realpath(os.path.dirname(mnt)), os.path.basename(mnt))
+    ro = False                                  # (the last mount on `mnt` is the one seen)
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                fields, rfields = left.split(), right.split()
+                if len(fields) >= 6 and _unescape_mountinfo(fields[4]) == real:
+                    ro = "ro" in fields[5].split(",") or (
+                        len(rfields) >= 3 and "ro" in rfields[2].split(","))
+    except OSError:
+        pass
+    return ro
 
 
 def is_mounted(mnt: str, fstype_prefix: str = "") -> bool:

@@ -5,7 +5,9 @@ pyfuse3 has no ioctl, so a mount is inspected and steered through a small virtua
 lists it. Its files are served with direct_io and st_size 0 (procfs style): a readable file's
 content is rendered when it is opened; every write() to a writable file runs its action.
 
-Files are registered with `add()`; the FUSE layer registers `stats`, `info`, `sync`,
+Files are registered with `add()`; a writable one is the mounting user's alone (mode 0200
+or 0600, owner the daemon's uid: other users get EACCES), so nobody else can change its
+measurements; the FUSE layer registers `stats`, `info`, `sync`,
 `drop_caches`, `reset`, `mark` (the last three when the volume offers them) and `fault`
 under `-o debug_faults`.
 Virtual inode and handle numbers start at 2**48, far above any ext2 inode number (32 bits),
@@ -15,6 +17,7 @@ so they can never collide with the image's. Nothing here knows about pyfuse3.
 from __future__ import annotations
 
 import errno
+import os
 import stat
 import time
 from dataclasses import dataclass
@@ -63,6 +66,7 @@ class ControlDir:
         bname = name.encode()
         if perm is None:
             perm = (0o444 if read else 0) | (0o200 if write else 0)
+        perm &= ~0o022                  # writing runs an action: the mounting user's alone
         old = self.files.get(bname)
         ino = old.ino if old else DIR_INO + 1 + len(self.files)
         f = ControlFile(bname, ino, perm, read, write, help)
@@ -103,10 +107,14 @@ class ControlDir:
         return [(f.name, f.ino) for f in self.files.values()]
 
     # files ------------------------------------------------------------------------------------
-    def open(self, ino: int, flags: int) -> int:
+    def open(self, ino: int, flags: int, uid: int | None = None) -> int:
+        """A handle; writing (running an action) is for the mounting user and root only,
+        whatever the mode says (the kernel checks the mode too)."""
         f = self.by_ino.get(ino)
         if f is None:
             raise FSError(errno.EISDIR if ino == DIR_INO else errno.ENOENT)
+        if (flags & 3) != os.O_RDONLY and uid is not None and uid not in (0, self.uid):
+            raise FSError(errno.EACCES)
         content = f.read() if (f.read and (flags & 3) != 1) else b""
         fh = self._next_fh
         self._next_fh += 1

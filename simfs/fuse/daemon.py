@@ -27,10 +27,11 @@ import subprocess
 import sys
 import time
 
+from simfs import outfile
 from simfs.errors import ImageWriteError, OutputError
 from simfs.fuse.checks import (
-    UsageError, _check_outside, check_distinct, _path_options, _unescape_mountinfo, check_image,
-    check_mountpoint, check_output, check_path, default_log_path, is_mounted,
+    UnsafeOutput, UsageError, _check_outside, check_distinct, _path_options, _unescape_mountinfo, check_image,
+    check_mountpoint, check_output, check_path, default_log_path, is_mounted, mounted_read_only,
 )
 
 log = logging.getLogger("simfs.fuse.daemon")
@@ -48,8 +49,9 @@ def setup_logging(log_path: str | None, level: str, stream=None) -> None:
         root.removeHandler(h)
     fmt = logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     handlers = []
-    if log_path:
-        handlers.append(logging.FileHandler(log_path))
+    if log_path:        # (opened as simfs.outfile says: never through a link)
+        handlers.append(logging.StreamHandler(os.fdopen(outfile.open_append(log_path), "a",
+                                                        buffering=1)))
     if stream is not None:
         handlers.append(logging.StreamHandler(stream))
     for h in handlers:
@@ -129,6 +131,8 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, reco
 
     try:
         vol = open_volume(image, mopts.volume)
+    except outfile.Refused as e:             # (a link planted since the checks: the trace)
+        raise UsageError(f"cannot write {e.filename}: {e.strerror}") from None
     except ImageError as e:
         raise UsageError(str(e)) from None
     except (ValueError, KeyError) as e:
@@ -162,9 +166,17 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, reco
 
     async def commits():
         """Real durability: the image trails what was written by at most `commit` seconds
-        even when no request arrives (requests also commit when one is due)."""
+        even when no request arrives (requests also commit when one is due). A mount made
+        read-only (`mount -o remount,ro`) is written back once, as the kernel syncs a file
+        system it remounts read-only."""
+        was_ro = False
         while True:
             await trio.sleep(min(1.0, mopts.volume.commit / 4))
+            ro = mounted_read_only(mnt)
+            if ro and not was_ro:
+                log.info("%s remounted read-only: writing every dirty block back", mnt)
+                vol.sync()
+            was_ro = ro
             vol.commit_if_due()
 
     async def run():
@@ -232,17 +244,20 @@ def mount(image: str, mnt: str, mopts, *, foreground: bool = False, recorder=Non
     for what, path in outputs.items():
         if not (what == "stats" and default_stats):
             check_output(path, what)
+    if default_stats:           # the default never stops a mount: without it, no final statistics
+        try:             # ... but one simfs must not write (a planted link) does
+            check_output(mopts.volume.stats, "final statistics")
+        except UnsafeOutput as e:
+            raise UnsafeOutput(f"{e}; give -o stats=PATH or -o nostats") from None
+        except UsageError as e:
+            no_stats = f"simfs mount: warning: {e}; none will be written (give -o stats=PATH)"
+            mopts.volume.stats = ""
     log_made = bool(log_path) and not os.path.lexists(log_path)
     if log_path:
         check_output(log_path, "log", keep=True,
                      hint="" if mopts.log else "; give another with -o log=FILE")
-    if default_stats:           # the default never stops a mount: without it, no final statistics
-        try:
-            check_output(mopts.volume.stats, "final statistics")
-        except UsageError as e:
-            print(f"simfs mount: warning: {e}; none will be written (give -o stats=PATH)",
-                  file=sys.stderr)
-            mopts.volume.stats = ""
+    if default_stats and not mopts.volume.stats:
+        print(no_stats, file=sys.stderr)
     if foreground:
         setup_logging(log_path, mopts.loglevel, stream=sys.stderr)
 
@@ -314,7 +329,11 @@ def _daemon_main(image, mnt, mopts, log_path, w, recorder=None) -> int:
     os.setsid()
     os.chdir("/")
     _close_inherited(keep=w)
-    logfd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        logfd = outfile.open_append(log_path)     # never through a link planted meanwhile
+    except OSError as e:
+        os.write(w, f"usage cannot write the log file {log_path}: {e.strerror}\n".encode())
+        return 2
     nullfd = os.open(os.devnull, os.O_RDONLY)
     os.dup2(nullfd, 0)
     os.dup2(logfd, 1)
@@ -323,7 +342,7 @@ def _daemon_main(image, mnt, mopts, log_path, w, recorder=None) -> int:
     os.close(logfd)
     sys.stdout = os.fdopen(1, "w", buffering=1)
     sys.stderr = os.fdopen(2, "w", buffering=1)
-    setup_logging(log_path, mopts.loglevel)
+    setup_logging(None, mopts.loglevel, stream=sys.stderr)     # (the log, on fd 2)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     told = False
 
@@ -404,29 +423,36 @@ def wait_for_daemon(pid: int | None, image: str | None, timeout: float | None = 
     return True
 
 
-def _log_size(path: str | None) -> int:
-    try:
-        return os.path.getsize(path) if path else 0
-    except OSError:
-        return 0
+def open_daemon_log(info: dict | None) -> int | None:
+    """The daemon's log, opened for `simfs umount` to read its last words: the file the daemon
+    writes to (its stderr, /proc/PID/fd/2), wherever its name has gone since, else the log's
+    path (never through a link); None if neither is a regular file."""
+    if not info or not info.get("log"):
+        return None
+    for path, flags in ((f"/proc/{int(info.get('pid') or 0)}/fd/2", 0), (info["log"], os.O_NOFOLLOW)):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | flags)
+        except (OSError, ValueError, TypeError):
+            continue
+        if stat.S_ISREG(os.fstat(fd).st_mode):   # (a device would be read for ever)
+            return fd
+        os.close(fd)
+    return None
 
 
 #: how much of the log `simfs umount` reads for the daemon's last words
 LAST_WORDS = 1 << 20
 
 
-def daemon_error(log_path: str | None, offset: int, pid) -> str | None:
-    """The first ERROR the daemon `pid` logged after `offset`: how `simfs umount` learns that
-    the daemon (not its child) failed while writing back, e.g. the -o stats= file."""
-    if not log_path or not pid:
+def daemon_error(log_fd: int | None, offset: int, pid) -> str | None:
+    """The first ERROR the daemon `pid` logged after `offset` in its log (open_daemon_log):
+    how `simfs umount` learns that the daemon (not its child) failed while writing back,
+    e.g. the -o stats= file."""
+    if log_fd is None or not pid:
         return None
     try:
-        with open(log_path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):        # (a device would be read for ever)
-                return None
-            f.seek(offset if offset <= st.st_size else 0)
-            text = f.read(LAST_WORDS).decode(errors="replace")
+        size = os.fstat(log_fd).st_size
+        text = os.pread(log_fd, LAST_WORDS, offset if offset <= size else 0).decode(errors="replace")
     except OSError:
         return None
     for line in text.splitlines():      # "DATE TIME PID LEVEL NAME: MESSAGE"
@@ -464,7 +490,16 @@ def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None, report
         print(f"simfs umount: warning: {info['unwritable']}: the changes since the last commit will "
               "be lost", file=sys.stderr)
     log_path = (info or {}).get("log")
-    log_start = _log_size(log_path)
+    log_fd = open_daemon_log(info)
+    try:
+        return _umount(mnt, info, lazy, timeout, report, log_path, log_fd)
+    finally:
+        if log_fd is not None:
+            os.close(log_fd)
+
+
+def _umount(mnt, info, lazy, timeout, report, log_path, log_fd) -> int:
+    log_start = os.fstat(log_fd).st_size if log_fd is not None else 0
     r = _unmount(mnt, lazy)
     if r.returncode != 0:
         detail = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"fusermount3 exit {r.returncode}"
@@ -484,7 +519,7 @@ def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None, report
             print(f"simfs umount: unmounted, but the daemon (pid {info.get('pid')}) is still "
                   f"running after {timeout:g} s; see {info.get('log')}", file=sys.stderr)
             return 1
-        error = daemon_error(log_path, log_start, info.get("pid"))
+        error = daemon_error(log_fd, log_start, info.get("pid"))
         if error:
             print(f"simfs umount: unmounted, but the daemon failed: {error} (log: {log_path})",
                   file=sys.stderr)

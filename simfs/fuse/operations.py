@@ -180,7 +180,7 @@ class Operations(pyfuse3.Operations):
         self.ctl = control.ControlDir(FUSE_ROOT, uid=os.getuid(), gid=os.getgid())
         self.ctl.add("stats", read=self._render_stats, help="counters as JSON")
         self.ctl.add("info", read=self._render_info, help="daemon pid, image, options (JSON)")
-        self.ctl.add("sync", write=lambda data: self.vol.sync(), perm=0o222,
+        self.ctl.add("sync", write=lambda data: self.vol.sync(), perm=0o200,
                      help="write anything: write every dirty block back to the image")
         if hasattr(vol, "drop_caches"):
             self.ctl.add("drop_caches", write=lambda data: self.vol.drop_caches(), perm=0o200,
@@ -322,8 +322,20 @@ class Operations(pyfuse3.Operations):
         if control.is_control(parent):
             a = self.ctl.lookup(parent, name)
             return self._held(self.vol.getattr(self.root)) if a is None else self._entry(a)
+        if name == b".":
+            return self._held(self._by_handle(_vino(parent)))
         self._check_name(name)
         return self._held(self.vol.lookup(_vino(parent), name))
+
+    def _by_handle(self, vino: int):
+        """LOOKUP(node, "."): how the kernel finds a node from a file handle
+        (open_by_handle_at, NFS export; FUSE_EXPORT_SUPPORT) once the inode has left its cache
+        (the VFS never sends "." otherwise). Any file, not only a directory, as ext2's
+        ext2_nfs_get_inode; a node no name reaches any more is stale, as there."""
+        a = self.vol.getattr(vino)
+        if a.st_nlink == 0:
+            raise FSError(errno.ESTALE)
+        return a
 
     @_handler
     def forget(self, inode_list):
@@ -424,7 +436,8 @@ class Operations(pyfuse3.Operations):
     @_handler
     def open(self, ino, flags, ctx=None):
         if control.is_control(ino):
-            return pyfuse3.FileInfo(fh=self.ctl.open(ino, flags), direct_io=True, keep_cache=False)
+            return pyfuse3.FileInfo(fh=self.ctl.open(ino, flags, uid=ctx.uid if ctx else None),
+                                    direct_io=True, keep_cache=False)
         vino = _vino(ino)
         self.vol.open_file(vino)
         if flags & os.O_TRUNC:

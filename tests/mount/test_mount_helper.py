@@ -193,3 +193,38 @@ def test_foreground_mount_has_the_last_word(tmp_path):
     assert p.returncode == 0, err
     assert "write-back at unmount" in out and "total" in out and f"{image}.stats.json" in out
     assert json.loads(Path(f"{image}.stats.json").read_text())["unmount"]["counters"]["disk_writes"] > 0
+
+
+def test_remount_read_only_and_back(helper, tmp_path):
+    """`mount -o remount,ro MNT` (mount(8) hands it to the helper; it was refused, 'unknown
+    mount option remount'): writes get EROFS, the daemon writes its dirty blocks back, and
+    `remount,rw` makes the mount writable again. A mount made with -o ro stays read-only."""
+    import errno
+    image, mnt = make_image(tmp_path / "r.img", "64M"), tmp_path / "mnt"
+    mnt.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    try:
+        run(["mount", "-t", "fuse.simfs", image, mnt, "-o", "nostats"], env=env)
+        (mnt / "a").write_bytes(os.urandom(1 << 20))
+        dirty = lambda: json.loads((mnt / ".simfs" / "stats").read_bytes())["time"]["dirty_blocks"]
+        assert dirty() > 0                          # not yet written back (the syncer's 30 s)
+        run(["mount", "-o", "remount,ro", mnt], env=env)
+        assert "ro" in source_and_flags(mnt)[1]
+        with pytest.raises(OSError) as e:
+            (mnt / "b").write_text("x")
+        assert e.value.errno == errno.EROFS
+        assert dirty() == 0                         # written back on going read-only
+        assert (mnt / "a").stat().st_size == 1 << 20
+        run(["mount", "-o", "remount,rw", mnt], env=env)
+        assert "rw" in source_and_flags(mnt)[1]
+        (mnt / "b").write_text("x")
+        run_simfs("umount", mnt)
+        run(["mount", "-t", "fuse.simfs", image, mnt, "-o", "ro,nostats"], env=env)
+        r = subprocess.run(["mount", "-o", "remount,rw", str(mnt)], capture_output=True, text=True, env=env)
+        assert r.returncode != 0 and "mounted with -o ro" in r.stderr, r.stderr
+        assert "ro" in source_and_flags(mnt)[1] and (mnt / "b").read_text() == "x"
+        run_simfs("umount", mnt)
+    finally:
+        cleanup(mnt, image)
+    rc, out = e2fsck(image)
+    assert rc == 0, out
