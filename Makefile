@@ -35,6 +35,7 @@ XFSTESTS_PKGS := acl attr automake bc dbench dump e2fsprogs fio gawk gcc git ind
                  liburing-dev libuuid1 lvm2 make psmisc python3 quota sed sqlite3 uuid-dev \
                  uuid-runtime xfsprogs xfslibs-dev
 XFSTESTS_SOURCE ?=
+export XFSTESTS_SOURCE
 XFSTESTS_DIR    := .xfstests
 XFSTESTS_ARGS   ?= -g quick
 XFSTESTS_OUT    ?= results/xfstests

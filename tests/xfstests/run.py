@@ -304,7 +304,8 @@ def run(a) -> int:
     env["HOST_OPTIONS"] = config_file
     check = " ".join(["./check", "-R", "xunit"] + [shlex.quote(t) for t in a.tests])
     script = " && ".join(pre + [f"cd {shlex.quote(src)}", check]) + f"; st=$?; {unmount_all(work)}; exit $st"
-    log(f"{a.fs}: {check} (log: {work}/check.out)")
+    shown = check if len(a.tests) <= 6 else f"./check ... ({len(a.tests)} tests: {a.tests[0]} ... {a.tests[-1]})"
+    log(f"{a.fs}: {shown} (log: {work}/check.out)")
     t0 = time.monotonic()
     killed: list[str] = []
     try:
@@ -451,7 +452,11 @@ def table(a) -> int:
     """table.csv (every test) and README.md (counts, how each run was made, the tests either
     file system ran; a one-line reason where ext2 passes and simfs does not)."""
     ext2, ext2_meta = load(a.ext2)
-    simfs, simfs_meta = load(a.simfs)
+    simfs, parts = {}, []
+    for folder in a.simfs:                   # parts of one list, run side by side; later win
+        rows_, meta_ = load(folder)
+        simfs.update(rows_)
+        parts.append(meta_)
     rerun_meta = None
     if a.simfs_rerun:
         rerun, rerun_meta = load(a.simfs_rerun)
@@ -501,10 +506,15 @@ def table(a) -> int:
               f"{sum(ext2[t]['status'] == 'notrun' for t in ext2_only)} not run); they are left out.",
               ""]
     L += ["## How the runs were made", ""]
-    for name, m in (("kernel ext2", ext2_meta), ("simfs", simfs_meta),
-                    ("simfs rerun", rerun_meta)):
+    named = [("kernel ext2", ext2_meta)] + [
+        (f"simfs{' part ' + str(i + 1) if len(parts) > 1 else ''}", m) for i, m in enumerate(parts)]
+    for name, m in named + [("simfs rerun", rerun_meta)]:
         if not m:
             continue
+        args = m.get("args") or []
+        if len(args) > 6:                    # a part of the list: say which
+            m = {**m, "command": f"tests/xfstests/run.py run --fs {m['fs']} -- {args[0]} ... "
+                                 f"{args[-1]} ({len(args)} tests of -g quick)"}
         extra = ""
         if m.get("ext2_driver"):
             extra += f"; ext2 served by the kernel's {m['ext2_driver']} driver"
@@ -557,7 +567,8 @@ def main(argv=None) -> int:
     r.add_argument("tests", nargs="+", help="after --: ./check's arguments (-g quick, generic/001 ...)")
     t = sub.add_parser("table", help="both file systems' results side by side")
     t.add_argument("--ext2", required=True, help="the ext2 run's results folder")
-    t.add_argument("--simfs", required=True, help="the simfs run's results folder")
+    t.add_argument("--simfs", required=True, nargs="+",
+                   help="the simfs run's results folder(s): parts of one list, later ones win")
     t.add_argument("--simfs-rerun", help="a later simfs run of some tests: its results win")
     t.add_argument("--reasons", help="CSV test,reason: why simfs does not pass where ext2 does")
     t.add_argument("--head", help="Markdown put first in README.md")
