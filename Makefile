@@ -23,7 +23,27 @@ endif
 SOAK_OPS       ?= 1000000
 SOAK_ALLOC_OPS ?= 100000
 
-.PHONY: all system venv compiled tools test docs demo bench soak soak-alloc soak-writeback clean
+# xfstests (tests/xfstests/run.py; README.fuse: FSTYP=fuse, FUSE_SUBTYP=.simfs): the Debian
+# packages its README lists (linux-headers-$(uname -r) left out: not needed to build, and not
+# packaged for every kernel), the source a git repository, bundle or URL (default: the bundle in
+# ../shared/third_party beside the checkout), built once into $(XFSTESTS_DIR) (a stamp names the
+# source and commit). `make xfstests` runs $(XFSTESTS_ARGS) on simfs, `make xfstests-ext2` on the
+# kernel's ext2 (loop devices), each into $(XFSTESTS_OUT)/FS; `make test` builds it when the
+# bundle is there and runs tests/mount/test_xfstests.py's fixed subset.
+XFSTESTS_PKGS := acl attr automake bc dbench dump e2fsprogs fio gawk gcc git indent libacl1-dev \
+                 libaio-dev libcap-dev libgdbm-dev libgdbm-compat-dev libtool libtool-bin \
+                 liburing-dev libuuid1 lvm2 make psmisc python3 quota sed sqlite3 uuid-dev \
+                 uuid-runtime xfsprogs xfslibs-dev
+XFSTESTS_SOURCE ?=
+export XFSTESTS_SOURCE
+XFSTESTS_DIR    := .xfstests
+XFSTESTS_ARGS   ?= -g quick
+XFSTESTS_OUT    ?= results/xfstests
+XFSTESTS_RUN     = $(PY) tests/xfstests/run.py
+XFSTESTS_SRCOPT  = $(if $(XFSTESTS_SOURCE),--source $(XFSTESTS_SOURCE))
+
+.PHONY: all system venv compiled tools test docs demo bench soak soak-alloc soak-writeback clean \
+        xfstests-system xfstests-build xfstests-build-if-present xfstests xfstests-ext2
 
 all: venv
 
@@ -34,6 +54,15 @@ system:
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+xfstests-system:
+	@missing=""; for p in $(XFSTESTS_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages for xfstests:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
@@ -74,7 +103,24 @@ $(TOOLS)/.pjdfstest-$(PJDFSTEST_VERSION):
 
 tools: $(TOOL_STAMPS)
 
-test: $(STAMP) compiled $(TOOL_STAMPS) docs
+# clone + make (a no-op when the stamp matches the source)
+xfstests-build: $(STAMP) xfstests-system
+	$(XFSTESTS_RUN) build $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR)
+
+# for `make test`: built only where the source is there (tests/mount/test_xfstests.py says why
+# it skips otherwise); CI has ../shared beside its clone
+xfstests-build-if-present: $(STAMP)
+	@if $(XFSTESTS_RUN) build $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --check-source; then \
+	  $(MAKE) --no-print-directory xfstests-build; \
+	else echo "xfstests: no source, tests/mount/test_xfstests.py will skip"; fi
+
+xfstests: xfstests-build compiled
+	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs simfs --out $(XFSTESTS_OUT)/simfs -- $(XFSTESTS_ARGS)
+
+xfstests-ext2: xfstests-build
+	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs ext2 --out $(XFSTESTS_OUT)/ext2 -- $(XFSTESTS_ARGS)
+
+test: $(STAMP) compiled $(TOOL_STAMPS) docs xfstests-build-if-present
 	$(PY) -m pytest -q -p no:cacheprovider
 
 # the manual: docs/ built into site/ with MkDocs (Material theme); --strict turns every warning
