@@ -4,7 +4,10 @@ mount(8) runs `/sbin/mount.fuse.simfs IMAGE MNT [-sfnv] [-o OPTIONS] [-t fuse.si
 file system of type `fuse.simfs` (util-linux looks in /sbin, /sbin/fs.d and /sbin/fs only,
 with an empty environment). `main` is that helper: it drops what is mount(8)'s business
 (`defaults`, `noauto`, `user`, `_netdev`, `nofail`, `x-*`, `comment=`...), passes the kernel
-flags on (`nosuid`, `nodev`, `noexec`, ...), and mounts as `simfs mount` does. The console
+flags on (`nosuid`, `nodev`, `noexec`, ...), and mounts as `simfs mount` does. mount(8) passes
+`nosuid` and `nodev` when asked for (and for `user` mounts) but never their defaults, so a
+mount by root without them gets `suid` and `dev`, as `mount -t ext2` would (`simfs mount`
+itself keeps FUSE's safer `nosuid,nodev` default). The console
 script `mount.fuse.simfs` (setup.cfg) is the same function; `simfs install-helper` writes a
 small launcher into /sbin that runs it with this Python, which `make venv` does as root.
 """
@@ -33,6 +36,16 @@ def mount_options(optstr: str) -> str:
     keep = [o for o in optstr.split(",")
             if o and o not in USERSPACE and not o.startswith(USERSPACE_PREFIXES)]
     return ",".join(keep)
+
+
+def kernel_defaults(optstr: str) -> str:
+    """mount(8)'s defaults made explicit for a mount by root: `suid` unless `nosuid` was given,
+    `dev` unless `nodev` was (mount(8) drops `suid`/`dev` themselves as its defaults)."""
+    if os.geteuid() != 0:
+        return optstr
+    opts = optstr.split(",") if optstr else []
+    extra = [flag for flag, off in (("suid", "nosuid"), ("dev", "nodev")) if off not in opts]
+    return ",".join(extra + opts)
 
 
 def parse_helper_args(argv: list[str]):
@@ -76,6 +89,7 @@ def main(argv=None) -> int:
         return 0
     if "remount" in optstr.split(","):
         return remount(mnt, optstr)
+    optstr = kernel_defaults(optstr)
     from simfs.cli.mount import cmd_mount
     from types import SimpleNamespace
     return cmd_mount(SimpleNamespace(image=image, mountpoint=mnt, options=[optstr] if optstr else [],

@@ -77,6 +77,7 @@ def test_mount_t_ctl_summary_and_diff(helper, tmp_path):
         source, flags = source_and_flags(mnt)
         d = VolumeOptions()
         assert source == str(image)            # the image, as a device: findmnt and mount -a know it
+        assert "nosuid" not in flags and "nodev" not in flags   # mount(8)'s defaults, as for ext2
         r = run(["findmnt", "-n", "-o", "TARGET,FSTYPE", "--source", image])
         assert r.stdout.split() == [str(mnt), "fuse.simfs"]
         pol = json.loads(run_simfs("stats", "--json", mnt).stdout)["policies"]

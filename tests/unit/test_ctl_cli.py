@@ -5,10 +5,11 @@ on files, mkfs's positional size and the did-you-mean suggestions."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
-from simfs.cli.helper import mount_options, parse_helper_args
+from simfs.cli.helper import kernel_defaults, mount_options, parse_helper_args
 from simfs.cli.main import main
 from simfs.cli.stats import unmount_summary
 from simfs.fs.types import VolumeOptions
@@ -24,6 +25,10 @@ def test_helper_drops_mount8_options_and_keeps_values_with_commas():
     m = mountopts.parse([opts])
     assert m.volume.disk == "sata7200,rpm=5400" and m.volume.alloc == "cg" and m.kernel_flags == ["nosuid"]
     assert parse_helper_args(["-f", "a", "b"])[3] is True
+    if os.geteuid() == 0:          # mount(8) never passes its defaults suid and dev: made explicit
+        assert kernel_defaults("rw,alloc=cg") == "suid,dev,rw,alloc=cg"
+        assert kernel_defaults("rw,nosuid,nodev,noexec") == "rw,nosuid,nodev,noexec"
+        assert kernel_defaults("rw,nodev") == "suid,rw,nodev"
     assert mount_options("defaults") == ""
     for bad in (["a"], ["a", "b", "c"], ["a", "b", "-o"], ["a", "b", "--bogus"]):
         with pytest.raises(ValueError):
