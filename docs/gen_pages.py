@@ -200,7 +200,8 @@ def volume_options() -> str:
             valid.append(f"`{f.name}`, `no{f.name}`, `{f.name}=yes\\|no`")
         help_ = f.metadata.get("help") or comments.get(f.name, "")
         rows.append(f"| `{f.name}` | {kind} | {default} | {'; '.join(valid)} | {esc(help_)} |")
-    aliases = ", ".join(f"`{k}` = `{fld}={'yes' if v else 'no'}`" for k, (fld, v) in mo.ALIASES.items())
+    aliases = ", ".join(f"`{k}` = " + " + ".join(f"`{fld}={'yes' if v else 'no'}`" for fld, v in sets)
+                        for k, sets in mo.ALIASES.items())
     return "\n".join(rows) + f"\n\nAliases: {aliases}.\n"
 
 

@@ -58,8 +58,10 @@ class FileIO:
         del parts                       # no buffer stays exported past the read
         self._count("bytes_read", len(out))
         if self.options.atime and not self.options.read_only:
-            inode.atime_ns = self._now()
-            self.inodes.put(inode)
+            now = self._now()
+            if not self.options.relatime or _relatime_due(inode, now):
+                inode.atime_ns = now
+                self.inodes.put(inode)
         return out
 
     def _prefetch(self, inode, first: int, last: int) -> list[int]:
@@ -300,3 +302,12 @@ class FileIO:
         self.cache.flush_blocks(blocks)
         self.commit_soon(durable=True)       # durable on the image when fsync returns
 
+
+_DAY_NS = 24 * 3600 * 10**9
+
+
+def _relatime_due(inode, now: int) -> bool:
+    """Linux's relatime_need_update: the access time is not later than the modification or
+    change time, or is at least a day old."""
+    a = inode.atime_ns
+    return a <= inode.mtime_ns or a <= inode.ctime_ns or now - a >= _DAY_NS

@@ -31,6 +31,10 @@ class VolumeOptions:
     trace: str = ""                      # write a request trace (CSV) to this path
     stats: str = ""                      # write the final statistics (JSON) here at unmount
     atime: bool = False                  # update access times on read (noatime by default)
+    relatime: bool = field(default=False, metadata={"help": (
+        "with atime: update a file's access time on read only if it is not later than its "
+        "modification or change time, or is a day old (Linux's relatime; the flag `relatime` "
+        "sets both, `strictatime` atime alone)")})
     read_only: bool = False
     commit: float = 5.0                  # real seconds the image may trail what was written
     force: bool = False                  # mount read-write although not cleanly unmounted
@@ -40,7 +44,7 @@ class VolumeOptions:
         "request after another in file order, waiting for those asked for (FreeBSD's cluster_read)")})
     dataless: bool = field(default=False, metadata={"help": (
         "file data is charged and accounted but not stored: it reads as zeros, the image "
-        "keeps only metadata (README: Data-less images)")})
+        "keeps only metadata (docs/durability.md: Data-less images)")})
 
 class Attr:
     """A file's attributes, as a GETATTR or LOOKUP reply carries them (os.stat_result's names).

@@ -62,7 +62,10 @@ KERNEL_FLAGS = ("nosuid", "suid", "nodev", "dev", "noexec", "exec", "nodiratime"
 SHOWN = ("disk", "alloc", "inode_placement", "dirorder", "writeback", "cache")
 
 # Spellings that set a volume field: alias -> (field, value).
-ALIASES = {"ro": ("read_only", True), "rw": ("read_only", False)}
+# Kernel-style flags that set volume options: each names the (field, value) pairs it sets.
+ALIASES = {"ro": (("read_only", True),), "rw": (("read_only", False),),
+           "strictatime": (("atime", True), ("relatime", False)),
+           "relatime": (("atime", True), ("relatime", True))}
 
 # Defaults for fields that do not (yet) say so in their metadata.
 SUBOPTION_FIELDS = {"disk"}
@@ -148,7 +151,11 @@ class MountOptions:
         name = self.fsname or self.default_fsname(image)
         name = "".join(c if (c.isascii() and c.isprintable() and c not in ",\\") else "_" for c in name)
         opts = {f"fsname={name}", "subtype=simfs", "default_permissions"}
-        opts.add("strictatime" if getattr(self.volume, "atime", False) else "noatime")
+        if not getattr(self.volume, "atime", False):
+            opts.add("noatime")
+        elif not getattr(self.volume, "relatime", False):
+            opts.add("strictatime")         # (relatime: the kernel's default, which libfuse
+                                            # does not take as an option)
         opts.update(self.kernel_flags)
         allow_other = self.allow_other if self.allow_other is not None else os.geteuid() == 0
         if allow_other:
@@ -341,11 +348,9 @@ def parse(specs, volume_cls=None) -> MountOptions:
                 raw_sub[key] = text
                 absorbing = key
                 continue
-            if key in ALIASES and text is None:
-                fname, val = ALIASES[key]
-                if fname in vfields:
-                    vol_kw[fname] = val
-                    continue
+            if key in ALIASES and text is None and all(f in vfields for f, _ in ALIASES[key]):
+                vol_kw.update(ALIASES[key])
+                continue
             if key in vfields:
                 vol_kw[key] = _convert(key, text, hints.get(key, str), vfields[key])
                 continue
