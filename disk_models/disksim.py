@@ -114,6 +114,7 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
 
 from __future__ import annotations
 
+import importlib.resources
 import os
 from bisect import bisect_right
 
@@ -127,7 +128,9 @@ from .rotating import RotatingDrive
 from .seek import HplSeek, SeekTable
 
 MS = 1e-3
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "disksim")
+#: the drives' files, beside the package's source (its __init__ is never compiled; this module
+#: may run from build/compiled, where no data is)
+DATA = str(importlib.resources.files("disk_models") / "data" / "disksim")
 
 #: preset name -> (parameter file in DATA, DiskSim's name for the drive, capacity = Block count)
 DRIVES = {

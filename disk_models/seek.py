@@ -112,9 +112,7 @@ class SeekTable:
         return t
 
     def mean_random_pairs(self) -> float:
-        n = self.max_distance
-        w = [(n + 1) - x for x in range(1, n + 1)]
-        return sum(wi * self(x) for wi, x in zip(w, range(1, n + 1))) / sum(w)
+        return mean_random_pairs(self)
 
 
 class HplSeek:
@@ -146,4 +144,15 @@ class HplSeek:
             return (v2 + v3 * math.sqrt(distance)) * 1e-3
         return (v4 + v5 * distance) * 1e-3
 
-    mean_random_pairs = SeekTable.mean_random_pairs
+    def mean_random_pairs(self) -> float:
+        return mean_random_pairs(self)
+
+
+def mean_random_pairs(seek) -> float:
+    """The mean seek time over random pairs of cylinders: distance x weighted by the number of
+    pairs that far apart. A function of its own, not one class's method lent to another (the
+    compiled build gives each class its own slot layout, so a borrowed method reads another
+    class's slots)."""
+    n = seek.max_distance
+    w = [(n + 1) - x for x in range(1, n + 1)]
+    return sum(wi * seek(x) for wi, x in zip(w, range(1, n + 1))) / sum(w)

@@ -277,3 +277,14 @@ def test_relative_path_still_works_after_the_daemon_changes_directory(tmp_path, 
     monkeypatch.chdir("/")
     b = make_disk(f"disksim:{rel}")
     assert b.sectors == a.sectors and b.submit("R", 1000, 8, 0.0).finish == a.submit("R", 1000, 8, 0.0).finish
+
+
+@pytest.mark.parametrize("preset", sorted(DRIVES))
+def test_every_disksim_preset_derives_its_figures(preset):
+    """`simfs disks show` of every DiskSim drive (the manual's preset pages are made from it):
+    the mean seek over random pairs lies between the single-cylinder and the full-stroke seek.
+    (The HPL drives' seek once borrowed the table seek's method, which the compiled build ran
+    on the wrong slots.)"""
+    from simfs.cli.disks import show_doc
+    d = show_doc(preset)["derived"]
+    assert 0 < d["seek_mean"]["value"] < d["seek_full"]["value"]
