@@ -55,8 +55,12 @@ FRONTEND: dict[str, FrontOpt] = {
 
 # Kernel mount flags passed on to the FUSE mount as given (mount(8) and fstab hand them over;
 # `mount` shows them). atime/noatime are volume options: the kernel flag follows them.
-KERNEL_FLAGS = ("nosuid", "suid", "nodev", "dev", "noexec", "exec", "nodiratime", "diratime",
+KERNEL_FLAGS = ("nosuid", "suid", "nodev", "dev", "noexec", "exec", "nodiratime",
                 "dirsync", "lazytime", "nolazytime", "async")
+# Taken but not handed to libfuse, which (3.14) refuses them: simfs never updates a directory's
+# access time (what nodiratime asks; `diratime` is not taken), and writes inodes back by its
+# own model whatever lazytime says.
+NOT_FOR_LIBFUSE = frozenset(("nodiratime", "lazytime", "nolazytime"))
 
 # The policies `simfs stats` and /.simfs/info summarise in one line, defaults included, in this order.
 SHOWN = ("disk", "alloc", "inode_placement", "dirorder", "writeback", "cache")
@@ -152,11 +156,9 @@ class MountOptions:
         name = "".join(c if (c.isascii() and c.isprintable() and c not in ",\\") else "_" for c in name)
         opts = {f"fsname={name}", "subtype=simfs", "default_permissions"}
         if not getattr(self.volume, "atime", False):
-            opts.add("noatime")
-        elif not getattr(self.volume, "relatime", False):
-            opts.add("strictatime")         # (relatime: the kernel's default, which libfuse
-                                            # does not take as an option)
-        opts.update(self.kernel_flags)
+            opts.add("noatime")             # (libfuse 3.14 takes neither relatime nor
+                                            # strictatime: simfs keeps access times itself)
+        opts.update(f for f in self.kernel_flags if f not in NOT_FOR_LIBFUSE)
         allow_other = self.allow_other if self.allow_other is not None else os.geteuid() == 0
         if allow_other:
             opts.add("allow_other")

@@ -198,9 +198,11 @@ def config_simfs(work: str, extra_opts: str) -> tuple[str, dict]:
         sh(simfs_cmd() + ["mkfs", "--quiet", "--force", img, IMAGE_SIZE], env=simfs_env(), cwd=REPO)
         os.makedirs(os.path.join(work, name), exist_ok=True)
         imgs[name] = img
-    # kernel file systems are mounted suid,dev by default; simfs's default is nosuid,nodev
+    # a kernel file system's defaults, which simfs mount's are not (nosuid,nodev, noatime): the
+    # helper makes suid,dev explicit for root (mount(8) never passes them); relatime is given
+    # (a test's own noatime or strictatime comes later and wins)
     def opts(img):
-        return ",".join(o for o in ("suid,dev", extra_opts.replace("IMAGE", img)) if o)
+        return ",".join(o for o in ("relatime", extra_opts.replace("IMAGE", img)) if o)
     lines = [
         "export FSTYP=fuse",
         "export FUSE_SUBTYP=.simfs",
