@@ -72,7 +72,8 @@ class Drive:
     steps: dict[str, Step] = field(default_factory=dict)
     listed: set[str] = field(default_factory=set)       # names find could stat (relative paths)
     seen: set[str] = field(default_factory=set)         # names find saw, stat-able or not
-    read_ok: set[str] = field(default_factory=set)      # regular files read to the end
+    read_ok: set[str] = field(default_factory=set)      # regular files read without an error
+    read_short: dict[str, str] = field(default_factory=dict)     # ... but ended early (tar: shrank)
     read_refused: dict[str, str] = field(default_factory=dict)   # path -> the tool's message
 
     def hung(self) -> list[str]:
@@ -123,7 +124,9 @@ def drive(mnt: Path, victim: str, src300: Path, kernel: bool, victim_is_file: bo
         for line in s.err.splitlines():
             mo = _TAR_ERR.match(line)
             if mo:
-                if "shrank" not in mo.group(2) and "file changed as we read it" not in mo.group(2):
+                if "shrank" in mo.group(2):             # a read answered EOF before st_size
+                    d.read_short[mo.group(1)] = mo.group(2)
+                elif "file changed as we read it" not in mo.group(2):
                     d.read_refused[mo.group(1)] = mo.group(2)
             elif line.startswith("./"):
                 archived.add(line[2:].rstrip("/"))
