@@ -25,6 +25,11 @@ EUCLEAN = errno.EUCLEAN       # 117: what ext4 answers for EFSCORRUPTED
 
 _FILE_TYPES = frozenset((stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFCHR, stat.S_IFBLK,
                          stat.S_IFIFO, stat.S_IFSOCK))
+#: inode flags of formats ext2 has not (extents, inline data, ...): ext4's iget refuses them
+#: where the feature is off
+_FOREIGN_FLAGS = {0x80000: "extents", 0x10000000: "inline data", 0x200000: "EA inode",
+                  0x800: "encrypted", 0x40000000: "casefold", 0x100000: "verity"}
+_FOREIGN_MASK = sum(_FOREIGN_FLAGS)
 
 
 def metadata_zones(geo, descs) -> np.ndarray:
@@ -87,26 +92,38 @@ class Checks:
 
     # inodes --------------------------------------------------------------------------------
     def inode_problem(self, inode) -> str:
-        """Why an in-use inode cannot be true ("" if it can): its type, its size against what
-        its kind of map can hold, its block count against the file system."""
+        """Why an inode as read from the image cannot be true ("" if it can), as ext4's
+        __ext4_iget and ext4_ind_check_inode judge it: its type, flags of formats ext2 has
+        not, its size against what its map can address, i_block[] and the xattr block
+        against the file system and the metadata zones. (A free inode's answer is unused.)"""
         fmt = inode.mode & 0o170000
         size = inode.size
-        if fmt == stat.S_IFREG:
+        mapped = True
+        if fmt == stat.S_IFREG or fmt == stat.S_IFDIR:
             if size > self.max_size:
-                return f"i_size {size} beyond the largest file ({self.max_size})"
-        elif fmt == stat.S_IFDIR:
-            bs = self.bs
-            if size < bs or size % bs or size > self.max_size:
-                return f"directory i_size {size} (not a whole number of blocks)"
-            if size // bs * self.spb > inode.blocks:
-                return f"directory i_size {size} beyond its i_blocks {inode.blocks}"
+                return f"i_size {size} beyond what the block map addresses ({self.max_size})"
         elif fmt == stat.S_IFLNK:
-            if size >= self.bs or (not inode.blocks and size >= 60):
+            fast = inode.blocks - (self.spb if inode.file_acl else 0) == 0
+            if size >= (60 if fast else self.bs):
                 return f"symlink i_size {size}"
-        elif fmt not in _FILE_TYPES:
+            mapped = not fast
+        elif fmt in _FILE_TYPES:
+            mapped = False                          # i_block holds a device number
+        else:
             return f"bad file type (mode 0o{inode.mode:o})"
+        if inode.flags & _FOREIGN_MASK:
+            names = [n for f, n in _FOREIGN_FLAGS.items() if inode.flags & f]
+            return f"flags 0x{inode.flags:x} ({', '.join(names)}: not ext2)"
         if inode.blocks > self.max_sectors:
             return f"i_blocks {inode.blocks} beyond the file system"
+        nblocks, is_meta = self.nblocks, self.is_meta
+        if mapped:
+            for b in inode.block:
+                if b and (b >= nblocks or is_meta[b]):
+                    return f"i_block[] holds block number {b}, out of range"
+        acl = inode.file_acl
+        if acl and (acl >= nblocks or is_meta[acl]):
+            return f"xattr block number {acl} out of range"
         return ""
 
     def entry_ino_problem(self, ino: int) -> str:

@@ -41,8 +41,6 @@ def _records(block: bytes, filetype: bool):
         if off + 8 > size:
             raise ValueError(f"directory record header at {off} runs off the block")
         ino, rec_len, name_len, ftype = unpack(block, off)
-        if not filetype:
-            name_len |= ftype << 8
         if rec_len < 8 or rec_len % 4 or off + rec_len > size or 8 + name_len > rec_len:
             raise ValueError(f"corrupt directory record at offset {off} (rec_len {rec_len})")
         yield off, ino, rec_len, name_len
@@ -83,7 +81,10 @@ class Directories:
 
     # blocks --------------------------------------------------------------------------------
     def nblocks(self, d) -> int:
-        return d.size // self.bs
+        """Blocks the directory's size covers (a partial last one read whole, as ext2 reads
+        it), never more than the file system has: what a damaged i_size can make a walk read."""
+        n = -(-d.size // self.bs)
+        return n if n <= self.geo.blocks_count else self.geo.blocks_count
 
     def read_block(self, d, lidx: int) -> bytearray:
         phys = self.filemap.bmap(d, lidx)
@@ -108,8 +109,10 @@ class Directories:
                 raise
             return
         if not phys or phys in seen:
-            self.checks.report(f"directory {d.ino}: block {lidx} is a hole or repeats block {phys}",
-                               d.ino, phys, "readdir")
+            if -1 not in seen:                  # once a walk: a damaged i_size makes many
+                seen.add(-1)
+                self.checks.report(f"directory {d.ino}: block {lidx} is a hole or repeats block {phys}",
+                                   d.ino, phys, "readdir")
             return
         seen.add(phys)
         try:
@@ -172,7 +175,7 @@ class Directories:
         if hit:
             self._touch_upto(d, hit[2] // self.bs)
         else:   # a miss scans everything, or reads the root and the leaf the hash picks
-            self._touch_upto(d, (zlib.crc32(name) % self.nblocks(d)) if self.indexed else self.nblocks(d) - 1)
+            self._touch_upto(d, (zlib.crc32(name) % max(1, self.nblocks(d))) if self.indexed else self.nblocks(d) - 1)
         return (hit[0], hit[1]) if hit else None
 
     def add(self, d, name: bytes, ino: int, ftype: int) -> None:

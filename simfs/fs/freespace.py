@@ -49,10 +49,12 @@ class FreeSpace:
             used = self.block_used[start:start + n]
             used[:] = bits[:n]
             free = n - int(np.count_nonzero(used))
-            if free != d.free_blocks or not used[self.meta[start:start + n]].all():
+            if free != d.free_blocks or not used[self.meta[start:start + n]].all() \
+                    or not bits[n:geo.blocks_per_group].all():
                 what = (f"group {g}: block bitmap and group descriptor disagree ({free} vs "
                         f"{d.free_blocks} free blocks)" if free != d.free_blocks else
-                        f"group {g}: block bitmap marks the group's metadata free")
+                        f"group {g}: block bitmap marks the group's metadata, or blocks past "
+                        "the end of the file system, free")
                 report(what, 0, d.block_bitmap, "validate_block_bitmap")
                 self.bad_block_groups.add(g)
                 used[:] = True

@@ -14,8 +14,9 @@ from simfs.ondisk.inode import Inode
 
 
 class InodeTable:
-    def __init__(self, geometry, descs, cache, capacity: int = 8192):
+    def __init__(self, geometry, descs, cache, capacity: int = 8192, checks=None):
         self.geo = geometry
+        self.checks = checks            # an inode read from the image is checked (its `bad`)
         self.descs = descs
         self.cache = cache
         self.capacity = capacity
@@ -44,6 +45,8 @@ class InodeTable:
         blk, off = self._where(ino)
         buf = self.cache.bread(blk, "inode", ino)
         inode = Inode.unpack(ino, bytes(buf[off:off + self.geo.inode_size]))
+        if self.checks is not None:
+            inode.bad = self.checks.inode_problem(inode)
         self._remember(inode)
         return inode
 
@@ -53,7 +56,10 @@ class InodeTable:
         if inode is not None:
             return inode
         blk, off = self._where(ino)
-        return Inode.unpack(ino, self.cache.peek(blk)[off:off + self.geo.inode_size])
+        inode = Inode.unpack(ino, self.cache.peek(blk)[off:off + self.geo.inode_size])
+        if self.checks is not None:
+            inode.bad = self.checks.inode_problem(inode)
+        return inode
 
     def new(self, ino: int) -> Inode:
         """A fresh in-core inode for a just-allocated number (old contents are not kept)."""

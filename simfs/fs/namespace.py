@@ -50,9 +50,12 @@ class Namespace:
     def peek_attr(self, ino: int) -> Attr:
         """Attributes without charging an inode read: readdirplus hands these to the kernel,
         and the tool's own later lookup or stat is what pays (the fidelity contract)."""
-        if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
+        if not 1 <= ino <= self.geo.inodes_count:
             raise FSError(errno.ENOENT)
-        return self._attr(self.inodes.peek(ino))
+        inode = self.inodes.peek(ino)
+        if not self.space.inode_used[ino - 1] and not (inode.links and stat.S_IFMT(inode.mode)):
+            raise FSError(errno.ENOENT)
+        return self._attr(inode)
 
     @operation
     def getattr(self, ino: int) -> Attr:

@@ -77,6 +77,12 @@ _CLOCK_REALTIME_COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)   # 5 in Linu
 _EXT4_ERR_EFSCORRUPTED = 5      # s_first/last_error_errcode (ext4.h EXT4_ERR_EFSCORRUPTED)
 
 
+def _live(inode) -> bool:
+    """Whether an inode's own fields say it is in use (links, a file type), whatever its
+    bitmap bit says: ext2 reads an inode a name leads to without asking the bitmap."""
+    return inode.links > 0 and stat.S_IFMT(inode.mode) != 0 and not inode.dtime
+
+
 def _is_clean(sb: Superblock) -> bool:
     return bool(sb.state & STATE_VALID) and not sb.state & STATE_ERROR
 
@@ -138,7 +144,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.checks = Checks(geo, self.descs, self.max_size)
         self.space = FreeSpace(geo, self.descs, self.cache, self.stats, self.checks)
         self.placement = Placement(allocator, self.space, geo)
-        self.inodes = InodeTable(geo, self.descs, self.cache)
+        self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks)
         root = self.inodes.peek(ROOT_INO)
         if not (root.is_dir and root.blocks and root.size):     # ext2_fill_super refuses it so
             raise ImageError(f"{self.path}: corrupt root inode: run `simfs fsck --repair {self.path}`")
@@ -463,12 +469,13 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         return self.stats.totals()
 
     def _inode(self, ino: int):
-        if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
+        if not 1 <= ino <= self.geo.inodes_count:
             raise FSError(errno.ENOENT)
+        if not self.space.inode_used[ino - 1] and not _live(self.inodes.peek(ino)):
+            raise FSError(errno.ENOENT)     # (one in use whose bit is clear is served, as by ext2)
         inode = self.inodes.get(ino)
-        problem = self.checks.inode_problem(inode)
-        if problem:
-            raise self.checks.corrupt(f"inode {ino}: {problem}", ino, 0, "iget")
+        if inode.bad:
+            raise self.checks.corrupt(f"inode {ino}: {inode.bad}", ino, 0, "iget")
         return inode
 
     def _named(self, d, name: bytes, ino: int):
@@ -477,24 +484,24 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         referenced") is an inconsistency (EUCLEAN), not a missing name."""
         checks = self.checks
         problem = checks.entry_ino_problem(ino)
-        if not problem and not self.space.inode_used[ino - 1]:
-            problem = f"unused inode {ino}"
         if problem:
             raise checks.corrupt(f"directory {d.ino}: entry {name!r} names {problem}", d.ino, 0, "lookup")
+        if not self.space.inode_used[ino - 1] and not _live(self.inodes.peek(ino)):
+            raise checks.corrupt(f"directory {d.ino}: entry {name!r} names unused inode {ino}", ino, 0, "iget")
         inode = self.inodes.get(ino)
-        problem = checks.inode_problem(inode) or ("" if inode.links else "deleted inode referenced")
-        if problem and not (inode.links == 0 and self.holds.get(ino)):
+        problem = inode.bad or ("" if inode.links or self.holds.get(ino) else "deleted inode referenced")
+        if problem:
             raise checks.corrupt(f"inode {ino} (entry {name!r} of directory {d.ino}): {problem}", ino, 0, "iget")
         return inode
 
     def _listable(self, d, ino: int) -> bool:
         """Whether readdir may hand out an entry naming `ino` (its attributes are read
         without a lookup); one that cannot be is reported and left out, the listing goes on."""
-        if 1 <= ino <= self.geo.inodes_count and self.space.inode_used[ino - 1] \
-                and not self.checks.entry_ino_problem(ino):
+        if not self.checks.entry_ino_problem(ino) and (self.space.inode_used[ino - 1]
+                                                       or _live(self.inodes.peek(ino))):
             return True
-        self.checks.report(f"directory {d.ino}: an entry names inode {ino}, which is out of range "
-                           "or not in use", d.ino, 0, "readdir")
+        self.checks.report(f"directory {d.ino}: an entry names inode {ino}, which is out of range, "
+                           "reserved or not in use", d.ino, 0, "readdir")
         return False
 
     def _dir(self, ino: int):

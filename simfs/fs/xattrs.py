@@ -14,6 +14,8 @@ class Xattrs:
     def _xattrs(self, inode) -> dict[bytes, bytes]:
         if not inode.file_acl:
             return {}
+        if self.checks.bad_block(inode.file_acl):
+            raise self.checks.block_error(inode.ino, inode.file_acl, "xattr_get")
         try:
             return xattr_fmt.decode(self.cache.bread(inode.file_acl, "xattr", inode.ino))
         except ValueError as e:
@@ -73,6 +75,11 @@ class Xattrs:
 
     def _release_xattr_block(self, inode) -> None:
         blk = inode.file_acl
+        if self.checks.bad_block(blk):           # not followed, not freed (reported)
+            self.checks.report(f"inode {inode.ino}: xattr block number {blk} out of range",
+                               inode.ino, blk, "xattr_release")
+            inode.file_acl = 0
+            return
         buf = self.cache.bread(blk, "xattr", inode.ino)
         refcount = int.from_bytes(buf[4:8], "little")
         if refcount > 1:

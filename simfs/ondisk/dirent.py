@@ -21,8 +21,7 @@ def iter_block(block: bytes, filetype: bool = True):
             raise ValueError(f"directory record header at {off} runs off the block")
         ino, rec_len, name_len, ftype = _HDR.unpack_from(block, off)
         if not filetype:
-            name_len |= ftype << 8
-            ftype = 0
+            ftype = 0           # (the byte is ignored: ext2, ext4 and e2fsck read name_len's low byte)
         if rec_len < 8 or rec_len % 4 or off + rec_len > size or 8 + name_len > rec_len:
             raise ValueError(f"corrupt directory record at offset {off} (rec_len {rec_len})")
         yield off, ino, rec_len, bytes(block[off + 8:off + 8 + name_len]), ftype

@@ -80,6 +80,11 @@ def e2fsck(path) -> str:
     return r.stdout + r.stderr
 
 
+def multiply_claimed(path) -> set[str]:
+    """e2fsck's "Multiply-claimed block(s) in inode N: ..." lines."""
+    return {line for line in e2fsck(path).splitlines() if line.startswith("Multiply-claimed block")}
+
+
 def debugfs(path, request: str) -> str:
     return subprocess.run(["debugfs", "-R", request, str(path)], capture_output=True, text=True).stdout
 
@@ -154,7 +159,6 @@ def test_block_bitmap_that_frees_the_metadata_zone_is_refused(tmp_path):
     d.free_blocks += n
     raw.write((raw.geo.first_data_block + 1) * raw.bs + 32, d.pack())
     with Volume.open(img, OPTS) as v:
-        assert 1 in v.space.bad_block_groups
         for i in range(30):                  # fill well past group 0: group 1 is skipped
             a = v.create(ROOT, b"g%d" % i, 0o644, 0, 0)
             v.write(a.st_ino, 0, b"x" * 40000)
@@ -199,15 +203,14 @@ def test_direct_block_number_out_of_range_is_euclean_and_never_written(tmp_path,
     size = os.path.getsize(img)
     table = raw.read(raw.descs[0].inode_table, raw.geo.inode_table_blocks)
     gdt = raw.read(raw.geo.first_data_block + 1)
-    with Volume.open(img, OPTS) as v:
-        with pytest.raises(FSError) as e:
-            v.read(ino, 2 * 1024, 100)
-        assert e.value.errno == EUCLEAN
-        assert v.read(ino, 0, 1024) == b"\x02" * 1024          # the good blocks still read
-        with pytest.raises(FSError) as e:
-            v.write(ino, 2 * 1024 + 10, b"overwrite" * 50)
-        assert e.value.errno == EUCLEAN
-        v.unlink(ROOT, b"f1")                # the bad block is not freed: reported, skipped
+    claimed = multiply_claimed(img)                  # the corruption's own (a pointer into metadata)
+    with Volume.open(img, OPTS) as v:         # refused whole, as ext4_ind_check_inode at iget
+        for op in (lambda: v.lookup(ROOT, b"f1"), lambda: v.getattr(ino), lambda: v.read(ino, 2 * 1024, 100),
+                   lambda: v.write(ino, 2 * 1024 + 10, b"overwrite" * 50), lambda: v.unlink(ROOT, b"f1")):
+            with pytest.raises(FSError) as e:
+                op()
+            assert e.value.errno == EUCLEAN
+        assert v.read(ino_of(v, b"f2"), 0, 1024) == b"\x03" * 1024          # the others still read
         v.sync()
     assert os.path.getsize(img) == size
     if where in ("inode_table", "descriptors"):
@@ -215,7 +218,7 @@ def test_direct_block_number_out_of_range_is_euclean_and_never_written(tmp_path,
         now_table = after.read(raw.descs[0].inode_table, raw.geo.inode_table_blocks)
         assert b"overwrite" not in now_table and b"overwrite" not in after.read(raw.geo.first_data_block + 1)
         assert len(now_table) == len(table) and len(gdt) == raw.bs
-    assert "Multiply-claimed" not in e2fsck(img)
+    assert multiply_claimed(img) <= claimed
     assert_error_recorded(img)
 
 
@@ -240,13 +243,10 @@ def test_indirect_block_numbers_are_checked_at_every_level(tmp_path):
                     op()
                 assert e.value.errno == EUCLEAN
         assert v.read(ino, 12 * 1024, 1024) == b"\x01" * 1024
-        ino2 = ino_of(v, b"f1")
-        with pytest.raises(FSError) as e:
-            v.read(ino2, (12 + p) * 1024, 10)
+        with pytest.raises(FSError) as e:            # a bad i_block[13]: the inode is refused
+            v.lookup(ROOT, b"f1")
         assert e.value.errno == EUCLEAN
-        assert v.read(ino2, 0, 100) == b"\x02" * 100
-        v.unlink(ROOT, b"f0")
-        v.unlink(ROOT, b"f1")
+        v.unlink(ROOT, b"f0")                         # the bad pointers are not freed
     assert os.path.getsize(img) == size
     assert "Multiply-claimed" not in e2fsck(img)
     assert_error_recorded(img)
@@ -265,14 +265,16 @@ def _dir_with_names(tmp_path, n: int):
 
 def _entry_offsets(raw: Image, dino: int):
     """(file offset, inode, rec_len, name) of each live entry of directory dino."""
-    inode = raw.inode(dino)
+    with Volume.open(raw.path, VolumeOptions(disk="ideal", read_only=True)) as v:
+        d = v.inodes.get(dino)
+        blocks = [v.filemap.bmap(d, lidx) for lidx in range(d.size // raw.bs)]
     out = []
-    for lidx in range(inode.size // raw.bs):
-        blk = inode.block[lidx]
+    for blk in blocks:
         data = raw.read(blk)
         off = 0
         while off < raw.bs:
             eino, rec_len, name_len, _ = struct.unpack_from("<IHBB", data, off)
+            assert rec_len >= 8
             if eino:
                 out.append((blk * raw.bs + off, eino, rec_len, data[off + 8:off + 8 + name_len]))
             off += rec_len
@@ -359,6 +361,7 @@ def test_huge_i_size_is_euclean_not_an_endless_read(tmp_path):
     assert_error_recorded(img)
 
 
+@pytest.mark.timeout(60)
 def test_indirect_blocks_pointing_at_one_block_end_quickly(tmp_path):
     """A triple-indirect tree whose every pointer names the same block: a walk that follows
     each one would read p**3 blocks (a hang); freeing the file ends at once."""
@@ -384,6 +387,7 @@ def test_indirect_blocks_pointing_at_one_block_end_quickly(tmp_path):
     assert_error_recorded(img)
 
 
+@pytest.mark.timeout(60)
 def test_a_loop_of_dotdot_entries_is_euclean_for_rename(tmp_path):
     img = str(tmp_path / "l.img")
     mkfs(img, 8 << 20, block_size=1024, blocks_per_group=1024)
@@ -467,8 +471,7 @@ def test_error_state_stays_and_is_refused_read_write_like_any_unclean_image(tmp_
             v.read(ino, 0, 10)
     sb = superblock(img)
     assert sb.state & STATE_ERROR and sb.state & STATE_VALID       # unmounted, but with errors
-    assert sb.first_error_ino == ino and sb.first_error_block == 0x7FFFFFFF
-    assert sb.first_error_func.rstrip(b"\0") == b"bmap"
+    assert sb.first_error_ino == ino and sb.first_error_func.rstrip(b"\0") == b"iget"
     with pytest.raises(ImageError, match="errors recorded"):
         Volume.open(img, OPTS)
     with Volume.open(img, VolumeOptions(disk="ideal", read_only=True)) as v:
