@@ -154,6 +154,22 @@ def e2fsck(image) -> tuple[int, str]:
     return r.returncode, r.stdout + r.stderr
 
 
+def new_claims(before: set[tuple[int, int]], after: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The (inode, block) claims that are new in `after` and show a block given to two owners.
+
+    Not counted: a new claim of an inode that already claimed others' blocks before, on a block
+    no other inode claims (only file-system metadata does) - an inode whose map points into
+    metadata (i_block[12] = the group descriptors) is read by e2fsck through that metadata, so
+    its claims move when the metadata is legitimately updated (free counts), without anything
+    written into a block that was not its writer's."""
+    old_owners = {ino for ino, _ in before}
+    owners: dict[int, set[int]] = {}
+    for ino, blk in after:
+        owners.setdefault(blk, set()).add(ino)
+    return {(ino, blk) for ino, blk in after - before
+            if ino not in old_owners or owners[blk] - old_owners}
+
+
 def multiply_claimed(report: str) -> set[tuple[int, int]]:
     """(inode, block) for every block e2fsck's pass 1B found claimed more than once."""
     out = set()
@@ -241,8 +257,11 @@ def simfs_run(simfs_argv: list[str], image: Path, mnt: Path, victim: str, src300
             return res
         res.pid = daemon_pid(image)
         res.drive = drive(mnt, victim, src300, kernel=False, victim_is_file=victim_is_file)
+        # the mount still answers (an answer may be an error, EUCLEAN for a corrupt root; not
+        # ENOTCONN, the answer of a mount whose daemon is gone, nor silence)
         st = tool(["stat", "-c", "%i", mnt], timeout=10)
-        res.alive_at_end = alive(res.pid) and mounted(mnt) and not st.failed
+        res.alive_at_end = (alive(res.pid) and mounted(mnt) and not st.hung
+                            and "Transport endpoint is not connected" not in st.err)
         if not res.alive_at_end:
             res.end_problem = (f"daemon pid {res.pid} {'alive' if alive(res.pid) else 'gone'}, "
                                f"{'mounted' if mounted(mnt) else 'not mounted'}, "
