@@ -31,6 +31,7 @@ class FreeSpace:
         self.checks = checks = checks if checks is not None else Checks(geo, descs)
         self.meta = checks.meta
         self.bad_block_groups: set[int] = set()     # bitmap disagrees with its descriptor
+        self.invalid_block_groups: set[int] = set()  # ... or calls the group's metadata free
         self.bad_inode_groups: set[int] = set()
         self.reserved = 0     # blocks promised to delayed-allocation writes, not yet placed
         self.unpacked: dict[int, bytearray] = {}   # changed group -> its descriptor block's buffer
@@ -49,8 +50,10 @@ class FreeSpace:
             used = self.block_used[start:start + n]
             used[:] = bits[:n]
             free = n - int(np.count_nonzero(used))
-            if free != d.free_blocks or not used[self.meta[start:start + n]].all() \
-                    or not bits[n:geo.blocks_per_group].all():
+            invalid = not used[self.meta[start:start + n]].all() or not bits[n:geo.blocks_per_group].all()
+            if invalid:
+                self.invalid_block_groups.add(g)
+            if free != d.free_blocks or invalid:
                 what = (f"group {g}: block bitmap and group descriptor disagree ({free} vs "
                         f"{d.free_blocks} free blocks)" if free != d.free_blocks else
                         f"group {g}: block bitmap marks the group's metadata, or blocks past "

@@ -4,6 +4,10 @@ The allocator (a plug-in, see policies.base) decides *where*; this wrapper owns 
 state the allocator keeps (created here and nowhere else, held in the in-core inode), turns
 NoSpace into ENOSPC, and checks every answer: a block the allocator hands out must be a free
 data block of the volume.
+
+A file whose own group's block bitmap is invalid (it calls the group's metadata free: the
+check ext4_valid_block_bitmap makes) gets EUCLEAN for an allocation, as the kernel's does; a
+group whose bitmap merely disagrees with its free count is skipped (FreeSpace) without one.
 """
 
 import errno
@@ -32,6 +36,10 @@ class Placement:
                             is_dir=inode.is_dir, **hints)
 
     def allocate(self, inode, req: BlockRequest) -> int:
+        space = self.space
+        if space.invalid_block_groups and req.inode_group in space.invalid_block_groups:
+            raise space.checks.corrupt(f"inode {inode.ino}: allocation in group {req.inode_group}, "
+                                       "whose block bitmap is invalid", inode.ino, 0, "new_blocks")
         try:
             b = self.allocator.allocate(self.space, req, self.state(inode))
         except NoSpace:

@@ -65,7 +65,7 @@ from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them fr
 )
 from simfs.fs.xattrs import Xattrs
 from simfs.ondisk.constants import (
-    ERRORS_CONTINUE, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
+    ERRORS_CONTINUE, FIRST_INO, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
     SUPERBLOCK_OFFSET, ext2_max_size,
 )
 from simfs.ondisk.dirhash import DirHasher
@@ -146,7 +146,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.placement = Placement(allocator, self.space, geo)
         self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks)
         root = self.inodes.peek(ROOT_INO)
-        if not (root.is_dir and root.blocks and root.size):     # ext2_fill_super refuses it so
+        if root.bad or not (root.is_dir and root.blocks and root.size):     # ext2_fill_super refuses it so
             raise ImageError(f"{self.path}: corrupt root inode: run `simfs fsck --repair {self.path}`")
         self.filemap = FileMap(geo, self.cache, self.space, self.placement, self.inodes)
         self.hasher = DirHasher.from_superblock(sb.def_hash_version, sb.flags, sb.hash_seed)
@@ -255,6 +255,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             corrupt(f"superblock (reserved block count {sb.r_blocks_count} > block count {sb.blocks_count})")
         if sb.free_blocks_count > sb.blocks_count:
             corrupt(f"superblock (free block count {sb.free_blocks_count} > block count {sb.blocks_count})")
+        if not FIRST_INO <= sb.first_ino <= sb.inodes_count:
+            corrupt(f"superblock (first inode {sb.first_ino}, of {sb.inodes_count})")
         if sb.free_inodes_count > sb.inodes_count:
             corrupt(f"superblock (free inode count {sb.free_inodes_count} > inode count {sb.inodes_count})")
         for g, d in enumerate(self.descs):

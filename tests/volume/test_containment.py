@@ -169,6 +169,32 @@ def test_block_bitmap_that_frees_the_metadata_zone_is_refused(tmp_path):
     assert_error_recorded(img)
 
 
+def test_allocation_for_a_file_of_a_group_whose_bitmap_frees_its_metadata_is_euclean(tmp_path):
+    """ext4_valid_block_bitmap fails for the file's own group: the allocation is refused
+    (EUCLEAN), as the kernel refuses it; nothing lands in the inode table."""
+    img = populated(tmp_path, files=4)
+    raw = Image(img)
+    d = raw.descs[0]
+    bitmap = bytearray(raw.read(d.block_bitmap))
+    lo = d.inode_table - raw.geo.group_start(0)
+    bitmap[lo >> 3] &= ~(1 << (lo & 7))                        # the first inode-table block: free
+    raw.write(d.block_bitmap * raw.bs, bytes(bitmap))
+    table = raw.read(d.inode_table, raw.geo.inode_table_blocks)
+    with Volume.open(img, OPTS) as v:
+        ino = ino_of(v, b"f1")
+        with pytest.raises(FSError) as e:
+            v.write(ino, 20000, b"more" * 1000)                # needs new blocks
+        assert e.value.errno == EUCLEAN
+        with pytest.raises(FSError) as e:
+            v.mkdir(ROOT, b"nd", 0o755, 0, 0)                  # root is in group 0 too
+        assert e.value.errno == EUCLEAN
+        assert v.read(ino, 0, 20000) == b"\x02" * 20000         # reads go on
+    assert b"more" not in Image(img).read(d.inode_table, raw.geo.inode_table_blocks) and b"more" not in table
+    out = subprocess.run(["e2fsck", "-fn", img], capture_output=True, text=True).stdout
+    assert "zero-length" not in out and "Multiply-claimed" not in out
+    assert_error_recorded(img)
+
+
 def test_freeing_blocks_a_bitmap_calls_free_is_reported_not_a_crash(tmp_path):
     img = populated(tmp_path, files=2)
     raw = Image(img)
