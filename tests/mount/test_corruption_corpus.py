@@ -17,8 +17,9 @@ timeouts (tests/corruption_drive.py). simfs passes a corruption when:
   simfs refused too (a short read is not a refusal); every name the kernel listed and did not
   refuse, simfs lists (a listing is not cut short). See _compare for the one scoping.
 
-The corruptions run in a small pool (SIMFS_CORPUS_JOBS, default 2) as the session starts; each
-test waits for its own. A failing test names its corruption and says every problem.
+The corruptions run in a small pool (SIMFS_CORPUS_JOBS, default 3: the steps mostly wait) as
+the session starts; each test waits for its own. A failing test names its corruption and says
+every problem, with what the kernel did on the same copy.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from tests.helpers import can_loop_mount
 
 pytestmark = pytest.mark.mount
 
-JOBS = int(os.environ.get("SIMFS_CORPUS_JOBS", "2"))
+JOBS = int(os.environ.get("SIMFS_CORPUS_JOBS", "3"))
 REPORT = os.environ.get("SIMFS_CORPUS_REPORT")      # a file: one JSON line per corruption run
 MKFS = ("--size", "8M", "--block-size", "1024", "--blocks-per-group", "4096",
         "--uuid", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
