@@ -15,7 +15,11 @@ timeouts (tests/corruption_drive.py). simfs passes a corruption when:
   wrote only into blocks of the files it wrote);
 - wherever the kernel refused (EUCLEAN, EIO, ...) to stat or read a file, or to do a step,
   simfs refused too (a short read is not a refusal); every name the kernel listed and did not
-  refuse, simfs lists (a listing is not cut short). See _compare for the one scoping.
+  refuse, simfs lists (a listing is not cut short). See _compare for the one scoping;
+- where the kernel refused the whole mount with EUCLEAN, simfs refuses it too.
+
+The kernel's side needs loop mounts (root, /dev/loop-control): without them only simfs's own
+criteria are checked.
 
 The corruptions run in a small pool (SIMFS_CORPUS_JOBS, default 3: the steps mostly wait) as
 the session starts; each test waits for its own. A failing test names its corruption and says
