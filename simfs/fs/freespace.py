@@ -32,7 +32,6 @@ class FreeSpace:
         self.meta = checks.meta
         self.bad_block_groups: set[int] = set()     # bitmap disagrees with its descriptor
         self.invalid_block_groups: set[int] = set()  # ... or calls the group's metadata free
-        self.bad_inode_groups: set[int] = set()
         self.reserved = 0     # blocks promised to delayed-allocation writes, not yet placed
         self.unpacked: dict[int, bytearray] = {}   # changed group -> its descriptor block's buffer
         self.block_used = np.zeros(geo.blocks_count, dtype=bool)
@@ -65,12 +64,12 @@ class FreeSpace:
             iused = self.inode_used[g * ipg:(g + 1) * ipg]
             iused[:] = bits[:ipg]
             ifree = ipg - int(np.count_nonzero(iused))
-            if ifree != d.free_inodes:
-                report(f"group {g}: inode bitmap and group descriptor disagree ({ifree} vs "
-                       f"{d.free_inodes} free inodes)", 0, d.inode_bitmap, "validate_inode_bitmap")
-                self.bad_inode_groups.add(g)
+            if ifree != d.free_inodes:      # reported; an in-use inode whose bit is clear is
+                report(f"group {g}: inode bitmap and group descriptor disagree ({ifree} vs "   # met
+                       f"{d.free_inodes} free inodes)", 0, d.inode_bitmap, "validate_inode_bitmap")  # at allocation
+        self.inode_used[: FIRST_INO - 1] = True         # reserved inodes are never handed out
         self.free_blocks = sum(d.free_blocks for g, d in enumerate(self.descs) if g not in self.bad_block_groups)
-        self.free_inodes = sum(d.free_inodes for g, d in enumerate(self.descs) if g not in self.bad_inode_groups)
+        self.free_inodes = sum(d.free_inodes for d in self.descs)
         self.used_dirs = sum(d.used_dirs for d in self.descs)
 
     # queries for policies ----------------------------------------------------------------
@@ -80,8 +79,6 @@ class FreeSpace:
         return self.descs[g].free_blocks
 
     def group_free_inodes(self, g: int) -> int:
-        if self.bad_inode_groups and g in self.bad_inode_groups:
-            return 0
         return self.descs[g].free_inodes
 
     def group_used_dirs(self, g: int) -> int:
@@ -96,8 +93,6 @@ class FreeSpace:
         return start + i if not seg[i] else -1
 
     def first_free_inode(self, g: int) -> int:
-        if self.bad_inode_groups and g in self.bad_inode_groups:
-            return -1
         ipg = self.geometry.inodes_per_group
         seg = self.inode_used[g * ipg:(g + 1) * ipg]
         i = int(seg.argmin())
@@ -131,14 +126,10 @@ class FreeSpace:
     def take_inode(self, ino: int, is_dir: bool) -> None:
         if self.inode_used[ino - 1] or ino < FIRST_INO:
             raise AssertionError(f"inode {ino} handed out twice")
-        if self.bad_inode_groups and self.geometry.group_of_inode(ino) in self.bad_inode_groups:
-            raise AssertionError(f"inode {ino} handed out of a group whose bitmap is corrupt")
         self._set_inode(ino, True, is_dir)
         self.stats.count("inodes_allocated")
 
     def release_inode(self, ino: int, is_dir: bool) -> None:
-        if self.bad_inode_groups and self.geometry.group_of_inode(ino) in self.bad_inode_groups:
-            return
         if not self.inode_used[ino - 1]:
             self.checks.report(f"freeing inode {ino}, which is not in use", ino, 0, "free_inode")
             return
