@@ -25,11 +25,12 @@ _HDR = struct.Struct("<IHBB")       # a record's header (simfs.ondisk.dirent)
 
 
 class DirIndex:
-    __slots__ = ("names", "free", "nentries")
+    __slots__ = ("names", "free", "nentries", "bad")
 
     def __init__(self):
         self.names: dict[bytes, tuple[int, int, int]] = {}   # name -> (ino, ftype, position)
         self.free: list[int] = []                           # per block: largest insertable record
+        self.bad = -1                                       # first block whose chain breaks
 
 
 def _records(block: bytes, filetype: bool):
@@ -78,6 +79,7 @@ class Directories:
         self.indexes: "OrderedDict[int, DirIndex]" = OrderedDict()
         self.indexed_entries = 0
         self.checks = filemap.checks
+        self.broken = -1            # the block a walk found damaged last
 
     # blocks --------------------------------------------------------------------------------
     def nblocks(self, d) -> int:
@@ -119,6 +121,7 @@ class Directories:
             yield from dirent.iter_block(self.cache.bread(phys, "dir", d.ino), self.filetype)
         except ValueError as e:
             self.checks.report(f"directory {d.ino} block {lidx}: {e}", d.ino, phys, "check_dir_entry")
+            self.broken = lidx
             self._bad_block(d, lidx)
 
     def _bad_block(self, d, lidx: int) -> None:
@@ -135,6 +138,7 @@ class Directories:
             return idx
         idx = DirIndex()
         seen: set[int] = set()
+        self.broken = -1
         for lidx in range(self.nblocks(d)):
             best = 0
             end = 0
@@ -147,6 +151,8 @@ class Directories:
                     best = max(best, rec_len)
                 end = off + rec_len
             idx.free.append(best if end == self.bs else 0)      # a damaged block takes no entry
+            if self.broken == lidx and idx.bad < 0:
+                idx.bad = lidx
         self.indexes[d.ino] = idx
         self.indexed_entries += len(idx.names)
         while self.indexed_entries > self.capacity and len(self.indexes) > 1:
@@ -172,6 +178,10 @@ class Directories:
         """(inode, file type) of name in directory d, or None."""
         idx = self._index(d)
         hit = idx.names.get(name)
+        if idx.bad >= 0 and (hit is None or hit[2] // self.bs > idx.bad):
+            # a linear search meets the damaged block first: ext4_find_entry's EUCLEAN (so
+            # no name is added to, or looked up past, a block that is not understood)
+            raise self.checks.corrupt(f"directory {d.ino}: block {idx.bad} is damaged", d.ino, 0, "find_entry")
         if hit:
             self._touch_upto(d, hit[2] // self.bs)
         else:   # a miss scans everything, or reads the root and the leaf the hash picks

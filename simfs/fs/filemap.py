@@ -32,6 +32,9 @@ class FileMap:
         self.checks = space.checks
         self.nblocks = geometry.blocks_count
         self.is_meta = self.checks.is_meta
+        #: indirect blocks whose every entry was found valid (ext4's __ext4_check_blockref,
+        #: made once per block read from the image; simfs writes only valid entries)
+        self.valid_maps: set[int] = set()
         p = self.p = geometry.ptrs_per_block
         self.limits = (NDIR_BLOCKS, NDIR_BLOCKS + p, NDIR_BLOCKS + p + p * p, NDIR_BLOCKS + p + p * p + p ** 3)
         self.spb = geometry.block_size // 512
@@ -67,10 +70,24 @@ class FileMap:
         for i in idx:
             if not blk:
                 return 0
-            blk = _U32.unpack_from(self.cache.bread(blk, "indirect", inode.ino), i * 4)[0]
+            buf = self.cache.bread(blk, "indirect", inode.ino)
+            if blk not in self.valid_maps:
+                self._check_map(inode, blk, buf)
+            blk = _U32.unpack_from(buf, i * 4)[0]
             if blk and (blk >= nblocks or is_meta[blk]):
                 raise self.checks.block_error(inode.ino, blk)
         return blk
+
+    def _check_map(self, inode, blk: int, buf) -> None:
+        """An indirect block read from the image is used only if all its entries may be (an
+        indirect pointer at a data block, or at another level's block, reads data as entries):
+        EUCLEAN otherwise, as ext4_get_branch's check answers."""
+        ptrs = np.frombuffer(bytes(buf), dtype="<u4")
+        ptrs = ptrs[ptrs != 0]
+        if ptrs.size and (int(ptrs.max()) >= self.nblocks or self.checks.meta[ptrs].any()):
+            raise self.checks.corrupt(f"inode {inode.ino}: indirect block {blk} holds block numbers "
+                                      "out of range", inode.ino, blk, "check_blockref")
+        self.valid_maps.add(blk)
 
     def locate(self, inode, lblk: int) -> tuple[int, int]:
         """(index of lblk's pointer in its map, physical block of that map or 0 for i_block)."""
@@ -79,8 +96,11 @@ class FileMap:
             return slot, 0
         blk = self._checked(inode, inode.block[slot])
         for i in idx[:-1]:
-            blk = self._checked(inode, _U32.unpack_from(self.cache.bread(blk, "indirect", inode.ino), i * 4)[0]) \
-                if blk else 0
+            if blk:
+                buf = self.cache.bread(blk, "indirect", inode.ino)
+                if blk not in self.valid_maps:
+                    self._check_map(inode, blk, buf)
+                blk = self._checked(inode, _U32.unpack_from(buf, i * 4)[0])
         return idx[-1], blk
 
     def _checked(self, inode, b: int) -> int:
@@ -128,9 +148,12 @@ class FileMap:
                 self.inodes.put(inode)
                 added.append((0, slot, blk))
                 self.cache.mark_dirty(blk, self.cache.getblk(blk, "indirect", inode.ino), "indirect", inode.ino)
+                self.valid_maps.add(blk)
             new = False
             for depth, i in enumerate(idx):
                 buf = self.cache.bread(blk, "indirect", inode.ino)
+                if blk not in self.valid_maps:
+                    self._check_map(inode, blk, buf)
                 child = _U32.unpack_from(buf, i * 4)[0]
                 if child:
                     blk = self._checked(inode, child)
@@ -148,6 +171,7 @@ class FileMap:
                     added.append((blk, i, child))
                     fresh = self.cache.getblk(child, "indirect", inode.ino)
                     self.cache.mark_dirty(child, fresh, "indirect", inode.ino)
+                    self.valid_maps.add(child)
                 blk, new = child, last
         except FSError:
             if added:
@@ -275,6 +299,7 @@ class FileMap:
         """Free one of the file's blocks; a bad number or a block not in use is reported and
         left alone (the file's i_blocks still counts it off)."""
         inode.blocks -= self.spb
+        self.valid_maps.discard(blk)
         if blk >= self.nblocks or self.is_meta[blk]:
             self.checks.report(f"inode {inode.ino}: freeing block number {blk} out of range",
                                inode.ino, blk, "free_blocks")

@@ -13,7 +13,10 @@ from policies.dirorder import BadCookie
 from simfs.errors import FSError
 from simfs.fs.operation import operation
 from simfs.fs.types import RENAME_EXCHANGE, RENAME_NOREPLACE, Attr, StatFS
-from simfs.ondisk.constants import FIRST_INO, LINK_MAX, MAX_NAME_LEN, ROOT_INO, file_type_of_mode
+from simfs.ondisk.constants import LINK_MAX, MAX_NAME_LEN, ROOT_INO, file_type_of_mode
+
+
+_TYPES = (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK)
 
 
 def _check_name(name: bytes) -> None:
@@ -53,8 +56,12 @@ class Namespace:
         if not 1 <= ino <= self.geo.inodes_count:
             raise FSError(errno.ENOENT)
         inode = self.inodes.peek(ino)
-        if not self.space.inode_used[ino - 1] and not (inode.links and stat.S_IFMT(inode.mode)):
-            raise FSError(errno.ENOENT)
+        if inode.bad or not (inode.links and stat.S_IFMT(inode.mode)):
+            # a name the directory holds for an inode that cannot be live is listed (ext2's
+            # readdir reads no inode): a stand-in; its lookup is what fails (EUCLEAN)
+            fmt = stat.S_IFMT(inode.mode)
+            return Attr(ino, fmt if fmt in _TYPES else stat.S_IFREG, 1, 0, 0, 0, 0, 0,
+                        self.block_size, 0, 0, 0, inode.generation)
         return self._attr(inode)
 
     @operation
@@ -298,8 +305,10 @@ class Namespace:
         if inode.links == 0:
             if not self.holds.get(inode.ino):
                 self._free_inode(inode)
-            elif not self.handles.get(inode.ino):
-                self.ops.evict.append(inode.ino)
+            else:
+                self.orphans.add(inode.ino)     # freed when the last hold goes (Volume.drop)
+                if not self.handles.get(inode.ino):
+                    self.ops.evict.append(inode.ino)
 
     def _drop_link(self, inode) -> None:
         """One link less; a count at 0 already is reported and stays 0 (ext4 warns "with no
@@ -310,6 +319,7 @@ class Namespace:
             self.checks.report(f"inode {inode.ino}: link count already 0", inode.ino, 0, "drop_nlink")
 
     def _free_inode(self, inode) -> None:
+        self.orphans.discard(inode.ino)
         if inode.is_dir:
             self.dirs.forget(inode.ino)
         if inode.has_block_map and not inode.is_fast_symlink(self.block_size):
@@ -427,13 +437,14 @@ class Namespace:
         d = self._inode(ino)
         if not d.is_dir:
             raise FSError(errno.ENOTDIR)
-        # an entry naming an inode that cannot be live is left out (reported), not the end
-        listable, used, first, last = self._listable, self.space.inode_used, FIRST_INO, self.geo.inodes_count
+        # every name is listed, as ext2 lists it, whatever its inode (a lookup answers for
+        # that); one whose number is past the inode count is left out (reported), not the end
+        listable, last = self._listable, self.geo.inodes_count
         if self.dirorder.slot_order:
             return [(name, eino, pos + 1) for pos, name, eino, _ in self.dirs.entries(d, cookie)
-                    if first <= eino <= last and used[eino - 1] or listable(d, eino)]
+                    if 1 < eino <= last or listable(d, eino)]
         entries = ((name, eino, ftype, pos) for pos, name, eino, ftype in self.dirs.entries(d, 0)
-                   if first <= eino <= last and used[eino - 1] or listable(d, eino))
+                   if 1 < eino <= last or listable(d, eino))
         try:
             # every entry change sets the directory's ctime, which no tool can set back
             listing = self.dirorder.iterate(entries, after=cookie, hash_ctx=self.hasher, state=state,

@@ -159,6 +159,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             self.cache.placer = self.delalloc
         self.holds: dict[int, int] = {}         # inode -> kernel references and open files
         self.handles: dict[int, int] = {}       # inode -> open files
+        self.orphans: set[int] = set()          # unlinked here, freed when the last hold goes
         self.stale: dict[int, tuple[int, Attr]] = {}    # freed inode -> (references the kernel
                                                         # still holds, its last attributes)
         self.generation = sb.wtime
@@ -491,19 +492,17 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         if not self.space.inode_used[ino - 1] and not _live(self.inodes.peek(ino)):
             raise checks.corrupt(f"directory {d.ino}: entry {name!r} names unused inode {ino}", ino, 0, "iget")
         inode = self.inodes.get(ino)
-        problem = inode.bad or ("" if inode.links or self.holds.get(ino) else "deleted inode referenced")
+        problem = inode.bad or ("" if inode.links else "deleted inode referenced")
         if problem:
             raise checks.corrupt(f"inode {ino} (entry {name!r} of directory {d.ino}): {problem}", ino, 0, "iget")
         return inode
 
     def _listable(self, d, ino: int) -> bool:
-        """Whether readdir may hand out an entry naming `ino` (its attributes are read
-        without a lookup); one that cannot be is reported and left out, the listing goes on."""
-        if not self.checks.entry_ino_problem(ino) and (self.space.inode_used[ino - 1]
-                                                       or _live(self.inodes.peek(ino))):
-            return True
-        self.checks.report(f"directory {d.ino}: an entry names inode {ino}, which is out of range, "
-                           "reserved or not in use", d.ino, 0, "readdir")
+        """Whether readdir may hand out an entry naming `ino` past the inode count, or inode 1
+        (FUSE's root node id): never (no node id can stand for it); reported and left out, the
+        listing goes on (ext4_check_dir_entry's "inode out of bounds")."""
+        self.checks.report(f"directory {d.ino}: an entry names inode {ino}, beyond the inode count "
+                           "or the bad-blocks inode", d.ino, 0, "readdir")
         return False
 
     def _dir(self, ino: int):
@@ -582,8 +581,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         inode = self.inodes.get(ino)
         self.inodes.unpin(ino)
         self.placement.release(inode)     # last close: ext2_discard_reservation and the like
-        if inode.links == 0:
-            self._free_inode(inode)
+        if inode.links == 0 and ino in self.orphans:    # (not one the image had at 0 links:
+            self._free_inode(inode)                      # a damaged inode is e2fsck's to free)
 
     def evict_unlinked(self) -> None:
         """After an operation: free the inodes it unlinked that no open file holds."""

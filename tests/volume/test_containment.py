@@ -268,7 +268,7 @@ def test_indirect_block_numbers_are_checked_at_every_level(tmp_path):
                 with pytest.raises(FSError) as e:
                     op()
                 assert e.value.errno == EUCLEAN
-        assert v.read(ino, 12 * 1024, 1024) == b"\x01" * 1024
+        assert v.read(ino, 11 * 1024, 1024) == b"\x01" * 1024     # the direct blocks still read
         with pytest.raises(FSError) as e:            # a bad i_block[13]: the inode is refused
             v.lookup(ROOT, b"f1")
         assert e.value.errno == EUCLEAN
@@ -312,14 +312,16 @@ def _listing(v: Volume, d: int) -> list[bytes]:
 
 
 @pytest.mark.parametrize("bad", ["unused", "beyond_count", "reserved"])
-def test_entry_naming_an_impossible_inode_is_skipped_not_the_end(tmp_path, bad):
+def test_entry_naming_an_impossible_inode_is_not_the_end(tmp_path, bad):
+    """Every name is listed as ext2 lists it (an unused or reserved inode's name too: its lookup
+    is EUCLEAN); one past the inode count is left out; the listing goes on either way."""
     img, d = _dir_with_names(tmp_path, 200)
     raw = Image(img)
     entries = _entry_offsets(raw, d)
     victim = entries[40]                      # an early entry: most names come after it
     ino = {"unused": raw.geo.inodes_count - 3, "beyond_count": raw.geo.inodes_count + 50, "reserved": 7}[bad]
     raw.write(victim[0], struct.pack("<I", ino))
-    good = sorted(e[3] for e in entries if e[3] not in (b".", b"..", victim[3]))
+    good = sorted(e[3] for e in entries if e[3] not in (b".", b"..") and (e != victim or bad != "beyond_count"))
     for order in ("linear", "hash"):
         with Volume.open(img, VolumeOptions(disk="ideal", dirorder=order, force=True)) as v:
             names = _listing(v, d)
@@ -336,24 +338,33 @@ def test_entry_naming_an_impossible_inode_is_skipped_not_the_end(tmp_path, bad):
 
 
 def test_record_that_breaks_the_chain_ends_its_block_only(tmp_path):
+    """The listing goes on past the damaged block (ext4_readdir skips to the next block); a
+    lookup that would have to pass it, and so any new name, is EUCLEAN (ext4_find_entry);
+    names before it are found."""
     img, d = _dir_with_names(tmp_path, 200)
     raw = Image(img)
     entries = _entry_offsets(raw, d)
-    blk0 = entries[0][0] // raw.bs
-    in_first = [e for e in entries if e[0] // raw.bs == blk0]
-    victim = in_first[len(in_first) // 2]
+    blocks = sorted({e[0] // raw.bs for e in entries}, key=lambda b: min(e[0] for e in entries if e[0] // raw.bs == b))
+    bad = blocks[len(blocks) // 2]                           # a middle block of the directory
+    in_bad = [e for e in entries if e[0] // raw.bs == bad]
+    victim = in_bad[len(in_bad) // 2]
     raw.write(victim[0] + 4, struct.pack("<H", 3))          # rec_len 3: not a record
-    lost = {e[3] for e in in_first if e[0] >= victim[0]}
+    lost = {e[3] for e in in_bad if e[0] >= victim[0]}
+    before = [e[3] for e in entries if blocks.index(e[0] // raw.bs) < blocks.index(bad)]
+    after = [e[3] for e in entries if blocks.index(e[0] // raw.bs) > blocks.index(bad)]
+    assert before and after
     with Volume.open(img, OPTS) as v:
         names = set(_listing(v, d))
         expect = {e[3] for e in entries} - lost
-        assert names == expect and len(names) > 150
-        for name in list(expect)[:20]:
+        assert names == expect and set(after) <= names
+        for name in before[:20]:
             v.lookup(d, name)
-        for i in range(40):                                  # new entries go to good blocks
-            v.create(d, b"more-%d" % i, 0o644, 0, 0)
-        assert {b"more-%d" % i for i in range(40)} <= set(_listing(v, d))
-    assert Image(img).read(blk0)[victim[0] % raw.bs + 4:victim[0] % raw.bs + 6] == struct.pack("<H", 3)
+        for op in (lambda: v.lookup(d, after[0]), lambda: v.create(d, b"new", 0o644, 0, 0),
+                   lambda: v.unlink(d, after[1])):
+            with pytest.raises(FSError) as e:
+                op()
+            assert e.value.errno == EUCLEAN
+    assert Image(img).read(bad)[victim[0] % raw.bs + 4:victim[0] % raw.bs + 6] == struct.pack("<H", 3)
     assert_error_recorded(img)
 
 
