@@ -94,11 +94,12 @@ def drive(mnt: Path, victim: str, src300: Path, kernel: bool, victim_is_file: bo
     perhaps corrupted, block map), delete the victim, mkdir + create, write a new 300 KB file:
     each under a timeout; stops early after a hang (the mount is then unusable)."""
     d, m = Drive(), str(mnt)
-    s = d.steps["find"] = tool(["find", m, "-printf", "%y %P\\n"])
+    # %m makes find lstat every name: a name it prints is one the file system let it stat
+    s = d.steps["find"] = tool(["find", m, "-printf", "%y %m %P\\n"])
     for line in s.out.splitlines():
-        kind, _, rel = line.partition(" ")
-        if rel:
-            d.listed.add(rel)
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[2]:
+            d.listed.add(parts[2])
     d.seen |= d.listed
     for line in s.err.splitlines():
         mo = _FIND_ERR.match(line)
@@ -106,7 +107,7 @@ def drive(mnt: Path, victim: str, src300: Path, kernel: bool, victim_is_file: bo
             d.seen.add(_rel(mo.group(1), m))
     if s.hung:
         return d
-    files = sorted(line[2:] for line in s.out.splitlines() if line.startswith("f "))
+    files = sorted(line.split(" ", 2)[2] for line in s.out.splitlines() if line.startswith("f "))
     if kernel:
         # the oracle reads at most READ_CAP of each file (a 7 EiB i_size is read to s_maxbytes)
         s = d.steps["read"] = tool(["find", m, "-type", "f", "-exec", "head", "-q", "-c", str(READ_CAP),

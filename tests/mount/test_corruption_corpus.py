@@ -130,31 +130,60 @@ def run_one(base: Base, name: str) -> dict:
     t0 = time.monotonic()
     work = base.where / name
     work.mkdir()
-    buf = bytes(corrupted(base.img, base.layout, c))
-    kimg, simg = work / "kernel.img", work / "simfs.img"
-    kimg.write_bytes(buf)
-    simg.write_bytes(buf)
-    rc0, rep0 = e2fsck(simg)
-    claimed0 = multiply_claimed(rep0)
-    out = {"name": name, "problems": [], "kernel": [], "e2fsck_before": rep0}
-    v = base.layout.files.get(c.victim)
-    victim_is_file = v is not None and (v.mode & S_IFMT) == S_IFREG
+    try:
+        buf = bytes(corrupted(base.img, base.layout, c))
+        kimg, simg = work / "kernel.img", work / "simfs.img"
+        kimg.write_bytes(buf)
+        simg.write_bytes(buf)
+        _, rep0 = e2fsck(simg)
+        claimed0 = multiply_claimed(rep0)
+        v = base.layout.files.get(c.victim)
+        victim_is_file = v is not None and (v.mode & S_IFMT) == S_IFREG
+        out = {"name": name, "e2fsck_before": rep0}
 
-    kmount = kdrive = None
-    if can_loop_mount() is None:
-        kmount, kdrive = kernel_run(kimg, work / "k.mnt", c.victim, base.src300, victim_is_file)
-        _, krep = e2fsck(kimg)
-        knew = new_claims(claimed0, multiply_claimed(krep))
-        if knew:
-            out["kernel"].append(f"kernel made new multiply-claimed blocks: {sorted(knew)[:10]}")
-        out["kernel"] += [f"kernel: {d}" for d in _damage(base, buf, kimg.read_bytes(), c.victim, claimed0)]
-        if kmount.failed:
-            out["kernel"].append(f"kernel refused the mount: {kmount.err.strip()}")
-    kimg.unlink()
+        kmount = kdrive = None
+        out["kernel"] = []
+        if can_loop_mount() is None:
+            kmount, kdrive = kernel_run(kimg, work / "k.mnt", c.victim, base.src300, victim_is_file)
+            out["kernel"] = _kernel_notes(base, c, kimg, buf, claimed0, kmount)
+        kimg.unlink()
 
-    t1 = time.monotonic()
-    r = simfs_run(simfs_argv(), simg, work / "s.mnt", c.victim, base.src300, victim_is_file)
-    problems = out["problems"]
+        t1 = time.monotonic()
+        r = simfs_run(simfs_argv(), simg, work / "s.mnt", c.victim, base.src300, victim_is_file)
+        out["problems"] = problems = _judge(base, c, r, simg, buf, claimed0, kmount, kdrive)
+        out["seconds"] = {"kernel": round(t1 - t0, 2), "simfs": round(time.monotonic() - t1, 2)}
+        out["simfs_mount"] = r.mount.show()
+        out["kernel_mount"] = kmount.show() if kmount else "(no loop mounts here)"
+        out["kernel_refused"] = sorted(f"{p}: {m}" for p, m in kdrive.read_refused.items()) if kdrive else []
+        out["kernel_steps"] = {n: st.show() for n, st in kdrive.steps.items() if st.failed} if kdrive else {}
+        out["simfs_steps"] = {n: st.show() for n, st in r.drive.steps.items() if st.failed} if r.drive else {}
+        if problems:
+            out["log_tail"] = r.log[-3000:]
+        if REPORT:
+            with open(REPORT, "a") as f:
+                f.write(json.dumps(out) + "\n")
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _kernel_notes(base: Base, c, kimg: Path, buf: bytes, claimed0: set, kmount) -> list[str]:
+    """What the kernel's own run did to its copy by the corpus's damage criteria (none on any
+    corruption so far: the criteria are ones ext2 meets), and whether it refused the mount."""
+    notes = []
+    _, krep = e2fsck(kimg)
+    knew = new_claims(claimed0, multiply_claimed(krep))
+    if knew:
+        notes.append(f"kernel made new multiply-claimed blocks: {sorted(knew)[:10]}")
+    notes += [f"kernel: {d}" for d in _damage(base, buf, kimg.read_bytes(), c.victim, claimed0)]
+    if kmount.failed:
+        notes.append(f"kernel refused the mount: {kmount.err.strip()}")
+    return notes
+
+
+def _judge(base: Base, c, r, simg: Path, buf: bytes, claimed0: set, kmount, kdrive) -> list[str]:
+    """simfs's run against the criteria of the module's docstring: the problems found."""
+    problems = []
     grown = simg.stat().st_size             # (a pointer to 0x7fffffff, written through: 2 TiB, sparse)
     with open(simg, "rb") as f:
         after = f.read(len(buf))
@@ -174,45 +203,33 @@ def run_one(base: Base, name: str) -> dict:
             problems.append(f"mount refused without one line and exit status 2: {r.mount.show()}")
         if after != buf or grown != len(buf):
             problems.append("a refused mount wrote to the image")
-    else:
-        d = r.drive
-        for step in d.hung():
-            problems.append(f"hang: {d.steps[step].show()}")
-        if not r.alive_at_end:
-            problems.append(f"daemon crash or dead mount before unmount: {r.end_problem}")
-        if r.umount is None or r.umount.failed:
-            problems.append(f"umount failed: {r.umount.show() if r.umount else 'not run'}")
-        if not r.daemon_exited:
-            problems.append("the daemon did not exit within 30 s of the unmount (killed)")
-        if r.close_errors:
-            problems.append("the daemon failed after the unmount (`simfs umount` would exit 1):\n"
-                            + "\n".join(r.close_errors[:3]))
-        if grown > len(buf):
-            problems.append(f"image grew from {len(buf)} to {grown} bytes")
-        _, rep1 = e2fsck(simg)
-        new = new_claims(claimed0, multiply_claimed(rep1))
-        if new:
-            problems.append(f"new multiply-claimed blocks (inode, block): {sorted(new)[:12]}"
-                            f"{' ...' if len(new) > 12 else ''}\n{_excerpt(rep1, 'Multiply-claimed')}")
-        problems += _damage(base, buf, after, c.victim, claimed0)
-        if kdrive is not None:
-            problems += _compare(base, buf, kdrive, d)
-    if refused(kmount) and not r.mount.failed:
+        return problems
+    d = r.drive
+    for step in d.hung():
+        problems.append(f"hang: {d.steps[step].show()}")
+    if not r.alive_at_end:
+        problems.append(f"daemon crash or dead mount before unmount: {r.end_problem}")
+    if r.umount is None or r.umount.failed:
+        problems.append(f"umount failed: {r.umount.show() if r.umount else 'not run'}")
+    if not r.daemon_exited:
+        problems.append("the daemon did not exit within 30 s of the unmount (killed)")
+    if r.close_errors:
+        problems.append("the daemon failed after the unmount (`simfs umount` would exit 1):\n"
+                        + "\n".join(r.close_errors[:3]))
+    if grown > len(buf):
+        problems.append(f"image grew from {len(buf)} to {grown} bytes")
+    _, rep1 = e2fsck(simg)
+    new = new_claims(claimed0, multiply_claimed(rep1))
+    if new:
+        problems.append(f"new multiply-claimed blocks (inode, block): {sorted(new)[:12]}"
+                        f"{' ...' if len(new) > 12 else ''}\n{_excerpt(rep1, 'Multiply-claimed')}")
+    problems += _damage(base, buf, after, c.victim, claimed0)
+    if kdrive is not None:
+        problems += _compare(base, buf, kdrive, d)
+    if refused(kmount):
         # (a refusal as EINVAL, "bad superblock", is the kernel's own limits, not required)
         problems.append(f"the kernel refused the mount ({refused(kmount)}); simfs mounted")
-    out["seconds"] = {"kernel": round(t1 - t0, 2), "simfs": round(time.monotonic() - t1, 2)}
-    out["simfs_mount"] = r.mount.show()
-    out["kernel_mount"] = kmount.show() if kmount else "(no loop mounts here)"
-    out["kernel_refused"] = sorted(f"{p}: {m}" for p, m in kdrive.read_refused.items()) if kdrive else []
-    out["kernel_steps"] = {n: st.show() for n, st in kdrive.steps.items() if st.failed} if kdrive else {}
-    out["simfs_steps"] = {n: st.show() for n, st in r.drive.steps.items() if st.failed} if r.drive else {}
-    if problems:
-        out["log_tail"] = r.log[-3000:]
-    if REPORT:
-        with open(REPORT, "a") as f:
-            f.write(json.dumps(out) + "\n")
-    shutil.rmtree(work, ignore_errors=True)
-    return out
+    return problems
 
 
 def _excerpt(report: str, word: str, n: int = 1200) -> str:
