@@ -5,9 +5,10 @@ state the allocator keeps (created here and nowhere else, held in the in-core in
 NoSpace into ENOSPC, and checks every answer: a block the allocator hands out must be a free
 data block of the volume.
 
-A file whose own group's block bitmap is invalid (it calls the group's metadata free: the
-check ext4_valid_block_bitmap makes) gets EUCLEAN for an allocation, as the kernel's does; a
-group whose bitmap merely disagrees with its free count is skipped (FreeSpace) without one.
+While a block bitmap is invalid (it calls its group's metadata, or blocks past the end, free:
+the check ext4_valid_block_bitmap makes) every allocation is EUCLEAN, as the kernel answered
+each one on such images (its allocator meets the group while it scans and fails); a group whose
+bitmap merely disagrees with its free count is skipped (FreeSpace) without an error.
 """
 
 import errno
@@ -37,9 +38,10 @@ class Placement:
 
     def allocate(self, inode, req: BlockRequest) -> int:
         space = self.space
-        if space.invalid_block_groups and req.inode_group in space.invalid_block_groups:
-            raise space.checks.corrupt(f"inode {inode.ino}: allocation in group {req.inode_group}, "
-                                       "whose block bitmap is invalid", inode.ino, 0, "new_blocks")
+        if space.invalid_block_groups:
+            g = min(space.invalid_block_groups)
+            raise space.checks.corrupt(f"inode {inode.ino}: no allocation while the block bitmap of "
+                                       f"group {g} is invalid", inode.ino, 0, "new_blocks")
         try:
             b = self.allocator.allocate(self.space, req, self.state(inode))
         except NoSpace:

@@ -144,8 +144,9 @@ def test_block_bitmap_that_disagrees_with_its_descriptor_is_not_allocated_from(t
     assert_error_recorded(img)
 
 
-def test_block_bitmap_that_frees_the_metadata_zone_is_refused(tmp_path):
-    """The free count agrees (it was changed too), but the inode table reads as free."""
+def test_block_bitmap_that_frees_the_metadata_zone_refuses_allocation(tmp_path):
+    """The free count agrees (it was changed too), but group 1's inode table reads as free:
+    ext4_valid_block_bitmap fails, and the kernel answers every allocation EUCLEAN."""
     img = populated(tmp_path, files=4)
     raw = Image(img)
     d = raw.descs[1]
@@ -158,14 +159,19 @@ def test_block_bitmap_that_frees_the_metadata_zone_is_refused(tmp_path):
     raw.write(d.block_bitmap * raw.bs, bytes(bitmap))
     d.free_blocks += n
     raw.write((raw.geo.first_data_block + 1) * raw.bs + 32, d.pack())
-    with Volume.open(img, OPTS) as v:
-        for i in range(30):                  # fill well past group 0: group 1 is skipped
-            a = v.create(ROOT, b"g%d" % i, 0o644, 0, 0)
-            v.write(a.st_ino, 0, b"x" * 40000)
-            assert not any(v.checks.meta[b] for _, b in v.filemap.blocks(v.inodes.get(a.st_ino)))
     before = raw.read(d.inode_table, n)
+    with Volume.open(img, OPTS) as v:
+        a = v.create(ROOT, b"g", 0o644, 0, 0)                # an inode, no block: fine
+        with pytest.raises(FSError) as e:
+            v.write(a.st_ino, 0, b"x" * 40000)
+        assert e.value.errno == EUCLEAN
+        with pytest.raises(FSError) as e:
+            v.mkdir(ROOT, b"nd", 0o755, 0, 0)
+        assert e.value.errno == EUCLEAN
+        assert v.read(ino_of(v, b"f1"), 0, 20001) == b"\x02" * 20000     # reads go on
     assert Image(img).read(d.inode_table, n) == before
-    assert "Multiply-claimed" not in e2fsck(img)
+    out = e2fsck(img)
+    assert "Multiply-claimed" not in out and "zero-length" not in out
     assert_error_recorded(img)
 
 
@@ -514,6 +520,9 @@ def test_error_state_stays_and_is_refused_read_write_like_any_unclean_image(tmp_
     with Volume.open(img, VolumeOptions(disk="ideal", read_only=True)) as v:
         assert v.read(ino_of(v, b"f1"), 0, 3) == b"\x02" * 3
     r = subprocess.run(["e2fsck", "-p", img], capture_output=True, text=True)
-    assert r.returncode != 0 or "clean" not in r.stdout           # -p checks it: not skipped
-    assert "FS Error count" not in subprocess.run(["dumpe2fs", "-h", img], capture_output=True,
-                                                  text=True).stdout or r.returncode != 0
+    assert r.returncode != 0 and "clean," not in r.stdout         # -p checks it: not skipped
+    subprocess.run(["e2fsck", "-fy", img], capture_output=True, text=True)
+    sb = superblock(img)                                          # e2fsck read and cleared the record
+    assert not sb.state & STATE_ERROR and sb.error_count == 0 and sb.first_error_time == 0
+    with Volume.open(img, OPTS):
+        pass                                                      # and it mounts again
