@@ -352,7 +352,14 @@ def test_corpus_size_and_determinism(corpus_base):
         assert corrupted(corpus_base.img, again, c) == corrupted(corpus_base.img, L, corpus_base.corruptions[c.name])
 
 
-@pytest.mark.parametrize("name", CORPUS_NAMES)
+#: corruptions simfs does not contain yet for want of a mechanism: name -> what is missing
+#: (strict: one that starts passing must leave this list)
+MISSING: dict[str, str] = {}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=MISSING[n])) if n in MISSING else n
+    for n in CORPUS_NAMES])
 def test_corruption(corpus_runner, name):
     res = corpus_runner.result(name)
     note = ("\n(the kernel's ext2 on the same copy: " + "; ".join(res["kernel"]) + ")") if res["kernel"] else ""
