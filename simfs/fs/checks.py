@@ -104,7 +104,7 @@ class Checks:
                 return f"i_size {size} beyond what the block map addresses ({self.max_size})"
         elif fmt == stat.S_IFLNK:
             fast = inode.blocks - (self.spb if inode.file_acl else 0) == 0
-            if size >= (60 if fast else self.bs):
+            if size >= (60 if fast else self.bs) or size == 0:
                 return f"symlink i_size {size}"
             mapped = not fast
         elif fmt in _FILE_TYPES:

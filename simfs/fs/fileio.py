@@ -86,12 +86,9 @@ class FileIO:
                 # the map's edge): the data before it goes first (docs/reference/one-k-blocks.md)
                 self._read_runs(inode, first, last, phys, done)
                 done = len(phys)
-            try:
-                phys.append(self.filemap.bmap(inode, lblk))
-            except FSError:
-                if lblk <= last:
-                    raise
-                break                   # read-ahead stops at a damaged map (reported already)
+            # a damaged map met by the read-ahead fails the read, as a kernel's read of the
+            # batch fails (ext4_mpage_readpages): a short read would look like EOF to a reader
+            phys.append(self.filemap.bmap(inode, lblk))
         self._read_runs(inode, first, last, phys, done)
         return phys[: last - first + 1]
 

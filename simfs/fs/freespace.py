@@ -49,7 +49,8 @@ class FreeSpace:
             used = self.block_used[start:start + n]
             used[:] = bits[:n]
             free = n - int(np.count_nonzero(used))
-            invalid = not used[self.meta[start:start + n]].all() or not bits[n:geo.blocks_per_group].all()
+            invalid = not used[self.meta[start:start + n]].all() or not bits[n:].all()   # (padding: set
+            # to the block's end by mke2fs and simfs's mkfs; "padding at end of block bitmap is not set")
             if invalid:
                 self.invalid_block_groups.add(g)
             if free != d.free_blocks or invalid:

@@ -36,6 +36,7 @@ import logging
 import os
 import stat
 import time
+import weakref
 
 import disk_models
 
@@ -75,6 +76,17 @@ from simfs.ondisk.superblock import Geometry, Superblock
 log = logging.getLogger("simfs.fs.volume")
 _CLOCK_REALTIME_COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)   # 5 in Linux's <time.h>
 _EXT4_ERR_EFSCORRUPTED = 5      # s_first/last_error_errcode (ext4.h EXT4_ERR_EFSCORRUPTED)
+
+
+def _weak_reporter(method):
+    """The volume's error recorder for its parts, holding the volume weakly."""
+    ref = weakref.WeakMethod(method)
+
+    def report(what: str, ino: int = 0, block: int = 0, func: str = "") -> None:
+        fs_error = ref()
+        if fs_error is not None:
+            fs_error(what, ino=ino, block=block, func=func)
+    return report
 
 
 def _live(inode) -> bool:
@@ -146,7 +158,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.placement = Placement(allocator, self.space, geo)
         self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks)
         root = self.inodes.peek(ROOT_INO)
-        if root.bad or not (root.is_dir and root.blocks and root.size):     # ext2_fill_super refuses it so
+        if root.bad or not (root.is_dir and root.blocks and root.size and root.links):     # ext2_fill_super refuses it so
             raise ImageError(f"{self.path}: corrupt root inode: run `simfs fsck --repair {self.path}`")
         self.filemap = FileMap(geo, self.cache, self.space, self.placement, self.inodes)
         self.hasher = DirHasher.from_superblock(sb.def_hash_version, sb.flags, sb.hash_seed)
@@ -187,7 +199,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
                 raise ImageError(f"{path}: cannot be written ({os.strerror(e.errno)}): make room on "
                                  "its file system first, or mount it read-only (-o ro)") from None
         self._errors_logged = 0
-        self.checks.report = self.fs_error        # what was found while opening, recorded now
+        self.checks.report = _weak_reporter(self.fs_error)   # (no cycle: a closed volume goes at once)
         for what, ino, block, func in self.checks.pending:
             self.fs_error(what, ino=ino, block=block, func=func)
         self.checks.pending = []

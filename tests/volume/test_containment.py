@@ -274,7 +274,7 @@ def test_indirect_block_numbers_are_checked_at_every_level(tmp_path):
                 with pytest.raises(FSError) as e:
                     op()
                 assert e.value.errno == EUCLEAN
-        assert v.read(ino, 11 * 1024, 1024) == b"\x01" * 1024     # the direct blocks still read
+        assert v.read(ino, 0, 1024) == b"\x01" * 1024     # the first blocks still read (no read-ahead into the map)
         with pytest.raises(FSError) as e:            # a bad i_block[13]: the inode is refused
             v.lookup(ROOT, b"f1")
         assert e.value.errno == EUCLEAN
@@ -526,3 +526,34 @@ def test_error_state_stays_and_is_refused_read_write_like_any_unclean_image(tmp_
     assert not sb.state & STATE_ERROR and sb.error_count == 0 and sb.first_error_time == 0
     with Volume.open(img, OPTS):
         pass                                                      # and it mounts again
+
+
+def test_bitmap_padding_fast_symlink_size_zero_and_unlinked_root_are_refused(tmp_path):
+    """Three more iget/bitmap checks the kernel makes (found by the corruption corpus)."""
+    img = str(tmp_path / "p.img")
+    mkfs(img, (8 << 20) - 1024, block_size=1024, blocks_per_group=1024)   # the last group is short
+    with Volume.open(img, OPTS) as v:
+        v.create(ROOT, b"f", 0o644, 0, 0)
+        link = v.symlink(ROOT, b"fast", b"target", 0, 0).st_ino
+    raw = Image(img)
+    last = raw.geo.groups - 1
+    d = raw.descs[last]
+    n = raw.geo.group_blocks(last)
+    bitmap = bytearray(raw.read(d.block_bitmap))
+    bitmap[n // 8 + 1:] = bytes(raw.bs - n // 8 - 1)       # padding past the end cleared
+    raw.write(d.block_bitmap * raw.bs, bytes(bitmap))
+    inode = raw.inode(link)
+    inode.size = 0
+    raw.put_inode(inode)
+    with Volume.open(img, OPTS) as v:
+        with pytest.raises(FSError) as e:
+            v.write(ino_of(v, b"f"), 0, b"x" * 5000)
+        assert e.value.errno == EUCLEAN
+        with pytest.raises(FSError) as e:
+            v.lookup(ROOT, b"fast")
+        assert e.value.errno == EUCLEAN
+    root = Image(img).inode(ROOT)
+    root.links = 0
+    Image(img).put_inode(root)
+    with pytest.raises(ImageError, match="corrupt root inode"):
+        Volume.open(img, VolumeOptions(disk="ideal", force=True))
