@@ -34,6 +34,8 @@ class FileIO:
             raise FSError(errno.EISDIR)
         if offset < 0 or size < 0 or not inode.is_reg:   # a symlink's i_block is no block map
             raise FSError(errno.EINVAL)
+        if inode.damaged:
+            raise FSError(errno.EUCLEAN, f"inode {ino}: its block map is damaged")
         end = min(inode.size, offset + size)
         if offset >= end:
             return b""
@@ -123,6 +125,8 @@ class FileIO:
             raise FSError(errno.EISDIR)
         if offset < 0 or not inode.is_reg:
             raise FSError(errno.EINVAL)
+        if inode.damaged:
+            raise FSError(errno.EUCLEAN, f"inode {ino}: its block map is damaged")
         if not data:
             return 0
         if offset + len(data) > self.max_size:

@@ -66,7 +66,7 @@ class FileMap:
         blk = inode.block[slot]
         nblocks, is_meta = self.nblocks, self.is_meta
         if blk and (blk >= nblocks or is_meta[blk]):
-            raise self.checks.block_error(inode.ino, blk)
+            raise self._damaged(inode, self.checks.block_error(inode.ino, blk))
         for i in idx:
             if not blk:
                 return 0
@@ -75,7 +75,7 @@ class FileMap:
                 self._check_map(inode, blk, buf)
             blk = _U32.unpack_from(buf, i * 4)[0]
             if blk and (blk >= nblocks or is_meta[blk]):
-                raise self.checks.block_error(inode.ino, blk)
+                raise self._damaged(inode, self.checks.block_error(inode.ino, blk))
         return blk
 
     def _check_map(self, inode, blk: int, buf) -> None:
@@ -85,8 +85,9 @@ class FileMap:
         ptrs = np.frombuffer(bytes(buf), dtype="<u4")
         ptrs = ptrs[ptrs != 0]
         if ptrs.size and (int(ptrs.max()) >= self.nblocks or self.checks.meta[ptrs].any()):
-            raise self.checks.corrupt(f"inode {inode.ino}: indirect block {blk} holds block numbers "
-                                      "out of range", inode.ino, blk, "check_blockref")
+            raise self._damaged(inode, self.checks.corrupt(f"inode {inode.ino}: indirect block {blk} holds "
+                                                           "block numbers out of range", inode.ino, blk,
+                                                           "check_blockref"))
         self.valid_maps.add(blk)
 
     def locate(self, inode, lblk: int) -> tuple[int, int]:
@@ -103,10 +104,18 @@ class FileMap:
                 blk = self._checked(inode, _U32.unpack_from(buf, i * 4)[0])
         return idx[-1], blk
 
+    @staticmethod
+    def _damaged(inode, error):
+        """The in-core inode's map is marked damaged: its data is refused (EUCLEAN) from then on
+        while it stays in core, so a reader meets the damage at once, not after a short read
+        (the FUSE client's page-by-page retry) that looks like the end of the file."""
+        inode.damaged = True
+        return error
+
     def _checked(self, inode, b: int) -> int:
         """b, if it is 0 or may be used as the file's block; EUCLEAN (reported) otherwise."""
         if b and (b >= self.nblocks or self.is_meta[b]):
-            raise self.checks.block_error(inode.ino, b)
+            raise self._damaged(inode, self.checks.block_error(inode.ino, b))
         return b
 
     def set_pointer(self, inode, lblk: int, phys: int) -> None:

@@ -43,7 +43,7 @@ class Inode:
 
     __slots__ = ("ino", "raw", "mode", "uid", "gid", "size", "atime_ns", "ctime_ns", "mtime_ns",
                  "crtime_ns", "dtime", "links", "blocks", "flags", "block", "generation", "file_acl",
-                 "incore", "bad")
+                 "incore", "bad", "damaged")
 
     def __init__(self, ino: int, inode_size: int):
         self.ino = ino
@@ -54,6 +54,7 @@ class Inode:
         self.block = [0] * N_BLOCKS
         self.incore = None  # per-inode state of the running volume (allocator hints); never written
         self.bad = ""       # why the inode as read from the image cannot be true (simfs.fs.checks)
+        self.damaged = False  # its block map was found damaged (simfs.fs.filemap)
 
     @classmethod
     def unpack(cls, ino: int, raw: bytes) -> "Inode":
