@@ -81,6 +81,7 @@ class Layout:
                    for g in range(self.groups)]
         self.isz = self.sb["inode_size"]
         self.files: dict[str, FileInfo] = {}
+        self.dirent_at: dict[str, tuple[int, int, int]] = {}   # path -> (block, offset, length)
         self._walk(2, "/")
 
     # addresses -------------------------------------------------------------------------------
@@ -134,10 +135,11 @@ class Layout:
         if (f.mode & S_IFMT) != S_IFDIR:
             return
         for b in f.data:
-            for _, child, _, _, _, name in self.entries(b):
+            for off, child, _, name_len, _, name in self.entries(b):
                 if child and name not in (b".", b".."):
                     cpath = path.rstrip("/") + "/" + name.decode()
                     if cpath not in self.files:
+                        self.dirent_at[cpath] = (b, off, 8 + name_len)
                         self._walk(child, cpath)
 
     # bitmaps -------------------------------------------------------------------------------------

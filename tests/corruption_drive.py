@@ -72,7 +72,8 @@ class Drive:
     steps: dict[str, Step] = field(default_factory=dict)
     listed: set[str] = field(default_factory=set)       # names find could stat (relative paths)
     seen: set[str] = field(default_factory=set)         # names find saw, stat-able or not
-    read_ok: set[str] = field(default_factory=set)      # regular files read to the end
+    read_ok: set[str] = field(default_factory=set)      # regular files read without an error
+    read_short: dict[str, str] = field(default_factory=dict)     # ... but ended early (tar: shrank)
     read_refused: dict[str, str] = field(default_factory=dict)   # path -> the tool's message
 
     def hung(self) -> list[str]:
@@ -93,11 +94,12 @@ def drive(mnt: Path, victim: str, src300: Path, kernel: bool, victim_is_file: bo
     perhaps corrupted, block map), delete the victim, mkdir + create, write a new 300 KB file:
     each under a timeout; stops early after a hang (the mount is then unusable)."""
     d, m = Drive(), str(mnt)
-    s = d.steps["find"] = tool(["find", m, "-printf", "%y %P\\n"])
+    # %m makes find lstat every name: a name it prints is one the file system let it stat
+    s = d.steps["find"] = tool(["find", m, "-printf", "%y %m %P\\n"])
     for line in s.out.splitlines():
-        kind, _, rel = line.partition(" ")
-        if rel:
-            d.listed.add(rel)
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[2]:
+            d.listed.add(parts[2])
     d.seen |= d.listed
     for line in s.err.splitlines():
         mo = _FIND_ERR.match(line)
@@ -105,7 +107,7 @@ def drive(mnt: Path, victim: str, src300: Path, kernel: bool, victim_is_file: bo
             d.seen.add(_rel(mo.group(1), m))
     if s.hung:
         return d
-    files = sorted(line[2:] for line in s.out.splitlines() if line.startswith("f "))
+    files = sorted(line.split(" ", 2)[2] for line in s.out.splitlines() if line.startswith("f "))
     if kernel:
         # the oracle reads at most READ_CAP of each file (a 7 EiB i_size is read to s_maxbytes)
         s = d.steps["read"] = tool(["find", m, "-type", "f", "-exec", "head", "-q", "-c", str(READ_CAP),
@@ -123,7 +125,9 @@ def drive(mnt: Path, victim: str, src300: Path, kernel: bool, victim_is_file: bo
         for line in s.err.splitlines():
             mo = _TAR_ERR.match(line)
             if mo:
-                if "shrank" not in mo.group(2) and "file changed as we read it" not in mo.group(2):
+                if "shrank" in mo.group(2):             # a read answered EOF before st_size
+                    d.read_short[mo.group(1)] = mo.group(2)
+                elif "file changed as we read it" not in mo.group(2):
                     d.read_refused[mo.group(1)] = mo.group(2)
             elif line.startswith("./"):
                 archived.add(line[2:].rstrip("/"))
@@ -149,6 +153,22 @@ _MULTI = re.compile(r"Multiply-claimed block\(s\) in inode (\d+):((?:\s+\d+(?:--
 def e2fsck(image) -> tuple[int, str]:
     r = subprocess.run(["e2fsck", "-fn", str(image)], capture_output=True, text=True, timeout=120)
     return r.returncode, r.stdout + r.stderr
+
+
+def new_claims(before: set[tuple[int, int]], after: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The (inode, block) claims that are new in `after` and show a block given to two owners.
+
+    Not counted: a new claim of an inode that already claimed others' blocks before, on a block
+    no other inode claims (only file-system metadata does) - an inode whose map points into
+    metadata (i_block[12] = the group descriptors) is read by e2fsck through that metadata, so
+    its claims move when the metadata is legitimately updated (free counts), without anything
+    written into a block that was not its writer's."""
+    old_owners = {ino for ino, _ in before}
+    owners: dict[int, set[int]] = {}
+    for ino, blk in after:
+        owners.setdefault(blk, set()).add(ino)
+    return {(ino, blk) for ino, blk in after - before
+            if ino not in old_owners or owners[blk] - old_owners}
 
 
 def multiply_claimed(report: str) -> set[tuple[int, int]]:
@@ -238,8 +258,11 @@ def simfs_run(simfs_argv: list[str], image: Path, mnt: Path, victim: str, src300
             return res
         res.pid = daemon_pid(image)
         res.drive = drive(mnt, victim, src300, kernel=False, victim_is_file=victim_is_file)
+        # the mount still answers (an answer may be an error, EUCLEAN for a corrupt root; not
+        # ENOTCONN, the answer of a mount whose daemon is gone, nor silence)
         st = tool(["stat", "-c", "%i", mnt], timeout=10)
-        res.alive_at_end = alive(res.pid) and mounted(mnt) and not st.failed
+        res.alive_at_end = (alive(res.pid) and mounted(mnt) and not st.hung
+                            and "Transport endpoint is not connected" not in st.err)
         if not res.alive_at_end:
             res.end_problem = (f"daemon pid {res.pid} {'alive' if alive(res.pid) else 'gone'}, "
                                f"{'mounted' if mounted(mnt) else 'not mounted'}, "
