@@ -14,7 +14,9 @@ timeouts (tests/corruption_drive.py). simfs passes a corruption when:
   new_claims for the one case not counted), and no block of an undamaged file changed (simfs
   wrote only into blocks of the files it wrote);
 - wherever the kernel refused (EUCLEAN, EIO, ...) to stat or read a file, or to do a step,
-  simfs refused too (a short read is not a refusal); every name the kernel listed and did not
+  simfs refused too (a short read is a refusal only where reading the file again with the
+  kernel's tool, head, ends in an error: tar takes any short read for a file that shrank, on the
+  kernel's ext2 as on simfs); every name the kernel listed and did not
   refuse, simfs lists (a listing is not cut short). See _compare for the one scoping;
 - where the kernel refused the whole mount with EUCLEAN, simfs refuses it too.
 
