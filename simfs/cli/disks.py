@@ -133,34 +133,16 @@ def cmd_probe(args) -> int:
     except ValueError as e:
         return _fail(str(e))
     if args.output:                     # before the probe: a bad -o is refused at once
-        import os
-        from simfs.cli.common import picture_problem
-        out_dir = os.path.dirname(os.path.abspath(args.output))
-        if not os.path.isdir(out_dir):
-            return _fail(f"cannot write {args.output}: directory {out_dir} does not exist")
-        if os.path.isdir(args.output):
-            return _fail(f"cannot write {args.output}: is a directory")
-        why = picture_problem(args.output, "-o")
+        why = _picture_ok(args.output, "-o")
         if why:
             return _fail(why)
     report = run_probe(spec)
-    if args.output:
-        from disk_models.probe_plot import plot_report
-
-        try:
-            plot_report(report, args.output)
-        except OSError as e:
-            return _fail(f"cannot write {args.output}: {e.strerror or e}")
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=1))
-    else:
-        print(format_report(report))
-        if args.output:
-            print(f"\nplot written to {args.output}")
-    return 0
+    from disk_models.probe_plot import plot_report
+    return _show(report, format_report, plot_report, args.output, args.json)
 
 
 def _picture_ok(path: str, option: str) -> str | None:
+    """Why a picture cannot be written to `path` (None if it can), before any work."""
     import os
     from simfs.cli.common import picture_problem
     out_dir = os.path.dirname(os.path.abspath(path))
@@ -184,17 +166,21 @@ def cmd_validate(args) -> int:
         v = validate(disk, args.trace, args.disksim)
     except ValueError as e:                 # bad spec, DiskSim file, trace line or output file
         return _fail(str(e))
-    if args.plot:
-        from disk_models.validate_plot import plot_validation
+    from disk_models.validate_plot import plot_validation
+    return _show(v, format_report, plot_validation, args.plot, args.json)
 
+
+def _show(result, format_report, plot, picture: str | None, as_json: bool) -> int:
+    """Draw the picture (if asked), then print the result as a table or as JSON."""
+    if picture:
         try:
-            plot_validation(v, args.plot)
+            plot(result, picture)
         except OSError as e:
-            return _fail(f"cannot write {args.plot}: {e.strerror or e}")
-    if args.json:
-        print(json.dumps(v.to_dict(), indent=1))
+            return _fail(f"cannot write {picture}: {e.strerror or e}")
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=1))
     else:
-        print(format_report(v))
-        if args.plot:
-            print(f"\nplot written to {args.plot}")
+        print(format_report(result))
+        if picture:
+            print(f"\nplot written to {picture}")
     return 0
