@@ -47,24 +47,22 @@ XFSTESTS_SRCOPT  = $(if $(XFSTESTS_SOURCE),--source $(XFSTESTS_SOURCE))
 
 all: venv
 
-# Debian packages, installed only where missing (apt-get update first).
-system:
-	@missing=""; for p in $(SYSTEM_PKGS); do \
+# Debian packages $(1), installed only where missing (apt-get update first); $(2) says for what.
+define apt_install
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages:$$missing"; \
+	  echo "installing Debian packages$(2):$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+endef
+
+system:
+	$(call apt_install,$(SYSTEM_PKGS),)
 
 xfstests-system:
-	@missing=""; for p in $(XFSTESTS_PKGS); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages for xfstests:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	$(call apt_install,$(XFSTESTS_PKGS), for xfstests)
 
 EXAMPLE_PLUGINS := examples/simfs-example-plugins
 
