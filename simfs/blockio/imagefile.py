@@ -44,7 +44,7 @@ import struct
 import time
 import zlib
 
-from simfs import outfile
+import simfs.outfile as outfile
 from simfs.errors import ImageWriteError
 from simfs.ondisk.constants import SUPERBLOCK_OFFSET
 

@@ -6,7 +6,7 @@ it: issue + queue) and finished, and where its time went."""
 
 import csv
 
-from simfs import outfile
+import simfs.outfile as outfile
 
 FIELDS = ("issue", "start", "finish", "op", "lba", "sectors", "queue", "overhead", "seek", "rotation",
           "transfer", "interface", "rmw", "cache_hit", "cause", "ino", "phase")

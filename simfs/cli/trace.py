@@ -20,7 +20,9 @@ def register(sub) -> None:
     s = sub.add_parser("trace", help="export a request trace (blktrace) or show its latency percentiles",
                        formatter_class=Fmt,
                        description="Work on a request trace written with -o trace=PATH (one CSV row "
-                                   "per disk request).")
+                                   "per disk request).",
+                       epilog="examples:\n  simfs trace export run.trace --format blktrace run\n"
+                              "  simfs trace latency run.trace")
     ts = s.add_subparsers(dest="trace_cmd", metavar="COMMAND", required=True)
     e = ts.add_parser("export", formatter_class=Fmt,
                       help="write the trace in blktrace's binary format",
@@ -29,10 +31,10 @@ def register(sub) -> None:
                                   "block device emits per request: Q, G, I at issue, D when the "
                                   "drive starts it, C at its finish, in simulated time. Then print "
                                   "simfs's own Q2C and D2C means and seek distances, the figures "
-                                  "btt computes from the files.",
+                                  "btt computes from the files. iowatcher -t OUT -o OUT.svg draws "
+                                  "them.",
                       epilog="examples:\n  simfs trace export run.trace --format blktrace run\n"
-                             "  blkparse -i run -d run.bin && btt -i run.bin\n"
-                             "  iowatcher -t run -o run.svg")
+                             "  blkparse -i run -d run.bin > /dev/null && btt -i run.bin")
     e.add_argument("trace", metavar="TRACE")
     e.add_argument("--format", choices=FORMATS, default="blktrace", help="output format")
     e.add_argument("out", metavar="OUT", help="base name of the files written (OUT.blktrace.0)")

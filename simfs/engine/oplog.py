@@ -37,7 +37,7 @@ import gzip
 import json
 import os
 
-from simfs import outfile
+import simfs.outfile as outfile
 from simfs.errors import FSError
 
 FORMAT = "simfs-oplog"

@@ -56,6 +56,9 @@ class Namespace:
         if not 1 <= ino <= self.geo.inodes_count:
             raise FSError(errno.ENOENT)
         inode = self.inodes.peek(ino)
+        if not inode.links and (inode.dtime or ino in self.orphans):
+            return self._attr(inode)    # unlinked (an orphan, or freed): its 0 links, by which
+                                        # the kernel's model evicts it
         if inode.bad or not (inode.links and stat.S_IFMT(inode.mode)):
             # a name the directory holds for an inode that cannot be live is listed (ext2's
             # readdir reads no inode): a stand-in; its lookup is what fails (EUCLEAN)

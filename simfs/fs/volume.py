@@ -43,7 +43,7 @@ import disk_models
 from policies import make_allocator, make_inode_placer
 from policies.dirorder import make_dir_order
 from policies.writeback import make_writeback
-from simfs import outfile
+import simfs.outfile as outfile
 from simfs.blockio.cache import BufferCache
 from simfs.blockio.clock import SimClock
 from simfs.blockio.imagefile import ImageFile, JournalError, journal_path, pending_journal, recover

@@ -10,7 +10,7 @@ import errno
 import os
 import stat
 
-from simfs import outfile
+import simfs.outfile as outfile
 from simfs.ondisk.constants import EXT2_MAGIC, SUPERBLOCK_OFFSET
 
 class UsageError(Exception):

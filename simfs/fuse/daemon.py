@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from simfs import outfile
+import simfs.outfile as outfile
 from simfs.errors import ImageWriteError, OutputError
 from simfs.fuse.checks import (
     UnsafeOutput, UsageError, _check_outside, check_distinct, _path_options, _unescape_mountinfo, check_image,

@@ -38,6 +38,7 @@ PARSE_ONLY = {
     r"^simfs report\b": "needs an experiment's results (the report's own test renders one)",
     r"^simfs lesson (?!list)": "a lesson runs for up to two minutes (the lessons' own test)",
     r"--foreground": "stays in the foreground until Ctrl-C",
+    r"\bmy\.trace\b": "a user's own trace and drive (the DiskSim drives' examples run)",
     r"\binstall-helper\b|^mount -t fuse\.simfs": "changes /sbin (tests/mount/test_mount_helper.py)",
 }
 # parsers that must show examples (the issue's list, and every top-level command)
@@ -133,6 +134,8 @@ def world(tmp_path_factory):
                  "ext2.stats.json", "cg.stats.json"):
         shutil.copy(w / "a.json", w / name)
     shutil.copy(w / "a.csv", w / "b.csv")
+    shutil.copy(w / "a.csv", w / "run.trace")
+    (w / "disk_models").symlink_to(REPO / "disk_models")    # the DiskSim drives' traces
     return w, env
 
 
