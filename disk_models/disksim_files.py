@@ -133,31 +133,27 @@ class _Reader:
                 blocks[(w, name)] = self.block(w, name)
         return blocks
 
-    def names(self) -> list:
+    def items(self, item, what: str) -> list:
+        """item() repeated, comma-separated, up to the closing ']' (the '[' already read)."""
         out = []
         while self.peek() != "]":
             if not self.peek():
-                self.fail("unterminated '['")
-            out.append(self.word())
+                self.fail(f"unterminated {what}")
+            out.append(item())
             if self.peek() == ",":
                 self.i += 1
         self.i += 1
         return out
+
+    def names(self) -> list:
+        return self.items(self.word, "'['")
 
     def tree(self):
         """topology TYPE NAME [ child, ... ] -> (type, name, [children])."""
         t = self.word()
         n = self.word()
         self.expect("[")
-        kids = []
-        while self.peek() != "]":
-            if not self.peek():
-                self.fail("unterminated topology")
-            kids.append(self.tree())
-            if self.peek() == ",":
-                self.i += 1
-        self.i += 1
-        return (t, n, kids)
+        return (t, n, self.items(self.tree, "topology"))
 
     def include(self, name: str) -> dict:
         if self.depth > 8:
@@ -185,15 +181,7 @@ class _Reader:
         c = self.peek()
         if c == "[":
             self.i += 1
-            items = []
-            while self.peek() != "]":
-                if not self.peek():
-                    self.fail("unterminated list")
-                items.append(self.value())
-                if self.peek() == ",":
-                    self.i += 1
-            self.i += 1
-            return items
+            return self.items(self.value, "list")
         if not c or c in _PUNCT:
             self.fail("expected a value")
         w = self.word()
