@@ -3,7 +3,7 @@
 `register(subparsers)` is the entry point `run` of the group `simfs.commands` (setup.cfg);
 `python -m experiments.jobcli JOB.toml ...` is the same command before the package is
 re-installed. The job file is checked whole before anything runs (bad input: one line
-`JOB.toml:LINE: ...`, exit status 2, nothing mounted); see experiments/jobfile.py for the
+`JOB.toml:LINE: ...`, exit status 2, nothing mounted); see experiments/jobfile/ for the
 format and experiments/jobrun.py for how tasks run and results are kept.
 """
 
@@ -36,7 +36,7 @@ DESCRIPTION = ("Run a job file (TOML): a workload, a matrix of configurations (m
                "without the write-back they leave) and the ratios to report. Each configuration gets a "
                "fresh image. Writes results.json, results.csv, table.md and PNG plots, and every finished "
                "configuration to DIR/configs/ as it finishes. The format: docs/experiments.md, \"Job files\", "
-               "and experiments/jobfile.py.")
+               "and experiments/jobfile/.")
 
 
 def _seconds(text: str) -> float:

@@ -24,7 +24,8 @@ the in-process metadata scan (experiments/fsscan.py); "tar" is `tar cf /dev/zero
 from __future__ import annotations
 
 from . import phases, sizing
-from .spec import Compare, Config, Experiment, Panel, Phase
+from .builtins.alignment import NEWFS_SIZE, newfs_phase  # noqa: F401 (NEWFS_SIZE: lessons)
+from .spec import Compare, Config, Experiment, Panel
 
 NAME = "alignment"
 SEED = "003"
@@ -50,10 +51,6 @@ def published(offset: int, phase: str) -> float:
     i = PHASES.index(PUBLISHED_AS.get(phase, phase))
     return sum(r[i] for r in RUNS[offset]) / len(RUNS[offset])
 
-
-#: the seed's partition: newfs's request pattern is computed for it, unscaled (31 requests; it
-#: does not need the experiment's image)
-NEWFS_SIZE = 10 << 30
 
 EXPLAIN = {
     "newfs": "newfs (UFS2, -f 4096 -b 32768, the seed's 10 GB) writes 14 cylinder groups with one "
@@ -85,14 +82,6 @@ HEADLINE = (
     "fsck: offset 41 / 40",
     "tar: offset 41 / 40",
 )
-
-
-def newfs_phase():
-    """newfs's request pattern (simfs.engine.timed_newfs) on this configuration's disk."""
-    from simfs.engine.timed_newfs import timed_newfs
-    return Phase("newfs", "FreeBSD newfs -f 4096 -b 32768 of the seed's 10 GB partition: its request "
-                          "pattern, issued synchronously to the disk model", kind="volume",
-                 command=lambda c: timed_newfs(c.config.mount["disk"], NEWFS_SIZE))
 
 
 def workload(quick: bool) -> dict:

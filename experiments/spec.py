@@ -13,7 +13,7 @@ it and `experiments.report` turns the measurements into tables and plots.
               the seed published beside it, the direction the effect must have (`expect`),
               and the reason the model's figure differs from the seed's (`explain`).
 
-Job files (experiments/jobfile.py, `simfs run JOB.toml`) compile to these same objects.
+Job files (experiments/jobfile/, `simfs run JOB.toml`) compile to these same objects.
 """
 
 from __future__ import annotations
