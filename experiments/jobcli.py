@@ -21,7 +21,7 @@ from pathlib import Path
 EXAMPLES = """examples:
   simfs run examples/jobs/alloc-ab.toml --quick             # seconds: a tiny generated tree
   simfs run examples/jobs/alloc-ab.toml --source ~/src/linux --out results/linux-ab
-  simfs run experiments/jobs/seed001.toml --quick --workers 2   # 2 Dask worker processes
+  simfs run experiments/jobs/readdir-order.toml --quick --workers 2   # 2 Dask worker processes
   simfs run examples/jobs/dirorder-ab.toml --scheduler tcp://10.0.0.5:8786
   simfs run examples/jobs/alloc-ab.toml --resume results/linux-ab   # only what is missing
   simfs compare results/a/results.json results/b/results.json

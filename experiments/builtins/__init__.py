@@ -1,6 +1,7 @@
-"""The Python hooks a job file names with `builtin = "NAME"` (its args = {...} go to the
-function): what a job file cannot say in TOML. The generic phases live in experiments/phases.py;
-the hooks of one experiment in the module named after it (alignment.py, mmap_fragmentation.py).
+"""What a job file cannot say in TOML: the Python hooks a job names with `builtin = "NAME"` (its
+args = {...} go to the function), and the tables a command-line option of `simfs experiment
+run` changes (`--size`). The generic phases live in experiments/phases.py; the hooks of one
+experiment in the module named after it (alignment.py, mmap_fragmentation.py).
 """
 
 from __future__ import annotations
@@ -22,3 +23,12 @@ def BUILTINS() -> dict:
                                                     # cache (columns writes, pagecache), extents counted
         "dd-verb": mmap_fragmentation.dd_phase,     # dd bs=1M of "big" in-process, with MB/s
     }
+
+
+def size_overlay(name: str, size: int, quick: bool) -> dict | None:
+    """The tables `simfs experiment run NAME --size SIZE` merges over experiment NAME's job, or
+    None when the experiment takes no size (its workload is a tree)."""
+    if name == "mmap-fragmentation":
+        from .mmap_fragmentation import size_overlay as of_size
+        return of_size(size, quick)
+    return None

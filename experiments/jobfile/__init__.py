@@ -64,8 +64,11 @@ __all__ = ["Job", "JobError", "axes", "check", "check_paths", "compile_job", "ex
            "needs_mount", "shell_words", "verb_args", "verb_params"]
 
 
-def load(path, quick: bool = False) -> Job:
-    """Read and check a job file (keys, values, options; nothing is run). JobError on bad input."""
+def load(path, quick: bool = False, over: dict | None = None, over_label: str = "") -> Job:
+    """Read and check a job file (keys, values, options; nothing is run). JobError on bad input.
+    `over`: tables merged over the job (after [quick], as [quick] merges), what a command-line
+    option changes (experiments/builtins: `simfs experiment run mmap-fragmentation --size`),
+    named `over_label` in messages (e.g. "with --size 5G")."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -75,12 +78,21 @@ def load(path, quick: bool = False) -> Job:
         line = path.read_bytes()[:e.start].count(b"\n") + 1
         raise JobError(f"{path}:{line}: not a job file: not UTF-8 text (byte 0x{e.object[e.start]:02x} "
                        f"at offset {e.start}); a job file is TOML") from None
-    return loads(text, path, quick)
+    return loads(text, path, quick, over, over_label)
 
 
-def loads(text: str, path, quick: bool = False) -> Job:
+def loads(text: str, path, quick: bool = False, over: dict | None = None, over_label: str = "") -> Job:
     """`load` of a job file's text (`path` names it in messages; Dask workers get the text)."""
-    path = Path(path)
+    job = _loads(text, Path(path), quick)
+    if not over:
+        return job
+    out = Job(job.path, _merge(job.doc, over), job.quick, job.src.merged(over, over_label or "with options"),
+              job.full_names, base=job.base)
+    check(out)
+    return out
+
+
+def _loads(text: str, path: Path, quick: bool) -> Job:
     src = Source(path, text)
     try:
         doc = tomllib.loads(text)

@@ -81,11 +81,13 @@ class Source:
     `overlay`: the [quick] table when the job checked is the one merged with it, so that a
     value [quick] gave is named at its own line, not at the job's."""
 
-    def __init__(self, path: Path, text: str, overlay: dict | None = None):
-        self.path, self.lines, self.overlay = path, text.splitlines(), overlay
+    def __init__(self, path: Path, text: str, overlay: dict | None = None, label: str = "[quick]"):
+        self.path, self.lines, self.overlay, self.label = path, text.splitlines(), overlay, label
 
-    def merged(self, overlay: dict) -> "Source":
-        out = Source(self.path, "", overlay)
+    def merged(self, overlay: dict, label: str = "[quick]") -> "Source":
+        """`label`: what gave the overlay; not "[quick]" (a command-line option), its values
+        have no line in the file."""
+        out = Source(self.path, "", overlay, label)
         out.lines = self.lines
         return out
 
@@ -142,6 +144,8 @@ class Source:
         if self.overlay is None:
             return JobError(f"{self.path}:{self.line_of(where)}: {msg}")
         if self.from_overlay(where):
+            if self.label != "[quick]":
+                return JobError(f"{self.path}: {self.label}: {msg}")
             return JobError(f"{self.path}:{self.line_of(('quick',) + where)}: in [quick]: {msg}")
         return JobError(f"{self.path}:{self.line_of(where)}: with [quick] merged: {msg}")
 
