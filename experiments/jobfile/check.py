@@ -468,6 +468,8 @@ def _check_mkfs(src: Source, kw: dict, where_of: dict, raw) -> int | None:
     return groups * per_group
 
 
+# the option-value check: the one place a job's mount options are validated (every configuration's,
+# from check() and from compile_job()); the policy names are looked up where the volume looks them up
 POLICY_OPTIONS = {"alloc": ("policies", "ALLOCATORS"), "inode_placement": ("policies", "INODE_PLACERS"),
                   "dirorder": ("policies.dirorder", "DIR_ORDERS"), "writeback": ("policies.writeback", "WRITEBACK")}
 
