@@ -100,8 +100,8 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
         if source is not None and spec.get("kind") != "tree":
             err.print(f"[yellow]note:[/] {name} writes its own file; --source is ignored")
             source = None
-        err.print(f"[bold]{job.doc['job'].get('title', name)}[/]{' (quick)' if quick else ''}: preparing the workload",
-                  highlight=False)
+        title = job.doc["job"].get("title", name)
+        err.print(f"[bold]{title}[/]{' (quick)' if quick else ''}: preparing the workload", highlight=False)
         wl = runner.prepare_workload(spec, work, source)
         if size and not sized:
             err.print(f"[yellow]note:[/] {name} copies a tree; --size (mmap-fragmentation's file) is ignored")
