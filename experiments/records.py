@@ -8,7 +8,7 @@ from __future__ import annotations
 
 #: the counters a phase's record keeps
 COUNTERS = ("disk_reads", "disk_writes", "seeks", "sectors_read", "sectors_written", "cache_hits",
-            "cache_misses", "blocks_allocated")
+            "cache_misses", "blocks_allocated", "read_discontiguities")
 
 #: the disk-time components a record keeps (where the disk's time went)
 SPLIT = ("queue", "overhead", "seek", "rotation", "transfer", "interface", "rmw")
