@@ -51,13 +51,11 @@ class OrlovFlex(InodePlacer):
         group = self._orlov(space, parent_ino, flex, is_dir) if is_dir else self._other(space, parent_ino, flex)
         if group < 0:
             raise NoSpace()
-        ipg = geo.inodes_per_group
         for _ in range(geo.groups):         # __ext4_new_inode: first zero bit, else the next group
-            seg = space.inode_used[group * ipg:(group + 1) * ipg]
-            i = int(seg.argmin())
-            if not seg[i]:
+            ino = space.first_free_inode(group)
+            if ino > 0:
                 self._remember(parent_ino, group)
-                return group * ipg + i + 1
+                return ino
             group = (group + 1) % geo.groups
         raise NoSpace()
 
