@@ -63,12 +63,13 @@ class PA:
     """struct ext4_prealloc_space: a physical run held for an inode or the locality group;
     `avail` marks its blocks not yet handed out."""
 
-    __slots__ = ("lstart", "pstart", "avail", "free", "group")
+    __slots__ = ("lstart", "pstart", "avail", "free", "group", "order")
 
     def __init__(self, lstart: int, pstart: int, n: int, group: int):
         self.lstart, self.pstart, self.group = lstart, pstart, group
         self.avail = np.ones(n, dtype=bool)
         self.free = n
+        self.order = -1             # the locality group's list it is in (-1: none)
 
     def take(self, off: int, n: int) -> list[int]:
         self.avail[off:off + n] = False
@@ -224,6 +225,8 @@ class Mballoc(BlockAllocator):
             for pa in list(pas):
                 self._drop_pa(pa)
         for lst in self.lg:
+            for pa in lst:
+                pa.order = -1
             lst.clear()
 
     def _use_inode_pa(self, st: MbState, lblk: int, length: int) -> list[int]:
@@ -241,12 +244,13 @@ class Mballoc(BlockAllocator):
 
     def _use_group_pa(self, goal: int, length: int) -> list[int]:
         order = min(length.bit_length() - 1, PREALLOC_TB_SIZE - 1)
-        best = None
+        best, dist = None, 0
         for lst in self.lg[order:]:
             for pa in lst:
-                if pa.free >= length and (best is None or abs(goal - self._cursor(pa)) <
-                                          abs(goal - self._cursor(best))):
-                    best = pa
+                if pa.free >= length:
+                    d = abs(goal - self._cursor(pa))
+                    if best is None or d < dist:
+                        best, dist = pa, d
         if best is None:
             return []
         return self._use_lg(best, length)
@@ -258,18 +262,20 @@ class Mballoc(BlockAllocator):
     def _use_lg(self, pa: PA, length: int) -> list[int]:
         """ext4_mb_use_group_pa and ext4_mb_release_context: from the cursor, then into the
         list of its new order (ext4_mb_add_n_trim)."""
-        for lst in self.lg:
-            if pa in lst:
-                lst.remove(pa)
+        if pa.order >= 0:
+            self.lg[pa.order].remove(pa)
+            pa.order = -1
         out = self._take(pa, len(pa.avail) - pa.free, length)
         if pa.free:
             order = min(pa.free.bit_length() - 1, PREALLOC_TB_SIZE - 1)
             lst = self.lg[order]
             i = next((i for i, o in enumerate(lst) if pa.free < o.free), len(lst))
             lst.insert(i, pa)
+            pa.order = order
             if len(lst) > LG_LIST_MAX:
                 for o in [o for o in lst if o is not pa][:len(lst) - LG_LIST_KEEP]:
                     lst.remove(o)
+                    o.order = -1
                     self._drop_pa(o)
         return out
 
@@ -281,12 +287,12 @@ class Mballoc(BlockAllocator):
             st.add(req.lblk, b, 1)
         return b
 
-    def _goal(self, space: SpaceView, req: BlockRequest, st: MbState):
-        """ext4_ext_find_goal (or ext4_find_near), and the neighbours for normalisation."""
+    def _goal(self, space: SpaceView, req: BlockRequest, st: MbState, lblk: int):
+        """ext4_ext_find_goal (or ext4_find_near) for lblk (req describes lblk's first request
+        block), and the neighbours for normalisation."""
         geo = space.geometry
         if req.kind == "xattr":
             return geo.group_start(req.inode_group), (0, 0, 0, 0)
-        lblk = req.lblk
         nb = st.neighbours(lblk)
         if not nb[1] and req.prev_phys:
             nb = (lblk - 1, req.prev_phys, nb[2], nb[3])
@@ -318,7 +324,7 @@ class Mballoc(BlockAllocator):
         geo = space.geometry
         bs = geo.block_size
         data = req.kind == "data" and not req.is_dir
-        goal, nb = self._goal(space, dataclasses.replace(req, lblk=lblk), st)
+        goal, nb = self._goal(space, req, st, lblk)
         small = max(lblk + length, -(-req.size // bs)) <= STREAM_REQUEST
         if data:
             got = self._use_inode_pa(st, lblk, length) or (small and self._use_group_pa(goal, length))
