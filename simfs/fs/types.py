@@ -48,7 +48,8 @@ class VolumeOptions:
         "submit a file read's whole window (the blocks asked for and the read-ahead) at once, in "
         "sector order, as Linux's mpage_readpages under a plug and its elevator do; off: one "
         "request after another in file order, waiting for those asked for (FreeBSD's cluster_read)")})
-    inode_readahead_blks: int | None = field(default=None, metadata={"check": _readahead_blks, "help": (
+    inode_readahead_blks: int | None = field(default=None, metadata={
+        "range": (0, 1 << 30), "check": _readahead_blks, "help": (
         "inode-table blocks read around an inode-table miss (ext4's __ext4_get_inode_loc; 0 = "
         "off; a power of two up to 2^30); default: 32 on an image with ext4's layout (extents or "
         "flex_bg), 0 on an ext2 image")})
