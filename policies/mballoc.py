@@ -239,7 +239,10 @@ class Mballoc(BlockAllocator):
                     return []
                 seg = pa.avail[off:off + length]
                 n = int(seg.argmin()) if not seg.all() else len(seg)
-                return self._take(pa, off, n)
+                out = self._take(pa, off, n)
+                if not pa.free:                  # used up: deleted (ext4_mb_put_pa)
+                    st.pas.remove(pa)
+                return out
         return []
 
     def _use_group_pa(self, goal: int, length: int) -> list[int]:
