@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 
 from simfs import units
 from simfs.fs.optionspec import (  # noqa: F401  (machine_memory, OptionError: re-exported)
-    OptionError, check_choice, check_named, check_number, choices, machine_memory, registered, unoptional,
-    valid_range,
+    OptionError, check_choice, check_named, check_number, choices, hints as hints_of, machine_memory, registered,
+    unoptional, valid_range,
 )
-from simfs.fs.optionspec import hints as hints_of
 from simfs.plugins import did_you_mean
 
 
