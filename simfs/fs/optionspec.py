@@ -30,7 +30,7 @@ import os
 import types
 import typing
 
-from simfs import units
+from simfs.units import option_size, parse_size
 
 KEYS = frozenset(("help", "unit", "range", "multiple", "choices", "registry", "check", "suboptions", "path"))
 
@@ -100,11 +100,11 @@ def valid_range(f: dataclasses.Field | None):
     if rng is None:
         return None
     low, high = (b() if callable(b) else b for b in rng)
-    show = units.option_size if isinstance(low, int) and isinstance(high, int) else (lambda v: f"{v:.15g}")
+    show = option_size if isinstance(low, int) and isinstance(high, int) else (lambda v: f"{v:.15g}")
     note = ", the machine's memory" if rng[1] is machine_memory else ""
     step = f.metadata.get("multiple")
     if step:
-        note += f", a multiple of {units.option_size(step)}"
+        note += f", a multiple of {option_size(step)}"
     return low, high, f"{show(low)} to {show(high)}{note}"
 
 
@@ -119,8 +119,8 @@ def check_number(key: str, text: str, val, f: dataclasses.Field | None) -> None:
         raise _bad(key, f"{text!r} (valid: {rng[2]})")
     step = f.metadata.get("multiple") if f is not None else None
     if step and val % step:
-        raise _bad(key, f"{text!r} (give a multiple of {units.option_size(step)}, "
-                        f"e.g. {units.option_size(max(step, val // step * step))})")
+        raise _bad(key, f"{text!r} (give a multiple of {option_size(step)}, "
+                        f"e.g. {option_size(max(step, val // step * step))})")
 
 
 def check_choice(key: str, text: str, val, f: dataclasses.Field | None, typ):
@@ -155,8 +155,8 @@ def _shown(value, f: dataclasses.Field) -> str:
         return f"{value:.15g}"
     if f.metadata.get("unit") == "bytes" and isinstance(value, int) and not isinstance(value, bool) \
             and value > 0:
-        size = units.option_size(value)
-        if units.parse_size(size) == value:
+        size = option_size(value)
+        if parse_size(size) == value:
             return size
     return str(value)
 
