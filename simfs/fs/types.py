@@ -58,8 +58,8 @@ class VolumeOptions:
                                   registry=_inode_placers)
     disk: str = option("sata7200", "disk model preset, with overrides: sata7200,rpm=5400 "
                                    "(see `simfs disks`)", check=_disk_model, suboptions=True)
-    # cache: the buffer cache keeps at least 64 blocks (256K of 4K blocks) whatever it is told
-    cache: int = option(128 << 20, "buffer cache size", unit="bytes", range=(256 << 10, machine_memory))
+    # cache: the buffer cache keeps at least 64 blocks whatever it is told (64K of 1K blocks)
+    cache: int = option(128 << 20, "buffer cache size", unit="bytes", range=(64 << 10, machine_memory))
     writeback: str = option("sync", "write-back policy (see simfs.blockio.cache)", registry=_writeback_policies)
     dirorder: str = option("linear", "readdir order", registry=_dir_orders)
     # maxio: a number of blocks of any block size (a remainder would be dropped without a word)

@@ -202,13 +202,11 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
 
     # opening and closing -----------------------------------------------------------------
     @classmethod
-    def open(cls, path, options: VolumeOptions | None = None, checked: bool = True) -> "Volume":
+    def open(cls, path, options: VolumeOptions | None = None) -> "Volume":
         """The volume on the image at `path`. The options are held to what the mount takes
-        first, with its one-line OptionError, before the image is touched; `checked=False`
-        lets a test of the model's own limits through (a 64-block cache of 1K blocks)."""
+        first, with its one-line OptionError, before the image is touched."""
         options = options or VolumeOptions()
-        if checked:
-            check_options(options)
+        check_options(options)
         name = os.fspath(path)
         try:
             fd = os.open(name, os.O_RDONLY if options.read_only else os.O_RDWR)

@@ -150,8 +150,8 @@ def test_ranges_are_inclusive():
 
 
 @pytest.mark.parametrize("spec,valid", [
-    ("cache=0", "(valid: 256K to "),
-    ("cache=-1", "(valid: 256K to "),
+    ("cache=0", "(valid: 64K to "),
+    ("cache=-1", "(valid: 64K to "),
     ("cache=99999999999999G", "the machine's memory"),
     ("maxio=0", "(valid: 4K to 64M, a multiple of 4K)"),
     ("maxio=1K", "(valid: 4K to 64M, a multiple of 4K)"),

@@ -33,7 +33,7 @@ def _digest(path) -> str:
 
 @needs_e2fsprogs
 @pytest.mark.parametrize("spec,words", [
-    ("cache=0", ["(valid: 256K to "]),                                    # a range
+    ("cache=0", ["(valid: 64K to "]),                                    # a range
     ("sync_interval=0", ["(valid: 0.01 to 86400)"]),
     ("commit=100000", ["(valid: 0.05 to 86400)"]),
     ("maxio=130K", ["(give a multiple of 4K, e.g. 128K)"]),                # a multiple
