@@ -42,6 +42,10 @@ class VolumeOptions:
         "submit a file read's whole window (the blocks asked for and the read-ahead) at once, in "
         "sector order, as Linux's mpage_readpages under a plug and its elevator do; off: one "
         "request after another in file order, waiting for those asked for (FreeBSD's cluster_read)")})
+    htree: bool = field(default=False, metadata={"help": (
+        "keep directories past one block as hash trees (ext4's dir_index: root, node and leaf "
+        "blocks, lookups through the index) on an image with the dir_index feature; off: ext2's "
+        "linear directories, whose writes clear an index the image had")})
     dataless: bool = field(default=False, metadata={"help": (
         "file data is charged and accounted but not stored: it reads as zeros, the image "
         "keeps only metadata (docs/durability.md: Data-less images)")})

@@ -55,6 +55,7 @@ from simfs.fs.delalloc import DelayedAllocation
 from simfs.fs.directory import Directories
 from simfs.fs.fileio import FileIO
 from simfs.fs.filemap import FileMap
+from simfs.fs.htree import HTree
 from simfs.fs.freespace import FreeSpace
 from simfs.fs.inodes import InodeTable
 from simfs.fs.inspect import Inspection
@@ -67,7 +68,7 @@ from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them fr
 )
 from simfs.fs.xattrs import Xattrs
 from simfs.ondisk.constants import (
-    ERRORS_CONTINUE, FIRST_INO, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
+    COMPAT_DIR_INDEX, ERRORS_CONTINUE, FIRST_INO, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
     SUPERBLOCK_OFFSET, ext2_max_size,
 )
 from simfs.ondisk.dirhash import DirHasher
@@ -163,9 +164,11 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             raise ImageError(f"{self.path}: corrupt root inode: run `simfs fsck --repair {self.path}`")
         self.filemap = FileMap(geo, self.cache, self.space, self.placement, self.inodes)
         self.hasher = DirHasher.from_superblock(sb.def_hash_version, sb.flags, sb.hash_seed)
-        self.dirs = Directories(geo, self.cache, self.filemap, self.inodes,
-                                filetype=bool(sb.feature_incompat & INCOMPAT_FILETYPE),
-                                indexed=not self.dirorder.slot_order)
+        filetype = bool(sb.feature_incompat & INCOMPAT_FILETYPE)
+        htree = (HTree(geo, self.cache, self.filemap, self.inodes, self.checks, sb.def_hash_version, sb.flags,
+                       sb.hash_seed, filetype) if options.htree and sb.feature_compat & COMPAT_DIR_INDEX else None)
+        self.dirs = Directories(geo, self.cache, self.filemap, self.inodes, filetype=filetype,
+                                indexed=not self.dirorder.slot_order, htree=htree)
         self.delalloc = DelayedAllocation(geo, self.space, self.filemap, self.placement, self.inodes,
                                           self.cache, self.stats)
         if self.placement.delayed:
