@@ -41,14 +41,9 @@ class Frame:
 class HTree:
     def __init__(self, geometry, cache, filemap, inodes, checks, def_hash_version: int, s_flags: int,
                  seed: bytes, filetype: bool = True):
-        self.bs = geometry.block_size
-        self.max_blocks = geometry.blocks_count
-        self.cache = cache
-        self.filemap = filemap
-        self.inodes = inodes
-        self.checks = checks
-        self.filetype = filetype
-        self.def_hash_version = def_hash_version
+        self.bs, self.max_blocks = geometry.block_size, geometry.blocks_count
+        self.cache, self.filemap, self.inodes, self.checks = cache, filemap, inodes, checks
+        self.filetype, self.def_hash_version = filetype, def_hash_version
         self.unsigned = 3 if s_flags & FLAGS_UNSIGNED_HASH else 0     # s_hash_unsigned
         self.seed = bytes(seed)
         self._hashers: dict[int, DirHasher] = {}
@@ -238,7 +233,7 @@ class HTree:
         live = [(off, rec_len, name) for off, ino, rec_len, name, _ in dirent.iter_block(leaf, self.filetype)
                 if ino and name]
         hashes = hasher.many([e[2] for e in live])
-        order = sorted(range(len(live) - 1, -1, -1), key=lambda i: hashes[i][0])   # dx_make_map, dx_sort_map
+        order = _sort_map([(hashes[i][0], i) for i in range(len(live) - 1, -1, -1)])
         count, size, move, i = len(order), 0, 0, len(order) - 1
         while i >= 0 and size + live[order[i]][1] // 2 <= bs // 2:
             size += live[order[i]][1]
@@ -256,6 +251,29 @@ class HTree:
         self.dirty(d, phys, leaf)
         self.dirty(d, nphys, nbuf)
         return (nphys, nbuf) if h >= hash2 else (phys, leaf)
+
+
+def _sort_map(m: list) -> list[int]:
+    """dx_sort_map's comb sort then bubble sort over (hash, i) as dx_make_map built them (the
+    block's last entry first), so that entries of equal hash end in ext4's order; the i's."""
+    count, top = len(m), len(m) - 1
+    while count > 2:
+        count = count * 10 // 13
+        if count in (9, 10):
+            count = 11
+        p, q = top, top - count
+        while q >= 0:
+            if m[p][0] < m[q][0]:
+                m[p], m[q] = m[q], m[p]
+            p, q = p - 1, q - 1
+    more = True
+    while more:
+        more = False
+        for q in range(top - 1, -1, -1):
+            if m[q + 1][0] < m[q][0]:
+                m[q], m[q + 1] = m[q + 1], m[q]
+                more = True
+    return [i for _, i in m]
 
 
 def _pack(src, offs: list[int], bs: int) -> bytearray:
