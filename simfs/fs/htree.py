@@ -243,9 +243,8 @@ class HTree:
         hash2 = hashes[order[cut]][0]
         continued = 1 if hash2 == hashes[order[cut - 1]][0] else 0
         moved = order[cut:]
-        new = _pack(leaf, [live[j][0] for j in moved], bs)
-        _pack_in_place(leaf, sorted(live[j][0] for j in order[:cut]), bs)
-        lidx, nphys, nbuf = self.append(d, new)
+        lidx, nphys, nbuf = self.append(d, _pack(leaf, [live[j][0] for j in moved], bs))   # (ENOSPC: unchanged)
+        leaf[:] = _pack(leaf, sorted(live[j][0] for j in order[:cut]), bs)
         fmt.insert(frame.buf, frame.off, frame.at, hash2 + continued, lidx)
         self.dirty(d, frame.phys, frame.buf)
         self.dirty(d, phys, leaf)
@@ -278,7 +277,7 @@ def _sort_map(m: list) -> list[int]:
 
 def _pack(src, offs: list[int], bs: int) -> bytearray:
     """The records at offs of src, in that order, packed from the start of a new block
-    (dx_move_dirents); the last one runs to the block's end."""
+    (dx_move_dirents; dx_pack_dirents with offs ascending); the last one runs to the end."""
     out = bytearray(bs)
     at = last = 0
     for off in offs:
@@ -289,7 +288,3 @@ def _pack(src, offs: list[int], bs: int) -> bytearray:
     dirent.set_rec_len(out, last, bs - last)
     return out
 
-
-def _pack_in_place(buf: bytearray, offs: list[int], bs: int) -> None:
-    """Keep only the records at offs (ascending), packed to the block's start (dx_pack_dirents)."""
-    buf[:] = _pack(buf, offs, bs)

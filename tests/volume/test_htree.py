@@ -16,7 +16,7 @@ from simfs.errors import FSError
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.constants import INDEX_FL
 from simfs.ondisk.mkfs import mkfs
-from tests.helpers import assert_fsck_clean, kernel_mount, needs_e2fsprogs
+from tests.helpers import assert_fsck_clean, fill_volume, kernel_mount, needs_e2fsprogs
 
 pytestmark = needs_e2fsprogs
 
@@ -125,6 +125,32 @@ def test_deleting_every_name_leaves_the_leaves(tmp_path):
         vol.unlink(d, b"again")
         vol.rmdir(vol.root_ino, b"d")
     assert_fsck_clean(img)
+
+
+def test_a_full_disk_leaves_the_tree_whole(tmp_path):
+    """A split that finds no free block is ENOSPC with the directory unchanged; the names
+    before it stay found, and the image stays clean. Moving the htree directory rewrites its
+    ".." in the root block."""
+    img = tmp_path / "img"
+    names = [b"entry-%05d" % i for i in range(300)]
+    make_dir(img, names, size="8M", inodes=4096)
+    with Volume.open(img, opts()) as vol:
+        d = vol.lookup(vol.root_ino, b"d").st_ino
+        p = vol.mkdir(vol.root_ino, b"p", 0o755, 0, 0).st_ino
+        fill_volume(vol)
+        with pytest.raises(FSError) as e:
+            for i in range(300, 4000):
+                names.append(b"entry-%05d" % i)
+                vol.create(d, names[-1], 0o644, 0, 0)
+        assert e.value.errno == errno.ENOSPC
+        failed = names.pop()
+        with pytest.raises(FSError):
+            vol.lookup(d, failed)
+        assert all(vol.lookup(d, n) for n in names)
+        vol.rename(vol.root_ino, b"d", p, b"d")
+        assert vol.lookup(d, b"..").st_ino == p
+    assert_fsck_clean(img)
+    assert debugfs_names(img, "/p/d") == set(names) | {b".", b".."}
 
 
 def test_two_levels_read_by_the_kernel(tmp_path):
