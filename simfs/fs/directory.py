@@ -372,12 +372,12 @@ class Directories:
         while True:
             phys, buf = ht.read(d, leaf)
             try:
-                for off, ino, _, ename, ftype in dirent.iter_block(buf, self.filetype):
-                    if ino and ename == name:
-                        return leaf, phys, buf, off, ino, ftype
+                hit = _find_record(buf, name)
             except ValueError as e:
                 raise self.checks.corrupt(f"directory {d.ino} block {leaf}: {e}", d.ino, phys,
                                           "check_dir_entry") from None
+            if hit:
+                return leaf, phys, buf, hit[0], hit[1], hit[2] if self.filetype else 0
             leaf = None if frames is None else ht.next_leaf(d, frames, h)
             if leaf is None:
                 return None
@@ -427,6 +427,26 @@ class Directories:
         dirent.put(buf, off + used, ino, rec_len - used, name, ft)
         self.htree.dirty(d, phys, buf)
         return True
+
+
+def _find_record(buf, name: bytes):
+    """(offset, inode, file type byte) of the live record named name in a block, or None; a
+    record the walk cannot pass before it is a ValueError. (Hot: every htree lookup and create
+    runs it on a leaf, so one loop, and a name not in the block's bytes at all needs none.)"""
+    if buf.find(name, 8) < 0:
+        return None
+    off, size, n = 0, len(buf), len(name)
+    unpack = _HDR.unpack_from
+    while off + 8 <= size:
+        ino, rec_len, name_len, ftype = unpack(buf, off)
+        if rec_len < 8 or rec_len % 4 or off + rec_len > size or 8 + name_len > rec_len:
+            raise ValueError(f"corrupt directory record at offset {off} (rec_len {rec_len})")
+        if name_len == n and ino and buf[off + 8:off + 8 + n] == name:
+            return off, ino, ftype
+        off += rec_len
+    if off < size:
+        raise ValueError(f"directory record header at {off} runs off the block")
+    return None
 
 
 def _unlink(d, lidx: int, buf, target: int, bs: int) -> int:
