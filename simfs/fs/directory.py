@@ -256,7 +256,7 @@ class Directories:
             if hit is None:
                 raise FSError(errno.ENOENT)
             lidx, phys, buf, off, ino, _ = hit
-            _unlink(d, lidx, buf, off, self.bs)
+            _unlink(d, lidx, buf, off, self.bs, wipe=True)
             self.htree.dirty(d, phys, buf)          # a leaf stays, however empty (no merge)
             return ino
         return self._remove(d, name)
@@ -449,17 +449,22 @@ def _find_record(buf, name: bytes):
     return None
 
 
-def _unlink(d, lidx: int, buf, target: int, bs: int) -> int:
+def _unlink(d, lidx: int, buf, target: int, bs: int, wipe: bool = False) -> int:
     """Delete the record at target from a block, merging its space into the previous record
-    (ext4_generic_delete_entry); the room the block has there now."""
+    (ext2_delete_entry); the room the block has there now. With `wipe` the record's bytes are
+    zeroed as ext4_generic_delete_entry zeroes them (a first record keeps its rec_len)."""
     prev = None
     try:
         for off, eino, rec_len, name_len in _records(buf, True):
             if off == target:
                 if prev is None:
                     dirent.set_inode(buf, off, 0)
+                    if wipe:
+                        buf[off + 6:off + rec_len] = bytes(rec_len - 6)
                     return rec_len                          # an empty record now
                 dirent.set_rec_len(buf, prev[0], prev[1] + rec_len)
+                if wipe:
+                    buf[off:off + rec_len] = bytes(rec_len)
                 return prev[1] + rec_len - prev[2]          # the previous one's slack grew
             prev = (off, rec_len, (8 + name_len + 3) & ~3)
     except ValueError as e:
