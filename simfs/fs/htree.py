@@ -19,10 +19,21 @@ import struct
 from simfs.errors import FSError
 from simfs.ondisk import dirent
 from simfs.ondisk import htree as fmt
-from simfs.ondisk.constants import FLAGS_UNSIGNED_HASH, INDEX_FL
+from simfs.ondisk.constants import COMPAT_DIR_INDEX, FLAGS_UNSIGNED_HASH, INCOMPAT, INDEX_FL
 from simfs.ondisk.dirhash import DirHasher
 
 log = logging.getLogger("simfs.fs.htree")
+
+
+_EXT4_LAYOUT = sum(bit for bit, name in INCOMPAT.items() if name in ("extent", "flex_bg"))
+
+
+def wanted(sb, asked: bool | None) -> bool:
+    """Whether a volume keeps htrees: never without the dir_index feature; else as the mount
+    asks, by default on an image with ext4's layout (ext4 keeps them, Linux's ext2 does not)."""
+    if not sb.feature_compat & COMPAT_DIR_INDEX:
+        return False
+    return asked if asked is not None else bool(sb.feature_incompat & _EXT4_LAYOUT)
 
 
 class BadIndex(Exception):

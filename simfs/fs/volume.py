@@ -55,9 +55,9 @@ from simfs.fs.delalloc import DelayedAllocation
 from simfs.fs.directory import Directories
 from simfs.fs.fileio import FileIO
 from simfs.fs.filemap import FileMap
-from simfs.fs.htree import HTree
+from simfs.fs.htree import HTree, wanted as htree_wanted
 from simfs.fs.freespace import FreeSpace
-from simfs.fs.inodes import InodeTable
+from simfs.fs.inodes import InodeTable, readahead_options
 from simfs.fs.inspect import Inspection
 from simfs.fs.namespace import Namespace
 from simfs.fs.operation import Operations
@@ -68,7 +68,7 @@ from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them fr
 )
 from simfs.fs.xattrs import Xattrs
 from simfs.ondisk.constants import (
-    COMPAT_DIR_INDEX, ERRORS_CONTINUE, FIRST_INO, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
+    ERRORS_CONTINUE, FIRST_INO, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
     SUPERBLOCK_OFFSET, ext2_max_size,
 )
 from simfs.ondisk.dirhash import DirHasher
@@ -158,7 +158,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.checks = Checks(geo, self.descs, self.max_size)
         self.space = FreeSpace(geo, self.descs, self.cache, self.stats, self.checks)
         self.placement = Placement(allocator, self.space, geo)
-        self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks)
+        self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks,
+                                 **readahead_options(sb, options.inode_readahead_blks))
         root = self.inodes.peek(ROOT_INO)
         if root.bad or not (root.is_dir and root.blocks and root.size and root.links):     # ext2_fill_super refuses it so
             raise ImageError(f"{self.path}: corrupt root inode: run `simfs fsck --repair {self.path}`")
@@ -166,7 +167,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.hasher = DirHasher.from_superblock(sb.def_hash_version, sb.flags, sb.hash_seed)
         filetype = bool(sb.feature_incompat & INCOMPAT_FILETYPE)
         htree = (HTree(geo, self.cache, self.filemap, self.inodes, self.checks, sb.def_hash_version, sb.flags,
-                       sb.hash_seed, filetype) if options.htree and sb.feature_compat & COMPAT_DIR_INDEX else None)
+                       sb.hash_seed, filetype) if htree_wanted(sb, options.htree) else None)
         self.dirs = Directories(geo, self.cache, self.filemap, self.inodes, filetype=filetype,
                                 indexed=not self.dirorder.slot_order, htree=htree)
         self.delalloc = DelayedAllocation(geo, self.space, self.filemap, self.placement, self.inodes,
@@ -187,6 +188,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.stop_when_unwritable = False
         self.mount_state = sb.state          # written back at unmount, as the kernel does
         self.warnings = _mount_warnings(sb)
+        if options.htree and htree is None:
+            self.warnings.append("htree: the image has no dir_index feature: directories stay linear")
         if sb.dataless and not options.dataless:
             self.warnings.append("image was mounted data-less before: file data written then "
                                  "was not stored (reads as zeros)")
