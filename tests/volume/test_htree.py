@@ -13,9 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from simfs.errors import FSError
+from simfs.fs.htree import wanted as htree_wanted
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.constants import INDEX_FL
 from simfs.ondisk.mkfs import mkfs
+from simfs.ondisk.superblock import Superblock
 from tests.helpers import assert_fsck_clean, fill_volume, kernel_mount, needs_e2fsprogs
 
 pytestmark = needs_e2fsprogs
@@ -221,6 +223,21 @@ def test_readdir_reads_the_leaves_in_hash_order(tmp_path):
                 if r["phase"] == "readdir" and r["op"] == "R" and r["cause"] == "dir"]
     assert read == [root] + leaves
     assert leaves != sorted(leaves)
+
+
+def test_when_a_volume_keeps_htrees(tmp_path):
+    """Never without dir_index (a warning if asked); by default only on ext4's layout."""
+    sb = Superblock()
+    for compat, incompat, asked, want in ((0, 0, True, False), (0, 0x40, None, False),
+                                          (0x20, 0, None, False), (0x20, 0, True, True),
+                                          (0x20, 0x40, None, True), (0x20, 0x200, None, True),
+                                          (0x20, 0x40, False, False)):
+        sb.feature_compat, sb.feature_incompat = compat, incompat
+        assert htree_wanted(sb, asked) is want
+    img = tmp_path / "img"
+    mkfs(img, 8 << 20, block_size=1024)
+    with Volume.open(img, opts()) as vol:
+        assert vol.dirs.htree is None and any("dir_index" in w for w in vol.warnings)
 
 
 def dir_reads(vol) -> int:
