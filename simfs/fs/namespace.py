@@ -446,7 +446,7 @@ class Namespace:
         if self.dirorder.slot_order:
             return [(name, eino, pos + 1) for pos, name, eino, _ in self.dirs.entries(d, cookie)
                     if 1 < eino <= last or listable(d, eino)]
-        entries = ((name, eino, ftype, pos) for pos, name, eino, ftype in self.dirs.entries(d, 0)
+        entries = ((name, eino, ftype, pos) for pos, name, eino, ftype in self.dirs.listing(d)
                    if 1 < eino <= last or listable(d, eino))
         try:
             # every entry change sets the directory's ctime, which no tool can set back

@@ -89,6 +89,11 @@ class VolumeOptions:
               "0 = off; a power of two up to 2^30); default: 32 on an image with ext4's layout "
               "(extents or flex_bg), 0 on an ext2 image", unit="blocks", range=(0, 1 << 30),
         check=_readahead_blks)
+    htree: bool | None = option(
+        None, "keep directories past one block as hash trees (ext4's dir_index: root, node and "
+              "leaf blocks, lookups through the index), on an image with the dir_index feature; "
+              "off: ext2's linear directories, whose writes clear an index the image had; default: "
+              "on for an image with ext4's layout (extents or flex_bg), off on an ext2 image")
     dataless: bool = option(False, (
         "file data is charged and accounted but not stored: it reads as zeros, the image "
         "keeps only metadata (docs/durability.md: Data-less images)"))

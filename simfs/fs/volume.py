@@ -47,6 +47,7 @@ from simfs.fs.delalloc import DelayedAllocation
 from simfs.fs.directory import Directories
 from simfs.fs.fileio import FileIO
 from simfs.fs.filemap import FileMap
+from simfs.fs.htree import HTree, wanted as htree_wanted
 from simfs.fs.freespace import FreeSpace
 from simfs.fs.holds import Holds
 from simfs.fs.inodes import InodeTable, readahead_options
@@ -158,9 +159,11 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
             raise ImageError(f"{self.path}: corrupt root inode: run `simfs fsck --repair {self.path}`")
         self.filemap = FileMap(geo, self.cache, self.space, self.placement, self.inodes)
         self.hasher = DirHasher.from_superblock(sb.def_hash_version, sb.flags, sb.hash_seed)
-        self.dirs = Directories(geo, self.cache, self.filemap, self.inodes,
-                                filetype=bool(sb.feature_incompat & INCOMPAT_FILETYPE),
-                                indexed=not self.dirorder.slot_order)
+        filetype = bool(sb.feature_incompat & INCOMPAT_FILETYPE)
+        htree = (HTree(geo, self.cache, self.filemap, self.inodes, self.checks, sb.def_hash_version, sb.flags,
+                       sb.hash_seed, filetype) if htree_wanted(sb, options.htree) else None)
+        self.dirs = Directories(geo, self.cache, self.filemap, self.inodes, filetype=filetype,
+                                indexed=not self.dirorder.slot_order, htree=htree)
         self.delalloc = DelayedAllocation(geo, self.space, self.filemap, self.placement, self.inodes,
                                           self.cache, self.stats)
         if self.placement.delayed:
@@ -179,6 +182,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
         self.stop_when_unwritable = False
         self.mount_state = sb.state          # written back at unmount, as the kernel does
         self.warnings = _mount_warnings(sb)
+        if options.htree and htree is None:
+            self.warnings.append("htree: the image has no dir_index feature: directories stay linear")
         if sb.dataless and not options.dataless:
             self.warnings.append("image was mounted data-less before: file data written then "
                                  "was not stored (reads as zeros)")
