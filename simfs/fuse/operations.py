@@ -40,6 +40,7 @@ from simfs import __version__
 from simfs.fuse import control
 from simfs.errors import FSError, ImageWriteError
 from simfs.fs.operation import recorded_error
+from simfs.fs.types import RENAME_WHITEOUT
 
 log = logging.getLogger("simfs.fuse")
 
@@ -421,7 +422,9 @@ class Operations(pyfuse3.Operations):
         self._no_ctl_name(parent_old, name_old, errno.EPERM)
         self._no_ctl_name(parent_new, name_new, errno.EPERM)
         self._check_name(name_new)
-        self.vol.rename(_vino(parent_old), name_old, _vino(parent_new), name_new, flags)
+        # RENAME_WHITEOUT (the kernel checked CAP_MKNOD): the whiteout is the caller's, as a mknod
+        owner = {"uid": ctx.uid, "gid": ctx.gid} if flags & RENAME_WHITEOUT and ctx is not None else {}
+        self.vol.rename(_vino(parent_old), name_old, _vino(parent_new), name_new, flags, **owner)
 
     @_handler
     def link(self, ino, new_parent, new_name, ctx=None):
