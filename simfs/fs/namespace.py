@@ -95,6 +95,7 @@ class Namespace:
             self._touch(inode)
         if mode is not None:
             inode.mode = stat.S_IFMT(inode.mode) | stat.S_IMODE(mode)
+            self._chmod_acl(inode)
         if uid is not None:
             inode.uid = uid
         if gid is not None:
@@ -177,6 +178,11 @@ class Namespace:
         now = self._now()
         inode.atime_ns = inode.mtime_ns = inode.ctime_ns = inode.crtime_ns = now
         inode.generation = self._next_generation(ino, old.generation)
+        try:
+            self._inherit_acl(d, inode)
+        except FSError:
+            self._unmake(inode, is_dir)
+            raise
         return inode
 
     def _next_generation(self, ino: int, previous: int) -> int:
@@ -195,6 +201,8 @@ class Namespace:
         inode left as a deleted one (no links, dtime set), which e2fsck passes over - an inode
         with links on the image is in use for e2fsck whatever the bitmap says."""
         self.filemap.truncate(inode, 0)
+        if inode.file_acl:
+            self._release_xattr_block(inode)
         inode.links = 0
         inode.size = 0
         inode.dtime = int(time.time())

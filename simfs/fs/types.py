@@ -13,6 +13,11 @@ RENAME_EXCHANGE = 2
 RENAME_WHITEOUT = 4
 XATTR_CREATE = 1
 XATTR_REPLACE = 2
+#: setxattr of an access ACL by a caller neither in the file's group nor privileged: the
+#: set-group-ID bit goes (posix_acl_update_mode; FUSE_SETXATTR_ACL_KILL_SGID)
+XATTR_ACL_KILL_SGID = 1 << 8
+ACL_ACCESS = b"system.posix_acl_access"
+ACL_DEFAULT = b"system.posix_acl_default"
 ENOATTR = errno.ENODATA
 
 
@@ -43,6 +48,11 @@ class VolumeOptions:
         "submit a file read's whole window (the blocks asked for and the read-ahead) at once, in "
         "sector order, as Linux's mpage_readpages under a plug and its elevator do; off: one "
         "request after another in file order, waiting for those asked for (FreeBSD's cluster_read)")})
+    acl: bool = field(default=False, metadata={"help": (
+        "POSIX ACLs, as ext2's `acl` mount option: system.posix_acl_access/_default stored in "
+        "ext2's format, enforced by the kernel, kept in step with the mode, inherited on create "
+        "(docs/ext2-differences.md: one difference with umask); without it (noacl) they are "
+        "refused with EOPNOTSUPP")})
     dataless: bool = field(default=False, metadata={"help": (
         "file data is charged and accounted but not stored: it reads as zeros, the image "
         "keeps only metadata (docs/durability.md: Data-less images)")})
