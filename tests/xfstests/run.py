@@ -198,11 +198,12 @@ def config_simfs(work: str, extra_opts: str) -> tuple[str, dict]:
         sh(simfs_cmd() + ["mkfs", "--quiet", "--force", img, IMAGE_SIZE], env=simfs_env(), cwd=REPO)
         os.makedirs(os.path.join(work, name), exist_ok=True)
         imgs[name] = img
-    # a kernel file system's defaults, which simfs mount's are not (nosuid,nodev, noatime): the
-    # helper makes suid,dev explicit for root (mount(8) never passes them); relatime is given
-    # (a test's own noatime or strictatime comes later and wins)
+    # a kernel file system's defaults, which simfs mount's are not (nosuid,nodev, noatime,
+    # noacl): the helper makes suid,dev explicit for root (mount(8) never passes them);
+    # relatime and acl are given (ext2's run has xfstests' -o acl,user_xattr; a test's own
+    # noatime or strictatime comes later and wins)
     def opts(img):
-        return ",".join(o for o in ("relatime", extra_opts.replace("IMAGE", img)) if o)
+        return ",".join(o for o in ("relatime", "acl", extra_opts.replace("IMAGE", img)) if o)
     lines = [
         "export FSTYP=fuse",
         "export FUSE_SUBTYP=.simfs",
