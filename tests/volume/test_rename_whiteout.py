@@ -29,10 +29,9 @@ def _is_whiteout(a, uid=0, gid=0) -> bool:
 def test_whiteout_left_at_the_old_name(tmp_path):
     img = tmp_path / "img"
     mkfs(img, 8 << 20, block_size=1024)
-    with Volume.open(img) as vol:
+    with Volume.open(img, VolumeOptions(disk="ideal")) as vol:
         r = vol.root_ino
-        a = vol.mkdir(r, b"a", 0o755, 0, 0).st_ino
-        b = vol.mkdir(r, b"b", 0o755, 0, 0).st_ino
+        a, b = (vol.mkdir(r, name, 0o755, 0, 0).st_ino for name in (b"a", b"b"))
         f = vol.create(a, b"f", 0o644, 0, 0).st_ino
         vol.write(f, 0, b"data")
         free = vol.statfs().f_ffree
