@@ -10,7 +10,8 @@ Format (JSON lines, gzip-compressed when the path ends in .gz; the reader sniffs
 Inodes appear as *handles*, not the run's inode numbers: the root is 0 and every other inode
 gets the next number the first time it appears in the log (an inode an operation creates always
 gets a new one, so a freed number the allocator hands out again is a new handle). RESULT is the
-handle an operation returned (lookup, create, mkdir, mknod, symlink, link), the byte count of a
+handle an operation returned (lookup, create, mkdir, mknod, symlink, link, and the whiteout of
+a rename with RENAME_WHITEOUT, logged as "rename_whiteout" with its owner), the byte count of a
 read or write, the new handles of the entries a readdir revealed ([[name, handle], ...]), an
 errno name ("ENOENT") when it failed, or null. Names, symlink targets and xattr names and values
 are recorded as they are (bytes as str: UTF-8, other bytes as surrogate escapes); written data by
@@ -39,6 +40,7 @@ import os
 
 import simfs.outfile as outfile
 from simfs.errors import FSError
+from simfs.fs.types import RENAME_WHITEOUT
 
 FORMAT = "simfs-oplog"
 VERSION = 2                     # 2: opens recorded as "open" (1 logged them as holds)
@@ -205,10 +207,12 @@ class RecordingVolume:
     def rmdir(self, parent, name):
         return self._run("rmdir", [self._h(parent), enc(name)], self._vol.rmdir, parent, name)
 
-    def rename(self, old_parent, old_name, new_parent, new_name, flags=0):
-        return self._run("rename", [self._h(old_parent), enc(old_name), self._h(new_parent),
-                                    enc(new_name), flags],
-                         self._vol.rename, old_parent, old_name, new_parent, new_name, flags)
+    def rename(self, old_parent, old_name, new_parent, new_name, flags=0, uid=0, gid=0):
+        args = [self._h(old_parent), enc(old_name), self._h(new_parent), enc(new_name), flags]
+        if flags & RENAME_WHITEOUT:     # makes an inode (its handle the result), as a mknod
+            return self._new_inode("rename_whiteout", args + [uid, gid], self._vol.rename,
+                                   old_parent, old_name, new_parent, new_name, flags, uid, gid)
+        return self._run("rename", args, self._vol.rename, old_parent, old_name, new_parent, new_name, flags)
 
     def opendir_state(self):
         sid = self._next_sid

@@ -175,7 +175,7 @@ class Replayer:
         self._check(op, want, got)
 
     def _check(self, op: str, want, got) -> None:
-        if op in ("lookup", "create", "mkdir", "mknod", "symlink", "link"):
+        if op in ("lookup", "create", "mkdir", "mknod", "symlink", "link", "rename_whiteout"):
             self._bind(want, got.st_ino)
         elif op == "readdir" and want:
             here = {name: ino for name, ino, _ in got}
@@ -215,6 +215,9 @@ class Replayer:
 
     def op_rename(self, op_, on, np_, nn, flags):
         return self.vol.rename(self.ino(op_), dec(on), self.ino(np_), dec(nn), flags)
+
+    def op_rename_whiteout(self, op_, on, np_, nn, flags, uid, gid):
+        return self.vol.rename(self.ino(op_), dec(on), self.ino(np_), dec(nn), flags, uid, gid)
 
     def op_readdir(self, h, cookie, sid):
         state = self.states.get(sid) if sid is not None else None

@@ -32,12 +32,14 @@ _HDR = struct.Struct("<IHBB")       # a record's header (simfs.ondisk.dirent)
 
 
 class DirIndex:
-    __slots__ = ("names", "free", "nentries", "bad")
+    __slots__ = ("names", "free", "nentries", "bad", "wild")
 
     def __init__(self):
         self.names: dict[bytes, tuple[int, int, int]] = {}   # name -> (ino, ftype, position)
         self.free: list[int] = []                           # per block: largest insertable record
         self.bad = -1                                       # first block whose chain breaks
+        self.wild = -1                                      # first block with an entry naming an
+                                                            # inode past the inode count
 
 
 def _records(block: bytes, filetype: bool):
@@ -152,6 +154,8 @@ class Directories:
             end = 0
             for off, ino, rec_len, name, ftype in self._records(d, lidx, seen):
                 if ino:
+                    if ino > self.geo.inodes_count and idx.wild < 0:
+                        idx.wild = lidx
                     if name not in idx.names:
                         idx.names[name] = (ino, ftype, lidx * self.bs + off)
                     best = max(best, rec_len - dirent.rec_len_for(len(name)))
@@ -220,6 +224,10 @@ class Directories:
             if slot is None:
                 continue
             off, rec_len, used, rest = slot
+            if 0 <= idx.wild < lidx:                 # a block passed over holds it
+                self._check_dest(d, idx.wild, self.read_block(d, idx.wild), self.bs, True)
+            elif idx.wild == lidx:
+                self._check_dest(d, lidx, buf, off, False)
             if not used:                            # an empty record takes it whole
                 dirent.put(buf, off, ino, rec_len, name, ft)
                 pos = off
@@ -231,6 +239,8 @@ class Directories:
             idx.free[lidx] = max(rest, rec_len - used - need)
             self._indexed(idx, name, (ino, ftype, lidx * self.bs + pos))
             return
+        if idx.wild >= 0:
+            self._check_dest(d, idx.wild, self.read_block(d, idx.wild), self.bs, True)
         lidx = self.nblocks(d)
         phys, _ = self.filemap.map_for_write(d, lidx, "dir")
         buf = self.cache.getblk(phys, "dir", d.ino)
@@ -240,6 +250,18 @@ class Directories:
         self.inodes.put(d)
         idx.free.append(self.bs - need)
         self._indexed(idx, name, (ino, ftype, lidx * self.bs))
+
+    def _check_dest(self, d, lidx: int, buf, upto: int, whole: bool) -> None:
+        """EUCLEAN if a record the kernel checks before inserting an entry names an inode past
+        the inode count: ext4_find_dest_de runs ext4_check_dir_entry on every record up to the
+        one it takes (`upto`), and on all of a block it passed over (`whole`)."""
+        for off, ino, _, _ in _records(buf, self.filetype):
+            if off > upto and not whole:
+                return
+            if ino > self.geo.inodes_count:
+                raise self.checks.corrupt(f"directory {d.ino} block {lidx}: the entry at offset {off} "
+                                          f"names inode {ino}, past the inode count", d.ino,
+                                          self.filemap.bmap(d, lidx), "find_dest_de")
 
     def _indexed(self, idx: DirIndex, name: bytes, value) -> None:
         if name not in idx.names:

@@ -11,8 +11,14 @@ MAX_PHASE_NAME = MAX_NAME_LEN
 
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
+RENAME_WHITEOUT = 4
 XATTR_CREATE = 1
 XATTR_REPLACE = 2
+#: setxattr of an access ACL by a caller neither in the file's group nor privileged: the
+#: set-group-ID bit goes (posix_acl_update_mode; FUSE_SETXATTR_ACL_KILL_SGID)
+XATTR_ACL_KILL_SGID = 1 << 8
+ACL_ACCESS = b"system.posix_acl_access"
+ACL_DEFAULT = b"system.posix_acl_default"
 ENOATTR = errno.ENODATA
 
 
@@ -94,6 +100,11 @@ class VolumeOptions:
               "leaf blocks, lookups through the index), on an image with the dir_index feature; "
               "off: ext2's linear directories, whose writes clear an index the image had; default: "
               "on for an image with ext4's layout (extents or flex_bg), off on an ext2 image")
+    acl: bool = option(False, "POSIX ACLs, as ext2's `acl` mount option: system.posix_acl_access/"
+                              "_default stored in ext2's format, enforced by the kernel, kept in "
+                              "step with the mode, inherited on create (docs/ext2-differences.md: "
+                              "one difference with umask); without it (noacl) they are refused "
+                              "with EOPNOTSUPP")
     dataless: bool = option(False, (
         "file data is charged and accounted but not stored: it reads as zeros, the image "
         "keeps only metadata (docs/durability.md: Data-less images)"))

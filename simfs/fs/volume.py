@@ -173,7 +173,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
         self.orphans: set[int] = set()          # unlinked here, freed when the last hold goes
         self.stale: dict[int, tuple[int, Attr]] = {}    # freed inode -> (references the kernel
                                                         # still holds, its last attributes)
-        self.generation = sb.wtime
+        self.generation_key = bytes(sb.uuid) + bytes(sb.hash_seed)     # new inodes' i_generation
         self.closed = False
         self._durable_asked = False                     # an fsync waits for the next commit
         #: a run with nobody to free space on the image's host and nothing to wait for (verbs,
