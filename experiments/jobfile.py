@@ -20,7 +20,7 @@ experiments/jobs/*.toml are the five seeds, examples/jobs/*.toml more):
                 label for a labelled axis; other options of its own)
     [[phase]]   name, and one of: run = "shell command" (in the mount; {mnt} {source}
                 {tarball} {work} {image} are replaced, quoted), verb = "find" with path and
-                args = {...} (in-process, simfs.engine.verbs), builtin = "NAME" (a Python hook,
+                args = {...} (in-process, simfs.inprocess.verbs), builtin = "NAME" (a Python hook,
                 BUILTINS below); prepare = "..." (untimed, before), cold (default true: remount,
                 buffer cache and drive cache empty; false: stay on the previous phase's mount),
                 drain (the time includes writing back what the phase left dirty), writes, trace,
@@ -618,10 +618,10 @@ def _tree_value(k: str, v) -> str | None:
 
 
 def verb_args(verb: str) -> set[str]:
-    """The args = keys a verb phase takes: the verb's own keywords (simfs.engine.verbs), and what
+    """The args = keys a verb phase takes: the verb's own keywords (simfs.inprocess.verbs), and what
     the phase runner takes for every verb (mkdir, mark, options, oplog); unpack's source is
     `from` (a directory or an archive; default the workload's tarball)."""
-    from simfs.engine.verbs import VERBS
+    from simfs.inprocess.verbs import VERBS
     own = {n for n, q in inspect.signature(VERBS[verb]).parameters.items()
            if n not in ("k", "where") and q.kind not in (q.VAR_KEYWORD, q.VAR_POSITIONAL)}
     if verb == "unpack":
@@ -656,9 +656,9 @@ def verb_params(verb: str, args: dict) -> dict:
 
 def _check_verb(src: Source, i: int, p: dict) -> None:
     """A verb phase's args and path as `simfs verb` checks them before it opens the image: the
-    options' types and choices, and the tool's own refusals (simfs.engine.verbs.REFUSE: rm -rf
+    options' types and choices, and the tool's own refusals (simfs.inprocess.verbs.REFUSE: rm -rf
     of the root, cp -a into itself, ...), so they are refused here, not after the workload."""
-    from simfs.engine.verbs import REFUSE
+    from simfs.inprocess.verbs import REFUSE
     from simfs.errors import VerbRefused
     try:
         params = verb_params(p["verb"], p.get("args", {}))
@@ -681,7 +681,7 @@ def builtin_args(fn) -> set[str]:
 
 
 def _verb_names() -> list[str]:
-    from simfs.engine.verbs import VERBS
+    from simfs.inprocess.verbs import VERBS
     return list(VERBS)
 
 
@@ -949,14 +949,14 @@ def _render(template: str, ctx) -> str:
 
 
 def _verb_record(verb: str, path: str, args: dict, drain: bool):
-    """An in-process phase: simfs.engine.verbs.run on the unmounted image (one cold mount). sim_cmd
+    """An in-process phase: simfs.inprocess.verbs.run on the unmounted image (one cold mount). sim_cmd
     is the tool's time; sim_drain what the close added (the write-back it left, as `-o stats=`
     includes it, and the mount's set-up); the headline adds it when drain = true
     (phases.run_verb)."""
     def command(ctx) -> dict:
         params = verb_params(verb, args)
         if verb == "unpack":
-            from simfs.engine.treedesc import from_directory, from_tarball
+            from simfs.inprocess.treedesc import from_directory, from_tarball
             frm = params.pop("from", None)
             if frm:
                 p = Path(frm).expanduser()

@@ -88,8 +88,8 @@ HEADLINE = (
 
 
 def newfs_phase():
-    """newfs's request pattern (simfs.engine.timed_newfs) on this configuration's disk."""
-    from simfs.engine.timed_newfs import timed_newfs
+    """newfs's request pattern (simfs.inprocess.timed_newfs) on this configuration's disk."""
+    from simfs.inprocess.timed_newfs import timed_newfs
     return Phase("newfs", "FreeBSD newfs -f 4096 -b 32768 of the seed's 10 GB partition: its request "
                           "pattern, issued synchronously to the disk model", kind="volume",
                  command=lambda c: timed_newfs(c.config.mount["disk"], NEWFS_SIZE))
@@ -155,5 +155,5 @@ def build(quick: bool, wl) -> Experiment:
                f"image {size >> 20} MiB; restore is "
                "timed without the final write-back, as the seed's `time restore` (umount not timed)",
                "newfs is FreeBSD's UFS2 request pattern for the seed's 10 GB partition (unscaled), "
-               "simfs.engine.timed_newfs; mkfs is simfs's ext2 mkfs of the image (secondary)"],
+               "simfs.inprocess.timed_newfs; mkfs is simfs's ext2 mkfs of the image (secondary)"],
         quick=quick)

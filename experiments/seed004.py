@@ -7,8 +7,8 @@ quad-core 6GB"): "50435 extents found, perfection would be 9 extents"; `dd bs=1M
 18.4 MB/s "on a 7200rpm disk that can do 70MB/s sequential"; ext4 (delayed allocation)
 "around 30-40 extents". With vm.dirty_ratio=90 (write-back only at msync): 483 extents.
 
-Here, in-process (the verbs, simfs.engine.verbs): `mmap-fill --writes mmap` dirties the pages
-in that order in the modelled system's page cache (simfs.engine.pagecache, Linux 2.6.29's
+Here, in-process (the verbs, simfs.inprocess.verbs): `mmap-fill --writes mmap` dirties the pages
+in that order in the modelled system's page cache (simfs.inprocess.pagecache, Linux 2.6.29's
 write-back with the seed machine's RAM), which decides when each page reaches the file
 system; `ext2` allocates a block when its page is written back (ext3's goal rules),
 `delayed` places the pages written back together (ext4 delalloc with mballoc's preallocation

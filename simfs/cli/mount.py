@@ -87,9 +87,9 @@ def _report_file(path: str | None) -> None:
 
 
 def _recorder(vol, path: str):
-    """-o oplog=PATH: the volume, recording its operations into PATH (simfs.engine.oplog)."""
+    """-o oplog=PATH: the volume, recording its operations into PATH (simfs.inprocess.oplog)."""
     from simfs import __version__
-    from simfs.engine.oplog import RecordingVolume
+    from simfs.inprocess.oplog import RecordingVolume
     return RecordingVolume.start(vol, path, __version__)
 
 

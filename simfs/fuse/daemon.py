@@ -122,7 +122,7 @@ async def _watch_signals(mnt: str, nursery) -> None:
 def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, recorder=None) -> int:
     """Open, mount, run until unmounted, close. Raises UsageError for bad input. With
     -o oplog=PATH, `recorder(vol, PATH)` wraps the volume in one that records its operations
-    (simfs.engine.oplog, handed in by the command: the FUSE layer does not import the engine)."""
+    (simfs.inprocess.oplog, handed in by the command: the FUSE layer does not import the engine)."""
     import pyfuse3
     import trio
 

@@ -18,8 +18,8 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def traced(tmp_path_factory):
     """(image, trace): phases all (mount), unpack, readback (after drop_caches)."""
     from experiments.workload.describe import describe
-    from simfs.engine.kernel import Kernel
-    from simfs.engine.verbs import _mkdir_p, tar_read, unpack
+    from simfs.inprocess.kernel import Kernel
+    from simfs.inprocess.verbs import _mkdir_p, tar_read, unpack
     from simfs.fs.volume import Volume, VolumeOptions
     from simfs.ondisk.mkfs import mkfs
     d = tmp_path_factory.mktemp("pics")
@@ -146,7 +146,7 @@ def test_experiment_blockmap_shares_its_scale_and_has_a_legend(tmp_path, monkeyp
     from experiments import fsscan, plots
     from experiments.spec import Config
     from experiments.workload.describe import describe
-    from simfs.engine import verbs
+    from simfs.inprocess import verbs
     from simfs.fs.volume import VolumeOptions
     from simfs.ondisk.mkfs import mkfs
     layouts = {}

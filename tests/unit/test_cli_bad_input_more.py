@@ -243,7 +243,7 @@ def test_stats_file_as_written_is_shown(stats_file, capsys):
     assert main(["stats", "--diff", str(stats_file), str(stats_file)]) == 0
 
 
-# simfs verb mmap-fill --pagecache (simfs.engine.pagecache.WritebackParams.parse) ------------------
+# simfs verb mmap-fill --pagecache (simfs.inprocess.pagecache.WritebackParams.parse) ------------------
 @pytest.mark.parametrize("override, words", [
     ("fault_us=inf", "fault_us=inf: must be a finite number"),
     ("fault_us=nan", "fault_us=nan: must be a finite number"),
@@ -258,14 +258,14 @@ def test_stats_file_as_written_is_shown(stats_file, capsys):
                       "is the default"),
 ])
 def test_pagecache_values_checked_where_parsed(override, words):
-    from simfs.engine.pagecache import WritebackParams
+    from simfs.inprocess.pagecache import WritebackParams
     with pytest.raises(ValueError) as e:
         WritebackParams.parse(f"linux-2.6.29,{override}")
     assert words in str(e.value) and "\n" not in str(e.value)
 
 
 def test_pagecache_values_in_range_pass():
-    from simfs.engine.pagecache import WritebackParams
+    from simfs.inprocess.pagecache import WritebackParams
     p = WritebackParams.parse("linux-2.6.29,ram=1G,dirty_ratio=20,dirty_background_ratio=20,fault_us=1000000")
     assert (p.dirty_ratio, p.dirty_background_ratio, p.fault_us) == (20, 20, 1e6)
 

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from simfs.engine import verbs
+from simfs.inprocess import verbs
 from simfs.fs.inspect import frag_counts
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from simfs.engine import treedesc, verbs
+from simfs.inprocess import treedesc, verbs
 from simfs.fs.operation import Interrupted, deferred_signals
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.constants import STATE_ERROR, STATE_VALID

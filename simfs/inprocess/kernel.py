@@ -1,6 +1,6 @@
 """The host kernel's side of a simfs mount, modelled: system calls in, Volume calls out.
 
-The in-process verbs (simfs.engine.verbs) run a tool's system calls against this model instead
+The in-process verbs (simfs.inprocess.verbs) run a tool's system calls against this model instead
 of a FUSE mount. It issues the Volume calls that simfs's FUSE layer (simfs.fuse.operations)
 makes for the requests the Linux FUSE client sends when the mount has zero entry and attribute
 timeouts, `default_permissions`, readdirplus, and no write-back cache (docs/design.md, the
