@@ -1,5 +1,5 @@
 """The reading verbs in-process (simfs.inprocess.verbs: tar-read, du, grep, dd, cat, mmap-fill) and
-the kernel model's read-ahead (simfs.inprocess.kernel.PageCache), without FUSE.
+the kernel model's read-ahead (simfs.inprocess.readahead.ReadAhead), without FUSE.
 
 The READ sequences asserted here are the ones mounted runs showed (Linux 6.18, simfs's FUSE
 layer): a 1 MiB dd keeps 32-page windows one window ahead; tar's 1 KiB-then-record reads of a
