@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simfs.cli.common import fail
-from simfs.fs.inspect import (BITMAP, DATA, DIR as DIRS, FREE, INDIRECT, ITABLE, KIND_NAMES, SUPER,
+from simfs.fs.inspection import (BITMAP, DATA, DIR as DIRS, FREE, INDIRECT, ITABLE, KIND_NAMES, SUPER,
                               UNOWNED, XATTR, block_owners as block_owners_of)
 
-# Owner codes: the kinds of block of simfs.fs.inspect, but file data (DATA) is coloured by
+# Owner codes: the kinds of block of simfs.fs.inspection, but file data (DATA) is coloured by
 # where the file is: files directly in / (ROOTFILES), files under top-level entry k (TOP0 + k).
 ROOTFILES = DATA
 TOP0 = ROOTFILES + 1
@@ -93,7 +93,7 @@ def depth_colour(depth: int, deepest: int = 8) -> tuple:
 
 
 def block_owners(image) -> BlockMap:
-    """Open IMAGE read-only and find the owner of every block (simfs.fs.inspect.block_owners),
+    """Open IMAGE read-only and find the owner of every block (simfs.fs.inspection.block_owners),
     files coloured by the top-level directory they were first reached under."""
     from simfs.fs.volume import Volume, VolumeOptions
     import stat as st

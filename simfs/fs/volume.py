@@ -57,7 +57,7 @@ from simfs.fs.fileio import FileIO
 from simfs.fs.filemap import FileMap
 from simfs.fs.freespace import FreeSpace
 from simfs.fs.inodes import InodeTable
-from simfs.fs.inspect import Inspection
+from simfs.fs.inspection import Inspection
 from simfs.fs.namespace import Namespace
 from simfs.fs.operation import OperationCharger
 from simfs.fs.placement import Placement

@@ -19,7 +19,7 @@ from simfs import cli
 from simfs.cli import frag as cf
 from policies.writeback import WRITEBACK as WRITEBACK_POLICIES
 from simfs.ondisk.mkfs import mkfs
-from simfs.fs.inspect import frag_counts
+from simfs.fs.inspection import frag_counts
 from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
 
