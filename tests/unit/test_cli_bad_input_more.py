@@ -93,7 +93,7 @@ def test_layout_group_with_blocks_refused(image, tmp_path, capsys):
 
 def test_layout_one_group_is_singular(image, tmp_path, capsys):
     """The 32 MiB image has one group: "1 group", not "1 groups" (summary and the map's subtitle)."""
-    from simfs.cli.layout import block_owners, subtitle
+    from simfs.pictures.blockmap import block_owners, subtitle
     assert main(["layout", str(image[0]), "-o", str(tmp_path / "m.png"), "--group", "0"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.endswith("8,192 blocks of 4096 bytes, 1 group"), first
@@ -180,7 +180,7 @@ def test_seekplot_draws_nothing_with_a_note_and_no_warning(tmp_path):
     """The panels of series without requests (a lesson's or a job's): no legend warning."""
     import warnings
     from simfs.blockio.trace import read_trace
-    from simfs.cli.seekplot import phase_series, plot_series
+    from simfs.pictures.seekplot import phase_series, plot_series
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         got = plot_series([("a", phase_series(read_trace(_header_only(tmp_path)), None))] * 2, tmp_path / "e.png")

@@ -26,8 +26,9 @@ ALLOWED = {
                      "disk_models"},
     "simfs.fuse": {"simfs", "simfs.errors", "simfs.units", "simfs.ondisk", "simfs.fs", "simfs.blockio",
                    "simfs.outfile", "policies", "disk_models"},
+    "simfs.pictures": {"simfs.errors", "simfs.units", "simfs.ondisk", "simfs.blockio", "simfs.fs"},
     "simfs.cli": {"simfs", "simfs.errors", "simfs.units", "plugin_registry", "simfs.ondisk", "simfs.blockio",
-                  "simfs.fs", "simfs.inprocess", "simfs.fuse", "policies", "disk_models"},
+                  "simfs.fs", "simfs.inprocess", "simfs.fuse", "simfs.pictures", "policies", "disk_models"},
     "policies": {"plugin_registry"},
     "disk_models": {"plugin_registry"},
 }
