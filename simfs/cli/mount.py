@@ -60,7 +60,7 @@ def cmd_mount(a) -> int:
     from simfs.fuse import daemon, mountopts
     from simfs.fuse.checks import UsageError
     if "remount" in ",".join(a.options).split(","):      # mount -o remount,ro IMAGE MNT
-        from simfs.cli.helper import remount
+        from simfs.cli.remount import remount
         return remount(a.mountpoint, ",".join(a.options))
     try:
         mopts = mountopts.parse(a.options)
