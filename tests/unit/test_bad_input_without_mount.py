@@ -412,8 +412,15 @@ def test_job_builtin_args_checked(tmp_path):
 
 
 def test_job_size_following_the_workload_is_left_to_the_run(tmp_path):
-    from experiments import jobfile
-    jobfile.load(_job_file(tmp_path, 'size = "64M"', 'size = {workload = 0.001, min = "1M"}'))
+    """Loading accepts it; the run sizes the image from the workload it prepared: the minimum
+    for a small one, about the share asked of a large one."""
+    from experiments import jobfile, runner
+    job = jobfile.load(_job_file(tmp_path, 'size = "64M"', 'size = {workload = 0.001, min = "1M"}'))
+    assert job.doc["mkfs"]["size"] == {"workload": 0.001, "min": "1M"}
+    sizes = {n: jobfile.compile_job(job, runner.Workload("tree", bytes=n)).configs[0].mkfs["size_bytes"]
+             for n in (64 << 20, 4 << 30)}
+    assert sizes[64 << 20] == 1 << 20
+    assert 1 << 20 < sizes[4 << 30] and abs(sizes[4 << 30] - 0.001 * (4 << 30)) < 1 << 20
 
 
 def test_run_binary_job_file(tmp_path, capsys):
