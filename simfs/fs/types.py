@@ -15,6 +15,12 @@ XATTR_REPLACE = 2
 ENOATTR = errno.ENODATA
 
 
+def _readahead_blks(n: int | None) -> None:
+    """ext4's parse_options bound for inode_readahead_blks."""
+    if n is not None and (n < 0 or n > 1 << 30 or n & (n - 1)):
+        raise ValueError(f"{n} (give 0 or a power of two up to 2^30, as ext4)")
+
+
 @dataclass
 class VolumeOptions:
     """Choices that shape a mounted volume; mount options (-o key=value) map onto these fields."""
@@ -42,6 +48,11 @@ class VolumeOptions:
         "submit a file read's whole window (the blocks asked for and the read-ahead) at once, in "
         "sector order, as Linux's mpage_readpages under a plug and its elevator do; off: one "
         "request after another in file order, waiting for those asked for (FreeBSD's cluster_read)")})
+    inode_readahead_blks: int | None = field(default=None, metadata={
+        "range": (0, 1 << 30), "check": _readahead_blks, "help": (
+        "inode-table blocks read around an inode-table miss (ext4's __ext4_get_inode_loc; 0 = "
+        "off; a power of two up to 2^30); default: 32 on an image with ext4's layout (extents or "
+        "flex_bg), 0 on an ext2 image")})
     dataless: bool = field(default=False, metadata={"help": (
         "file data is charged and accounted but not stored: it reads as zeros, the image "
         "keeps only metadata (docs/durability.md: Data-less images)")})

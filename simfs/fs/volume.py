@@ -56,7 +56,7 @@ from simfs.fs.directory import Directories
 from simfs.fs.fileio import FileIO
 from simfs.fs.filemap import FileMap
 from simfs.fs.freespace import FreeSpace
-from simfs.fs.inodes import InodeTable
+from simfs.fs.inodes import InodeTable, readahead_options
 from simfs.fs.inspection import Inspection
 from simfs.fs.namespace import Namespace
 from simfs.fs.operation import OperationCharger
@@ -157,7 +157,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.checks = Checks(geo, self.descs, self.max_size)
         self.space = FreeSpace(geo, self.descs, self.cache, self.stats, self.checks)
         self.placement = Placement(allocator, self.space, geo)
-        self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks)
+        self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks,
+                                 **readahead_options(sb, options.inode_readahead_blks))
         root = self.inodes.peek(ROOT_INO)
         if root.bad or not (root.is_dir and root.blocks and root.size and root.links):     # ext2_fill_super refuses it so
             raise ImageError(f"{self.path}: corrupt root inode: run `simfs fsck --repair {self.path}`")
