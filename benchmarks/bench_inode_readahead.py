@@ -8,7 +8,7 @@ inode table readahead": a cold-cache `git status` of a kernel tree 21% faster wi
 one lstat of every tracked file, in the order of git's index (paths sorted bytewise). The tree
 is unpacked in-process (the `unpack` verb, data-less: only metadata is kept) onto a fresh
 image, then each read-ahead setting gets a cold volume (nothing cached) and stats every file
-through the kernel model (`simfs.engine.kernel.Kernel.stat`: the walk's lookups, then
+through the kernel model (`simfs.inprocess.kernel.Kernel.stat`: the walk's lookups, then
 GETATTR) in index order, and again in inode order. Prints simulated seconds, disk reads,
 inode-table misses and read-ahead blocks per setting and the reduction against the first.
 Simulated figures are deterministic; nothing here is a real-time measurement.
@@ -32,8 +32,8 @@ def _options(spec: str):
 
 def build(image: Path, tree: str, opts: str, profile: str | None) -> list[list[bytes]]:
     """Unpack `tree` onto a fresh image at /tree; return the regular files' paths."""
-    from simfs.engine import verbs
-    from simfs.engine.treedesc import from_directory
+    from simfs.inprocess import verbs
+    from simfs.inprocess.treedesc import from_directory
     from simfs.ondisk.mkfs import mkfs
     size = 2 << 30
     kw = {"profile": profile} if profile and "profile" in inspect.signature(mkfs).parameters else {}
@@ -46,7 +46,7 @@ def build(image: Path, tree: str, opts: str, profile: str | None) -> list[list[b
 
 def inode_order(image: Path, opts: str, paths: list[list[bytes]]) -> list[list[bytes]]:
     """The same paths sorted by inode number (looked up without charging anything that counts)."""
-    from simfs.engine.kernel import Kernel
+    from simfs.inprocess.kernel import Kernel
     from simfs.fs.volume import Volume
     with Volume.open(image, _options(opts + ",dataless")) as vol:
         k = Kernel(vol)
@@ -57,7 +57,7 @@ def inode_order(image: Path, opts: str, paths: list[list[bytes]]) -> list[list[b
 
 def stat_all(image: Path, opts: str, ra: int, paths: list[list[bytes]]) -> dict:
     """Cold volume, inode_readahead_blks=ra, one stat per path: simulated time and counters."""
-    from simfs.engine.kernel import Kernel
+    from simfs.inprocess.kernel import Kernel
     from simfs.fs.volume import Volume
     options = dataclasses.replace(_options(opts + ",dataless"), inode_readahead_blks=ra, read_only=True)
     with Volume.open(image, options) as vol:

@@ -45,7 +45,7 @@ drive's measured files; presets disksim-* for the ten drives of DiskSim's valida
 
 from __future__ import annotations
 
-from simfs.plugins import did_you_mean
+from plugin_registry import did_you_mean
 
 from .advanced_format import AdvancedFormatDrive
 from .base import DiskModel, DiskRequest, DiskResult

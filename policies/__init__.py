@@ -1,6 +1,6 @@
 """Policies, looked up by name: block allocators, inode placers, directory orders, write-back.
 
-Each kind has a registry (`simfs.plugins.Registry`, a mapping name -> class) holding the
+Each kind has a registry (`plugin_registry.Registry`, a mapping name -> class) holding the
 built-ins, installed packages' entry points and - by `make_*` - classes named directly as
 ``package.module:Class``; and one contract, in its base module:
 
@@ -11,7 +11,7 @@ built-ins, installed packages' entry points and - by `make_*` - classes named di
   write-back        policies.writeback.WRITEBACK  simfs.writeback       policies.writeback.WritebackPolicy
 """
 
-from simfs.plugins import PluginError, Registry
+from plugin_registry import PluginError, Registry
 
 from .base import BlockAllocator, BlockRequest, InodePlacer, NoSpace
 from .delayed import Delayed

@@ -7,7 +7,7 @@ disk models in `disk_models.base.DiskModel`.
 
 Registries
 ----------
-`policies.ALLOCATORS` and `policies.INODE_PLACERS` (see `simfs.plugins.Registry`) map names
+`policies.ALLOCATORS` and `policies.INODE_PLACERS` (see `plugin_registry.Registry`) map names
 to classes: the built-ins, then installed packages' entry points in the groups
 ``simfs.allocators`` and ``simfs.inode_placers`` (entry-point name = the class's `name`), and
 any ``package.module:Class`` given directly (``-o alloc=mypkg.alloc:LastFit``). A plug-in

@@ -323,10 +323,10 @@ def _tree_value(k: str, v) -> str | None:
 
 
 def verb_args(verb: str) -> set[str]:
-    """The args = keys a verb phase takes: the verb's own keywords (simfs.engine.verbs), and what
+    """The args = keys a verb phase takes: the verb's own keywords (simfs.inprocess.verbs), and what
     the phase runner takes for every verb (mkdir, mark, options, oplog); unpack's source is
     `from` (a directory or an archive; default the workload's tarball)."""
-    from simfs.engine.verbs import VERBS
+    from simfs.inprocess.verbs import VERBS
     own = {n for n, q in inspect.signature(VERBS[verb]).parameters.items()
            if n not in ("k", "where") and q.kind not in (q.VAR_KEYWORD, q.VAR_POSITIONAL)}
     if verb == "unpack":
@@ -361,9 +361,9 @@ def verb_params(verb: str, args: dict) -> dict:
 
 def _check_verb(src: Source, i: int, p: dict) -> None:
     """A verb phase's args and path as `simfs verb` checks them before it opens the image: the
-    options' types and choices, and the tool's own refusals (simfs.engine.verbs.REFUSE: rm -rf
+    options' types and choices, and the tool's own refusals (simfs.inprocess.verbs.REFUSE: rm -rf
     of the root, cp -a into itself, ...), so they are refused here, not after the workload."""
-    from simfs.engine.verbs import REFUSE
+    from simfs.inprocess.verbs import REFUSE
     from simfs.errors import VerbRefused
     try:
         params = verb_params(p["verb"], p.get("args", {}))
@@ -386,7 +386,7 @@ def builtin_args(fn) -> set[str]:
 
 
 def _verb_names() -> list[str]:
-    from simfs.engine.verbs import VERBS
+    from simfs.inprocess.verbs import VERBS
     return list(VERBS)
 
 

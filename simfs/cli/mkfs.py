@@ -117,7 +117,7 @@ def cmd_mkfs(a) -> int:
     existed = os.path.exists(image)
     try:
         if a.disk:
-            from simfs.engine.timed_mkfs import timed_mkfs
+            from simfs.inprocess.timed_mkfs import timed_mkfs
             sb, seconds, st = timed_mkfs(image, a.size, a.disk, maxio=a.maxio, **kw)
         else:
             sb = mkfs(image, a.size, **kw)

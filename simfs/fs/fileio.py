@@ -13,7 +13,7 @@ from simfs.blockio.cache import vkey
 from simfs.errors import FSError
 from simfs.fs.operation import operation
 
-PAGE_SIZE = 4096      # the page a page cache writes back (simfs.engine.pagecache)
+PAGE_SIZE = 4096      # the page a page cache writes back (simfs.inprocess.pagecache)
 
 
 def starts_map(filemap, lblk: int) -> bool:
@@ -180,7 +180,7 @@ class FileIO:
         """A page cache writes these 4 KiB pages of the file back now (writepage): holes get
         their blocks here, in the order given, as the write that dirtied them would have; the
         requests start without waiting. `data` is every page's contents (zeros if None).
-        Returns (finish time, blocks) per request. Used by simfs.engine.pagecache."""
+        Returns (finish time, blocks) per request. Used by simfs.inprocess.pagecache."""
         self._writable()
         inode = self._inode(ino)
         bs = self.block_size

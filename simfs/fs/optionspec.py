@@ -14,7 +14,7 @@ Metadata keys (a plain ``field(metadata=...)`` may carry any of them):
   range       (low, high), inclusive; either may be a callable, evaluated when checking
   multiple    a number must be a whole multiple of this
   choices     the valid values (a list, or a callable returning one)
-  registry    a callable returning the simfs.plugins.Registry a name is looked up in
+  registry    a callable returning the plugin_registry.Registry a name is looked up in
   check       a callable raising ValueError (or KeyError) for a bad value
   suboptions  the mount option's value may hold commas (disk=sata7200,rpm=5400)
   path        a relative path is made absolute by the mount (the daemon runs in /)

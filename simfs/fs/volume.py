@@ -51,9 +51,9 @@ from simfs.fs.htree import HTree, wanted as htree_wanted
 from simfs.fs.freespace import FreeSpace
 from simfs.fs.holds import Holds
 from simfs.fs.inodes import InodeTable, readahead_options
-from simfs.fs.inspect import Inspection
+from simfs.fs.inspection import Inspection
 from simfs.fs.namespace import Namespace
-from simfs.fs.operation import Operations
+from simfs.fs.operation import OperationCharger
 from simfs.fs.optionspec import check_options
 from simfs.fs.placement import Placement
 from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them from here)
@@ -141,7 +141,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
         self.cache = BufferCache(self.image, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
                                  writeback=writeback, maxio_blocks=options.maxio // geo.block_size,
                                  sync_interval=options.sync_interval)
-        self.ops = Operations(self.clock, self.cache, self.stats, self.cpu_op)
+        self.ops = OperationCharger(self.clock, self.cache, self.stats, self.cpu_op)
         gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
         self.descs = unpack_table(gdt, geo.groups)
         self._check_descs()

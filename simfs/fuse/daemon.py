@@ -152,7 +152,7 @@ def init_fuse(pyfuse3, ops, mnt: str, fuse_opts: set[str]) -> None:
 def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, recorder=None) -> int:
     """Open, mount, run until unmounted, close. Raises UsageError for bad input. With
     -o oplog=PATH, `recorder(vol, PATH)` wraps the volume in one that records its operations
-    (simfs.engine.oplog, handed in by the command: the FUSE layer does not import the engine)."""
+    (simfs.inprocess.oplog, handed in by the command: the FUSE layer does not import the engine)."""
     import pyfuse3
     import trio
 

@@ -25,7 +25,7 @@ from simfs.fs.optionspec import (  # noqa: F401  (machine_memory, OptionError: r
     OptionError, check_choice, check_named, check_number, choices, hints as hints_of, machine_memory, registered,
     unoptional, valid_range,
 )
-from simfs.plugins import did_you_mean
+from plugin_registry import did_you_mean
 
 
 @dataclass

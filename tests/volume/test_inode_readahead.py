@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from simfs.engine.kernel import Kernel
+from simfs.inprocess.kernel import Kernel
 from simfs.fs.inodes import EXT4_INODE_READAHEAD, readahead_default, readahead_span
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.fuse import mountopts

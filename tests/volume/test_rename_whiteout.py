@@ -10,8 +10,8 @@ import stat
 
 import pytest
 
-from simfs.engine.oplog import RecordingVolume, iter_ops
-from simfs.engine.replay import replay
+from simfs.inprocess.oplog import RecordingVolume, iter_ops
+from simfs.inprocess.replay import replay
 from simfs.errors import FSError
 from simfs.fs.types import RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT
 from simfs.fs.volume import Volume, VolumeOptions

@@ -9,7 +9,7 @@ then SETATTR size), one pwrite per 4 KiB page in alloctest's order, page (i + 23
 no write-back cache, so every pwrite goes through at once), fsync, close (RELEASE).
 
 The mapping variant (`writes="mmap"`): the same open and ftruncate, then every page dirtied in
-the same order in the modelled system's page cache (simfs.engine.pagecache: Linux 2.6.29's
+the same order in the modelled system's page cache (simfs.inprocess.pagecache: Linux 2.6.29's
 write-back, `pagecache=` its parameters), which decides when each page reaches the file system
 (Volume.writepages) and so where it is allocated; then msync(MS_SYNC) (every page still dirty,
 from page 0, and the wait for the media) and close. Reported: the time to touch every page and
@@ -35,7 +35,7 @@ import errno
 import random
 
 from simfs.errors import FSError, VerbRefused
-from simfs.engine.pagecache import PageWriteback, WritebackParams
+from simfs.inprocess.pagecache import PageWriteback, WritebackParams
 
 from .operands import quote, text
 

@@ -57,7 +57,10 @@ def _refused(tmp_path, text, line, words):
 
 
 def test_the_job_loads(tmp_path):
-    _load(tmp_path, JOB)
+    """The job the refusals below alter is a valid one: its two configurations and phases."""
+    job = _load(tmp_path, JOB)
+    assert job.doc["matrix"] == {"alloc": ["ext2", "cg"]}
+    assert [(p["name"], p["verb"]) for p in job.doc["phase"]] == [("unpack", "unpack"), ("p", "find")]
 
 
 VERBS = [

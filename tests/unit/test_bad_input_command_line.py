@@ -74,7 +74,7 @@ def test_usage_errors_are_one_line(tmp_path, argv, prog, words):
 def recorded(tmp_path):
     """A log of a small run (create, write 8 KiB, read it back, unmount) and a copy of the image
     from before it. Returns (log lines, copy)."""
-    from simfs.engine.oplog import RecordingVolume
+    from simfs.inprocess.oplog import RecordingVolume
     from simfs.fs.volume import Volume, VolumeOptions
     img = tmp_path / "rec.img"
     mkfs(img, 64 << 20)

@@ -211,6 +211,161 @@ def _set_dir(k, c: int, d: _Delayed, check: bool) -> None:
     _fchmodat(k, c, p, d.mode)
 
 
+class _Extract:
+    """One unpack's state as tar keeps it: the directory it extracts into, the archive offset,
+    the delayed directories (the head is the end of the list) and the placeholders of the
+    links held back to the end; one method per kind of member."""
+
+    def __init__(self, k, c: int, record: int):
+        self.k, self.c, self.record = k, c, record
+        self.counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "nodes": 0, "bytes": 0}
+        self.delayed: list[_Delayed] = []
+        self.links: list[tuple] = []          # placeholders: (path, entry)
+        self.pos = 0                          # archive offset
+
+    def apply(self, path, after_links: bool = False) -> None:
+        """apply_nonancestor_delayed_set_stat: once an entry held back for the links is
+        reached, this call fstatat's it and every older one first."""
+        delayed = self.delayed
+        check = False
+        while delayed:
+            d = delayed[-1]
+            check |= d.after_links
+            if d.after_links and not after_links:
+                break
+            if path and (d.dot or _ancestor(d.path, path)):
+                break
+            delayed.pop()
+            _set_dir(self.k, self.c, d, check)
+
+    def set_link(self, p: list[bytes], e) -> None:
+        k, c = self.k, self.c
+        k.utimens(c, p, mtime_ns=e.mtime_ns)
+        k.chown(c, p, e.uid, e.gid)
+        f = k.open_path(c, p)             # gnulib lchmod: a symbolic link is left alone
+        k.fstat(f)
+        k.close(f)
+
+    def dot(self, mode: int | None, mtime_ns: int, uid: int, gid: int) -> None:
+        """The archive's "./" member: mkdirat(".") fails, "." is delayed with its metadata."""
+        k, c = self.k, self.c
+        self.pos += BLOCK
+        k.vol.getattr(c)                  # mkdirat(".") -> EEXIST
+        a = k.stat(c, [b"."])
+        k.stat(c, [b"."])
+        self.delayed.append(_Delayed([], [b"."], a.st_mode & 0o7777 if mode is None else mode,
+                                     a.st_mode & 0o7777, mtime_ns, uid, gid, dot=True))
+
+    def member(self, e) -> None:
+        """One member: its header(s) in the archive, the delayed directories it is not
+        under, then the member itself."""
+        dotted = e.dotted is not False
+        pre = b"./" if dotted else b""
+        name = pre + b"/".join(e.path) + (b"/" if e.kind == "dir" else b"")
+        self.pos += _long(name)
+        if e.kind == "symlink":
+            self.pos += _long(e.target)
+        elif e.kind == "hardlink":
+            self.pos += _long(pre + b"/".join(e.link))
+        self.pos += BLOCK
+        p = _walk(e.path, dotted)
+        self.apply(e.path)
+        if e.kind == "dir":
+            self.directory(e, p, dotted)
+        elif e.kind == "file":
+            self.file(e, p, dotted)
+        elif e.kind == "symlink":
+            self.symlink(e, p, dotted)
+        elif e.kind in NODES:
+            self.node(e, p, dotted)
+        elif e.kind == "hardlink":
+            self.hardlink(e, p, dotted)
+
+    def directory(self, e, p: list[bytes], dotted: bool) -> None:
+        k, c = self.k, self.c
+        self.counts["dirs"] += 1
+        mode = e.mode & 0o7777
+        cur = mode & 0o700
+        a = _made(k, c, e, dotted, lambda: _mkdir(k, c, p, cur), _directory_there(k, c, p))
+        self.delayed.append(_Delayed(e.path, p, mode, cur if a is None else a.st_mode & 0o7777, e.mtime_ns,
+                                     e.uid, e.gid, found=a is not None))
+
+    def file(self, e, p: list[bytes], dotted: bool) -> None:
+        k, c = self.k, self.c
+        self.counts["files"] += 1
+        mode = e.mode & 0o7777
+        cur = mode & 0o700
+        f = _made(k, c, e, dotted, lambda: k.create(c, p, cur))
+        size, data = e.size, e.data
+        if e.offset is not None:
+            self.pos = e.offset                 # the archive's own layout
+        if e.sparse is not None:
+            _write_sparse(k, f, e.sparse, data)
+        else:
+            pos, record = self.pos, self.record
+            off = 0
+            while off < size:
+                n = min(size - off, record - (pos + off) % record)
+                k.write(f, off, data[off:off + n] if data is not None else _FILLER[:n])
+                off += n
+            self.pos = pos + _blocks(size)
+        self.counts["bytes"] += size
+        k.futimens(f, mtime_ns=e.mtime_ns)
+        k.fchown(f, e.uid, e.gid)
+        if (mode ^ cur) or mode & ~0o777:
+            k.fchmod(f, mode)
+        k.close(f)
+
+    def symlink(self, e, p: list[bytes], dotted: bool) -> None:
+        k, c = self.k, self.c
+        self.counts["symlinks"] += 1
+        if _unsafe(e.target):
+            f = _made(k, c, e, dotted, lambda: k.create(c, p, 0))
+            k.fstat(f)
+            k.close(f)
+            for d in reversed(self.delayed):    # mark_after_links
+                if d.dot or d.after_links:
+                    break
+                d.after_links = True
+                k.stat(c, d.walk)
+            self.links.append((p, e))
+        else:
+            _made(k, c, e, dotted, lambda: k.symlink(c, p, e.target, e.uid, e.gid))
+            self.set_link(p, e)
+
+    def node(self, e, p: list[bytes], dotted: bool) -> None:
+        k, c = self.k, self.c
+        self.counts["nodes"] += 1
+        mode = e.mode & 0o7777
+        cur = mode & 0o700
+        _made(k, c, e, dotted, lambda: k.mknod(c, p, NODES[e.kind] | cur, e.rdev))
+        k.utimens(c, p, mtime_ns=e.mtime_ns)
+        k.chown(c, p, e.uid, e.gid)
+        if (mode ^ cur) or mode & ~0o777:
+            _fchmodat(k, c, p, mode)
+
+    def hardlink(self, e, p: list[bytes], dotted: bool) -> None:
+        k, c = self.k, self.c
+        self.counts["hardlinks"] += 1
+        old = _walk(e.link, dotted)
+        if self.links:
+            k.stat(c, old)                    # find_delayed_link_source
+        if _made(k, c, e, dotted, lambda: _link(k, c, old, p), _link_there(k, c, old, p)) is None \
+                and self.links:
+            k.stat(c, old)                    # linked: is the source a delayed link?
+
+    def finish(self) -> None:
+        """extract_finish: what no link holds back, the delayed links, then the rest."""
+        k, c = self.k, self.c
+        self.apply([])
+        for p, e in reversed(self.links):     # apply_delayed_links
+            k.stat(c, p)
+            k.unlink(c, p)
+            k.symlink(c, p, e.target, e.uid, e.gid)
+            self.set_link(p, e)
+        self.apply(None, after_links=True)
+
+
 def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = True,
         dot_mode: int | None = None, dot_mtime_ns: int = 0, dot_uid: int = 0, dot_gid: int = 0,
         **_) -> dict:
@@ -232,122 +387,15 @@ def run(k, where: list[bytes], source=(), *, record: int = RECORD, dot: bool = T
             dot = False
         source = itertools.chain([first], source)
     cwd = k.open(k.root, where, directory=True)
-    c = cwd.ino
-    counts = {"dirs": 0, "files": 0, "symlinks": 0, "hardlinks": 0, "nodes": 0, "bytes": 0}
-    delayed: list[_Delayed] = []          # the head is the end of the list
-    links: list[tuple] = []               # placeholders: (path, target, entry)
-    pos = 0                               # archive offset
-
-    def apply(path, after_links: bool = False) -> None:
-        """apply_nonancestor_delayed_set_stat: once an entry held back for the links is
-        reached, this call fstatat's it and every older one first."""
-        check = False
-        while delayed:
-            d = delayed[-1]
-            check |= d.after_links
-            if d.after_links and not after_links:
-                break
-            if path and (d.dot or _ancestor(d.path, path)):
-                break
-            delayed.pop()
-            _set_dir(k, c, d, check)
-
-    def set_link(p: list[bytes], e) -> None:
-        k.utimens(c, p, mtime_ns=e.mtime_ns)
-        k.chown(c, p, e.uid, e.gid)
-        f = k.open_path(c, p)             # gnulib lchmod: a symbolic link is left alone
-        k.fstat(f)
-        k.close(f)
-
+    x = _Extract(k, cwd.ino, record)
     if dot:
-        pos += BLOCK
-        k.vol.getattr(c)                  # mkdirat(".") -> EEXIST
-        a = k.stat(c, [b"."])
-        k.stat(c, [b"."])
-        delayed.append(_Delayed([], [b"."], a.st_mode & 0o7777 if dot_mode is None else dot_mode,
-                                a.st_mode & 0o7777, dot_mtime_ns, dot_uid, dot_gid, dot=True))
+        x.dot(dot_mode, dot_mtime_ns, dot_uid, dot_gid)
     e = None
     try:
         for e in source:
-            dotted = e.dotted is not False
-            pre = b"./" if dotted else b""
-            name = pre + b"/".join(e.path) + (b"/" if e.kind == "dir" else b"")
-            pos += _long(name)
-            if e.kind == "symlink":
-                pos += _long(e.target)
-            elif e.kind == "hardlink":
-                pos += _long(pre + b"/".join(e.link))
-            pos += BLOCK
-            p = _walk(e.path, dotted)
-            apply(e.path)
-            mode = e.mode & 0o7777
-            if e.kind == "dir":
-                counts["dirs"] += 1
-                cur = mode & 0o700
-                a = _made(k, c, e, dotted, lambda: _mkdir(k, c, p, cur), _directory_there(k, c, p))
-                delayed.append(_Delayed(e.path, p, mode, cur if a is None else a.st_mode & 0o7777, e.mtime_ns,
-                                        e.uid, e.gid, found=a is not None))
-            elif e.kind == "file":
-                counts["files"] += 1
-                cur = mode & 0o700
-                f = _made(k, c, e, dotted, lambda: k.create(c, p, cur))
-                size, data = e.size, e.data
-                if e.offset is not None:
-                    pos = e.offset                  # the archive's own layout
-                if e.sparse is not None:
-                    _write_sparse(k, f, e.sparse, data)
-                else:
-                    off = 0
-                    while off < size:
-                        n = min(size - off, record - (pos + off) % record)
-                        k.write(f, off, data[off:off + n] if data is not None else _FILLER[:n])
-                        off += n
-                    pos += _blocks(size)
-                counts["bytes"] += size
-                k.futimens(f, mtime_ns=e.mtime_ns)
-                k.fchown(f, e.uid, e.gid)
-                if (mode ^ cur) or mode & ~0o777:
-                    k.fchmod(f, mode)
-                k.close(f)
-            elif e.kind == "symlink":
-                counts["symlinks"] += 1
-                if _unsafe(e.target):
-                    f = _made(k, c, e, dotted, lambda: k.create(c, p, 0))
-                    k.fstat(f)
-                    k.close(f)
-                    for d in reversed(delayed):      # mark_after_links
-                        if d.dot or d.after_links:
-                            break
-                        d.after_links = True
-                        k.stat(c, d.walk)
-                    links.append((p, e))
-                else:
-                    _made(k, c, e, dotted, lambda: k.symlink(c, p, e.target, e.uid, e.gid))
-                    set_link(p, e)
-            elif e.kind in NODES:
-                counts["nodes"] += 1
-                cur = mode & 0o700
-                _made(k, c, e, dotted, lambda: k.mknod(c, p, NODES[e.kind] | cur, e.rdev))
-                k.utimens(c, p, mtime_ns=e.mtime_ns)
-                k.chown(c, p, e.uid, e.gid)
-                if (mode ^ cur) or mode & ~0o777:
-                    _fchmodat(k, c, p, mode)
-            elif e.kind == "hardlink":
-                counts["hardlinks"] += 1
-                old = _walk(e.link, dotted)
-                if links:
-                    k.stat(c, old)                    # find_delayed_link_source
-                if _made(k, c, e, dotted, lambda: _link(k, c, old, p), _link_there(k, c, old, p)) is None \
-                        and links:
-                    k.stat(c, old)                    # linked: is the source a delayed link?
+            x.member(e)
     except FSError as err:                       # name the member, as tar's message does
         raise FSError(err.errno, os.fsdecode(b"/".join(e.path)) if e else "") from None
-    apply([])                                    # extract_finish: what no link holds back
-    for p, e in reversed(links):                 # apply_delayed_links
-        k.stat(c, p)
-        k.unlink(c, p)
-        k.symlink(c, p, e.target, e.uid, e.gid)
-        set_link(p, e)
-    apply(None, after_links=True)
+    x.finish()
     k.close(cwd)
-    return counts
+    return x.counts

@@ -1,6 +1,6 @@
 """gnulib fts with FTS_CWDFD|FTS_PHYSICAL, as du and grep -r use it (coreutils 9.1, grep 3.8).
 
-The walk is find's (simfs.engine.verbs.find) with the descriptors fts keeps, so that the
+The walk is find's (simfs.inprocess.verbs.find) with the descriptors fts keeps, so that the
 RELEASEDIRs come when the mount sees them: fts reads a directory through one descriptor and
 works in it through a dup (F_DUPFD_CLOEXEC) that becomes its virtual working directory; the
 old one goes into a ring of four (I_RING_SIZE) and the one pushed out of the ring is closed.

@@ -19,7 +19,7 @@ from simfs import cli
 from simfs.cli import frag as cf
 from policies.writeback import WRITEBACK as WRITEBACK_POLICIES
 from simfs.ondisk.mkfs import mkfs
-from simfs.fs.inspect import frag_counts
+from simfs.fs.inspection import frag_counts
 from simfs.fs.volume import Volume, VolumeOptions
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
 
@@ -231,17 +231,17 @@ def striped(tmp_path_factory):
 
 
 def test_layout_owners_account_for_every_block(striped):
-    from simfs.cli import layout
-    m = layout.block_owners(striped)
+    from simfs.pictures import blockmap
+    m = blockmap.block_owners(striped)
     with Volume.open(striped, VolumeOptions(read_only=True, disk="ideal")) as vol:
         used = vol.space.block_used.copy()
-    assert ((m.owner == layout.FREE) == ~used).all()
-    assert not (m.owner == layout.UNOWNED).any()
+    assert ((m.owner == blockmap.FREE) == ~used).all()
+    assert not (m.owner == blockmap.UNOWNED).any()
     assert len(m.tops) >= 2 and sum(m.files.values()) >= 300
     # seed 000's stripe: in the busiest group, file data sits on every 8th block
-    g = max(range(m.groups), key=lambda g: (m.owner[m.group_starts[g]:][:m.blocks_per_group] >= layout.TOP0).sum())
+    g = max(range(m.groups), key=lambda g: (m.owner[m.group_starts[g]:][:m.blocks_per_group] >= blockmap.TOP0).sum())
     seg = m.owner[m.group_starts[g]:m.group_starts[g] + m.blocks_per_group]
-    files = [i for i, o in enumerate(seg) if o >= layout.TOP0]
+    files = [i for i, o in enumerate(seg) if o >= blockmap.TOP0]
     gaps = [b - a for a, b in zip(files, files[1:])]
     assert gaps.count(8) > 0.6 * len(gaps), gaps[:40]
 

@@ -7,7 +7,7 @@ is removed at once (unlinkat AT_REMOVEDIR in its parent). Otherwise fts reads it
 fstat, getdents64 until it returns nothing, close (the first directory without subdirectories
 that has entries also gets an fstatfs: gnulib's leaf optimisation asks the file system type
 once). Entries are visited in fts's order (readdir order; inode order in a directory of more
-than 10,000 entries: simfs.engine.verbs.fts.batches): a file is unlinked (unlinkat), a directory is
+than 10,000 entries: simfs.inprocess.verbs.fts.batches): a file is unlinked (unlinkat), a directory is
 stat'ed (fstatat, its d_type is DIR) and removed recursively, after fts climbs back out of it
 (the fd ring of find.py: past four levels, openat("..") and fstat). DIR itself goes last,
 unlinkat(AT_FDCWD, DIR, AT_REMOVEDIR) with the whole path walked.

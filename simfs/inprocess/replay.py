@@ -1,4 +1,4 @@
-"""Replaying an op log (simfs.engine.oplog) on an image, in-process.
+"""Replaying an op log (simfs.inprocess.oplog) on an image, in-process.
 
 The image is opened as a Volume with the options given (the caller merges them with the log's),
 every recorded operation is asked again with the log's handles mapped to this run's inodes, and
@@ -19,7 +19,7 @@ import errno
 import inspect
 import os
 
-from simfs.engine.oplog import LogError, dec, errname, image_identity, iter_ops, read_header, scan
+from simfs.inprocess.oplog import LogError, dec, errname, image_identity, iter_ops, read_header, scan
 from simfs.errors import FSError, ImageError, ImageWriteError, OutputError
 from simfs.fs.namespace import Namespace
 from simfs.fs.operation import recorded_error

@@ -1,5 +1,5 @@
-"""`simfs plot`: seekwatcher-style panels of one or more request traces on one time axis, and the
-seekwatcher movie of the head moving over the disk.
+"""Seekwatcher-style panels of one or more request traces on one time axis, and the seekwatcher
+movie of the head moving over the disk (`simfs plot` and the experiments draw with it).
 
 Panels: disk offset vs time (reads and writes in distinct colours, named in the legend),
 throughput (MB/s), seeks per second (a jump of more than 128 sectors, seekwatcher's rule) and

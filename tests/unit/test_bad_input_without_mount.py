@@ -93,7 +93,7 @@ def test_layout_group_with_blocks_refused(image, tmp_path, capsys):
 
 def test_layout_one_group_is_singular(image, tmp_path, capsys):
     """The 32 MiB image has one group: "1 group", not "1 groups" (summary and the map's subtitle)."""
-    from simfs.cli.layout import block_owners, subtitle
+    from simfs.pictures.blockmap import block_owners, subtitle
     assert main(["layout", str(image[0]), "-o", str(tmp_path / "m.png"), "--group", "0"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.endswith("8,192 blocks of 4096 bytes, 1 group"), first
@@ -180,7 +180,7 @@ def test_seekplot_draws_nothing_with_a_note_and_no_warning(tmp_path):
     """The panels of series without requests (a lesson's or a job's): no legend warning."""
     import warnings
     from simfs.blockio.trace import read_trace
-    from simfs.cli.seekplot import phase_series, plot_series
+    from simfs.pictures.seekplot import phase_series, plot_series
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         got = plot_series([("a", phase_series(read_trace(_header_only(tmp_path)), None))] * 2, tmp_path / "e.png")
@@ -243,7 +243,7 @@ def test_stats_file_as_written_is_shown(stats_file, capsys):
     assert main(["stats", "--diff", str(stats_file), str(stats_file)]) == 0
 
 
-# simfs verb mmap-fill --pagecache (simfs.engine.pagecache.WritebackParams.parse) ------------------
+# simfs verb mmap-fill --pagecache (simfs.inprocess.pagecache.WritebackParams.parse) ------------------
 @pytest.mark.parametrize("override, words", [
     ("fault_us=inf", "fault_us=inf: must be a finite number"),
     ("fault_us=nan", "fault_us=nan: must be a finite number"),
@@ -258,14 +258,14 @@ def test_stats_file_as_written_is_shown(stats_file, capsys):
                       "is the default"),
 ])
 def test_pagecache_values_checked_where_parsed(override, words):
-    from simfs.engine.pagecache import WritebackParams
+    from simfs.inprocess.pagecache import WritebackParams
     with pytest.raises(ValueError) as e:
         WritebackParams.parse(f"linux-2.6.29,{override}")
     assert words in str(e.value) and "\n" not in str(e.value)
 
 
 def test_pagecache_values_in_range_pass():
-    from simfs.engine.pagecache import WritebackParams
+    from simfs.inprocess.pagecache import WritebackParams
     p = WritebackParams.parse("linux-2.6.29,ram=1G,dirty_ratio=20,dirty_background_ratio=20,fault_us=1000000")
     assert (p.dirty_ratio, p.dirty_background_ratio, p.fault_us) == (20, 20, 1e6)
 
@@ -412,8 +412,15 @@ def test_job_builtin_args_checked(tmp_path):
 
 
 def test_job_size_following_the_workload_is_left_to_the_run(tmp_path):
-    from experiments import jobfile
-    jobfile.load(_job_file(tmp_path, 'size = "64M"', 'size = {workload = 0.001, min = "1M"}'))
+    """Loading accepts it; the run sizes the image from the workload it prepared: the minimum
+    for a small one, about the share asked of a large one."""
+    from experiments import jobfile, runner
+    job = jobfile.load(_job_file(tmp_path, 'size = "64M"', 'size = {workload = 0.001, min = "1M"}'))
+    assert job.doc["mkfs"]["size"] == {"workload": 0.001, "min": "1M"}
+    sizes = {n: jobfile.compile_job(job, runner.Workload("tree", bytes=n)).configs[0].mkfs["size_bytes"]
+             for n in (64 << 20, 4 << 30)}
+    assert sizes[64 << 20] == 1 << 20
+    assert 1 << 20 < sizes[4 << 30] and abs(sizes[4 << 30] - 0.001 * (4 << 30)) < 1 << 20
 
 
 def test_run_binary_job_file(tmp_path, capsys):

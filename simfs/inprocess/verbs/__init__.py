@@ -1,7 +1,7 @@
 """In-process verbs: the seeds' workloads run against a Volume through the kernel model.
 
 Each verb is a tool (tar, find, cp -a, rm -rf, du, grep -r, dd, an mmap writer) written as the
-system calls the real tool makes, sent through `simfs.engine.kernel.Kernel`, which turns them
+system calls the real tool makes, sent through `simfs.inprocess.kernel.Kernel`, which turns them
 into the Volume calls a FUSE mount receives. Readdir order, allocation and write-back therefore
 come from the mount's policies exactly as when mounted; tests/mount/test_verbs_validate.py
 checks each verb against the real tool on a real mount (simulated time and disk requests).
@@ -58,7 +58,7 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
     asked in the form `-o oplog=PATH` records a mount's (so the two can be compared line by
     line). FSError from the verb propagates after the volume is closed; VerbRefused (the
     tool's error after its work, as cp -a's exit 1) after a normal unmount."""
-    from simfs.engine.kernel import Kernel
+    from simfs.inprocess.kernel import Kernel
     from simfs.fs.volume import Volume
 
     fn = VERBS[verb]
@@ -69,7 +69,7 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
         vol.stop_when_unwritable = True
         if oplog:
             from importlib.metadata import version
-            from simfs.engine.oplog import RecordingVolume
+            from simfs.inprocess.oplog import RecordingVolume
             vol = RecordingVolume.start(vol, oplog, version("simfs"))
         k = Kernel(vol)
         try:

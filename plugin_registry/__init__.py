@@ -21,8 +21,9 @@ Every class must subclass the kind's base class (its contract: `policies.base`,
 `disk_models.base.DiskModel`). Errors are `PluginError`, a `ValueError` whose message is one
 line meant for the user (``simfs mount`` prints it and exits with status 2).
 
-This module uses only the standard library and imports nothing else of simfs, so that the
-plug-in packages (`policies`, `disk_models`) can build their registries with it.
+This package uses only the standard library and imports nothing of simfs: it stands below
+the plug-in packages (`policies`, `disk_models`), which build their registries with it, as
+they stand below simfs.
 """
 
 from __future__ import annotations

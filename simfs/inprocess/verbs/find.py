@@ -1,6 +1,6 @@
 """`find DIR [-type d|f]` (GNU findutils 4.9: gnulib fts, FTS_CWDFD|FTS_NOSTAT|FTS_PHYSICAL).
 
-find stats DIR, then walks it with simfs.engine.verbs.fts (per directory: fstatat, openat,
+find stats DIR, then walks it with simfs.inprocess.verbs.fts (per directory: fstatat, openat,
 fstat, fstatat again, the single fstatfs at the first leaf directory, getdents64 until it
 returns nothing; the ring of four directory descriptors and openat("..") beyond it). With
 FTS_NOSTAT and d_type, an entry that is not a directory is not stat'ed; a directory gets

@@ -1,6 +1,6 @@
 """`du -s DIR` (GNU coreutils 9.1: gnulib fts, FTS_CWDFD|FTS_PHYSICAL, no FTS_NOSTAT).
 
-The traversal is simfs.engine.verbs.fts (find's walk, with fts's descriptors: fstatat,
+The traversal is simfs.inprocess.verbs.fts (find's walk, with fts's descriptors: fstatat,
 openat, fstat, fstatat again, getdents64 until nothing; the entries in fts's order; the ring
 of four directory descriptors and openat("..") beyond it), but without FTS_NOSTAT every entry
 is stat'ed when fts visits it: fstatat(dir, name, AT_SYMLINK_NOFOLLOW), files and symlinks included (their

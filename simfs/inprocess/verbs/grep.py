@@ -5,7 +5,7 @@ Read off `strace -f` of grep on a local copy and the op log of the mounted run:
 
 - grep first opens DIR as a command-line file (openat O_RDONLY|O_NOCTTY), fstats it, sees a
   directory and closes it; fts_open stats DIR (following);
-- the traversal is simfs.engine.verbs.fts (find's walk with fts's descriptors, and the single
+- the traversal is simfs.inprocess.verbs.fts (find's walk with fts's descriptors, and the single
   fstatfs on the first directory without subdirectories); entries are not stat'ed (d_type);
 - a regular file: openat(dir, name, O_RDONLY|O_NOCTTY|O_NONBLOCK|O_NOFOLLOW), fstat, reads of
   the 96 KiB buffer until one returns 0, close. When the first buffer is shorter than the file
