@@ -275,13 +275,14 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             corrupt(f"superblock (free inode count {sb.free_inodes_count} > inode count {sb.inodes_count})")
         for g, d in enumerate(self.descs):
             start, end = geo.group_start(g), geo.group_start(g) + geo.group_blocks(g)
-            first = start + geo.super_and_gdt_blocks(g)
+            first, last = geo.table_bounds(g)
+            zone = "blocks flex_bg allows," if geo.flex_bg else "group's blocks"
             spans = sorted([(d.block_bitmap, 1, "block bitmap"), (d.inode_bitmap, 1, "inode bitmap"),
                             (d.inode_table, geo.inode_table_blocks, "inode table")])
             for b, n, what in spans:
-                if not (first <= b and b + n <= end):
-                    corrupt(f"group descriptor {g} ({what} at block {b}, outside the group's "
-                            f"blocks {first}..{end - 1})")
+                if not (first <= b and b + n <= last):
+                    corrupt(f"group descriptor {g} ({what} at block {b}, outside the "
+                            f"{zone} {first}..{last - 1})")
             for (b, n, what), (b2, _, what2) in zip(spans, spans[1:]):
                 if b + n > b2:
                     corrupt(f"group descriptor {g} ({what} at block {b} overlaps the {what2} at block {b2})")

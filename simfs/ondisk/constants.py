@@ -36,6 +36,8 @@ HASH_LEGACY, HASH_HALF_MD4, HASH_TEA = 0, 1, 2
 
 # inode flags
 INDEX_FL = 0x1000
+HUGE_FILE_FL = 0x40000       # i_blocks counts file-system blocks (huge_file): not written by simfs
+EXTENTS_FL = 0x80000         # i_block holds an extent tree (simfs.ondisk.extent)
 
 # features ------------------------------------------------------------------------------
 COMPAT = {
@@ -64,13 +66,19 @@ RO_COMPAT = {
 COMPAT_EXT_ATTR = 0x0008
 COMPAT_DIR_INDEX = 0x0020
 INCOMPAT_FILETYPE = 0x0002
+INCOMPAT_EXTENT = 0x0040
+INCOMPAT_FLEX_BG = 0x0200
 RO_COMPAT_SPARSE_SUPER = 0x0001
 RO_COMPAT_LARGE_FILE = 0x0002
+RO_COMPAT_HUGE_FILE = 0x0008
+RO_COMPAT_DIR_NLINK = 0x0020
+RO_COMPAT_EXTRA_ISIZE = 0x0040
 
 # What simfs understands. Compat features may be ignored by definition; an incompat or
 # ro_compat feature outside these sets makes the image unusable for writing.
-SUPPORTED_INCOMPAT = INCOMPAT_FILETYPE
-SUPPORTED_RO_COMPAT = RO_COMPAT_SPARSE_SUPER | RO_COMPAT_LARGE_FILE
+SUPPORTED_INCOMPAT = INCOMPAT_FILETYPE | INCOMPAT_EXTENT | INCOMPAT_FLEX_BG
+SUPPORTED_RO_COMPAT = (RO_COMPAT_SPARSE_SUPER | RO_COMPAT_LARGE_FILE | RO_COMPAT_HUGE_FILE
+                       | RO_COMPAT_DIR_NLINK | RO_COMPAT_EXTRA_ISIZE)
 
 
 
