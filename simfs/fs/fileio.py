@@ -12,6 +12,7 @@ import errno
 from simfs.blockio.cache import vkey
 from simfs.errors import FSError
 from simfs.fs.operation import operation
+from simfs.ondisk.constants import EXTENTS_FL
 
 PAGE_SIZE = 4096      # the page a page cache writes back (simfs.engine.pagecache)
 
@@ -19,7 +20,8 @@ PAGE_SIZE = 4096      # the page a page cache writes back (simfs.engine.pagecach
 def starts_map(filemap, lblk: int) -> bool:
     """Whether lblk is the first block its map block maps (12, 12 + p, ...): a block-map
     lookup (FreeBSD ext2_bmaparray, ufs_bmaparray) never makes a run across such an edge,
-    so the map block is read only when the read gets there."""
+    so the map block is read only when the read gets there. (An extent lookup maps whole
+    extents: extent files have no such edge.)"""
     idx = filemap.path(lblk)[1]
     return bool(idx) and idx[-1] == 0
 
@@ -85,7 +87,7 @@ class FileIO:
         phys: list[int] = []
         done = 0                                          # phys[:done] have been requested
         for lblk in range(first, stop):
-            if phys and starts_map(self.filemap, lblk):
+            if phys and not inode.flags & EXTENTS_FL and starts_map(self.filemap, lblk):
                 # the map block is read when the read reaches it (ext2_bmaparray's run ends at
                 # the map's edge): the data before it goes first (docs/reference/one-k-blocks.md)
                 self._read_runs(inode, first, last, phys, done)

@@ -68,7 +68,7 @@ from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them fr
 from simfs.fs.xattrs import Xattrs
 from simfs.ondisk.constants import (
     ERRORS_CONTINUE, FIRST_INO, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
-    SUPERBLOCK_OFFSET, ext2_max_size,
+    SUPERBLOCK_OFFSET, ext2_max_size, ext4_max_size,
 )
 from simfs.ondisk.dirhash import DirHasher
 from simfs.ondisk.groupdesc import unpack_table
@@ -151,10 +151,12 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.descs = unpack_table(gdt, geo.groups)
         self._check_descs()
         if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
-            self.max_size = ext2_max_size(geo.block_size)
+            self.max_size = ext2_max_size(geo.block_size, geo.huge_file)
         else:
             self.max_size = 2**31 - 1
-        self.checks = Checks(geo, self.descs, self.max_size)
+        extent_max = ext4_max_size(geo.block_size, geo.huge_file) if geo.extents else self.max_size
+        self.checks = Checks(geo, self.descs, self.max_size, extent_max)
+        self.max_size = extent_max          # (new files are extent-mapped with the feature)
         self.space = FreeSpace(geo, self.descs, self.cache, self.stats, self.checks)
         self.placement = Placement(allocator, self.space, geo)
         self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks)

@@ -93,6 +93,16 @@ def feature_names(mask: int, table: dict) -> list[str]:
     return out
 
 
+def ext4_max_size(block_size: int, huge_file: bool) -> int:
+    """The largest extent-mapped file (fs/ext4/super.c ext4_max_size): 2^32 - 1 blocks (the
+    extent's 32-bit first block), and without huge_file no more than 2^32 - 1 sectors."""
+    bits = block_size.bit_length() - 1
+    res = ((1 << 32) - 1) << bits
+    if not huge_file:
+        res = min(res, (((1 << 32) - 1) >> (bits - 9)) << bits)
+    return res
+
+
 # directory entry file types ---------------------------------------------------------------
 FT_UNKNOWN, FT_REG, FT_DIR, FT_CHR, FT_BLK, FT_FIFO, FT_SOCK, FT_SYMLINK = range(8)
 
@@ -106,15 +116,16 @@ def file_type_of_mode(mode: int) -> int:
     return _FT_OF_MODE.get(stat.S_IFMT(mode), FT_UNKNOWN)
 
 
-def ext2_max_size(block_size: int) -> int:
+def ext2_max_size(block_size: int, huge_file: bool = False) -> int:
     """The largest file (bytes) Linux accepts on ext2 with large_file and without huge_file
     (fs/ext2/super.c ext2_max_size; ext4_max_bitmap_size, which mounts ext2 images, is the same
     for them): the block tree's reach, unless the file's data and indirect blocks would pass
     2^32 - 1 sectors in i_blocks (4 KiB blocks), in which case that bound less the indirect
-    blocks needed to address it. A larger i_size makes the kernel call the inode corrupt."""
+    blocks needed to address it. A larger i_size makes the kernel call the inode corrupt.
+    With huge_file i_blocks has 48 bits (ext4_max_bitmap_size): the tree's reach."""
     bits = block_size.bit_length() - 1
     ppb = 1 << (bits - 2)
-    upper = ((1 << 32) - 1) >> (bits - 9)
+    upper = (1 << 48) - 1 if huge_file else ((1 << 32) - 1) >> (bits - 9)
     res = NDIR_BLOCKS + ppb + ppb ** 2 + ppb ** 3
     meta = 1 + (1 + ppb) + (1 + ppb + ppb ** 2)
     if res + meta > upper:
