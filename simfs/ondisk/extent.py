@@ -127,6 +127,15 @@ def root_words(node: Node) -> list[int]:
     return list(_N_BLOCKS.unpack(buf))
 
 
-def single_extent_root(lblk: int, n: int, phys: int) -> list[int]:
-    """i_block of a file mapped by one extent (mkfs's root and lost+found)."""
-    return root_words(Node(0, root_max(), [(lblk, n, phys)]))
+def extent_root(blocks: list[int]) -> list[int]:
+    """i_block of a small file whose blocks 0, 1, ... are `blocks` (mkfs's root and lost+found):
+    one extent per contiguous run, at most the root's four."""
+    runs: list[tuple[int, int, int]] = []
+    for lblk, phys in enumerate(blocks):
+        if runs and runs[-1][2] + runs[-1][1] == phys:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1, runs[-1][2])
+        else:
+            runs.append((lblk, 1, phys))
+    if len(runs) > root_max():
+        raise ValueError(f"{len(runs)} extents do not fit the inode")
+    return root_words(Node(0, root_max(), runs))

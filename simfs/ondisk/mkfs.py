@@ -19,7 +19,7 @@ from simfs.ondisk.constants import (
     GROUP_DESC_SIZE, HASH_HALF_MD4, LOST_FOUND_INO, OS_LINUX, ROOT_INO, STATE_VALID, SUPERBLOCK_OFFSET,
 )
 from simfs.ondisk.dirent import new_dir_block, put, empty_block
-from simfs.ondisk.extent import single_extent_root
+from simfs.ondisk.extent import extent_root
 from simfs.ondisk.features import choose
 from simfs.ondisk.flexbg import DEFAULT_GROUPS_PER_FLEX, flexbg_tables
 from simfs.ondisk.groupdesc import GroupDesc, pack_table
@@ -223,10 +223,10 @@ def _root_and_lost_found(geo, used, now: int, uid: int, gid: int, extents: bool)
     """Root (inode 2) and lost+found (inode 11) in the first free blocks (after group 0's
     tables, or the flex group's), extent-mapped with the extent feature as mke2fs makes them."""
     block_size, inode_size = geo.block_size, geo.inode_size
-    root_blk = int(np.argmin(used))
     lpf_nblocks = _lost_found_blocks(block_size)
-    lpf_blks = list(range(root_blk + 1, root_blk + 1 + lpf_nblocks))
-    used[root_blk:root_blk + 1 + lpf_nblocks] = True
+    free = np.flatnonzero(~used[: geo.blocks_count])[: 1 + lpf_nblocks]   # the first free blocks
+    root_blk, lpf_blks = int(free[0]), [int(b) for b in free[1:]]
+    used[free] = True
     spb = block_size // 512
     root = Inode(ROOT_INO, inode_size)
     root.mode = stat.S_IFDIR | 0o755
@@ -240,8 +240,8 @@ def _root_and_lost_found(geo, used, now: int, uid: int, gid: int, extents: bool)
         inode.atime_ns = inode.ctime_ns = inode.mtime_ns = inode.crtime_ns = now * 10**9
     if extents:
         root.flags = lpf.flags = EXTENTS_FL
-        root.block = single_extent_root(0, 1, root_blk)
-        lpf.block = single_extent_root(0, lpf_nblocks, lpf_blks[0])
+        root.block = extent_root([root_blk])
+        lpf.block = extent_root(lpf_blks)
     else:
         root.block[0] = root_blk
         lpf.block[:lpf_nblocks] = lpf_blks
