@@ -29,7 +29,8 @@ _FILE_TYPES = frozenset((stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFCHR,
 #: inode flags of formats ext2 has not (extents, inline data, ...): ext4's iget refuses them
 #: where the feature is off
 _FOREIGN_FLAGS = {0x80000: "extents", 0x10000000: "inline data", 0x200000: "EA inode",
-                  0x800: "encrypted", 0x40000000: "casefold", 0x100000: "verity"}
+                  0x800: "encrypted", 0x40000000: "casefold", 0x100000: "verity",
+                  0x40000: "huge file: i_blocks in blocks"}
 _FOREIGN_MASK = sum(_FOREIGN_FLAGS)
 _EXT4_FOREIGN_MASK = _FOREIGN_MASK & ~EXTENTS_FL      # with the extent feature
 
