@@ -61,6 +61,7 @@ class ExtentMap:
         self.checks = filemap.checks
         self.max = block_max(self.geo.block_size)
         self.nodes: dict[int, Node] = {}    # block -> decoded, checked node (as in its buffer)
+        self.roots: dict[tuple, Node] = {}  # i_block words -> decoded, checked root
 
     # reading -----------------------------------------------------------------------------
     def init(self, inode) -> None:
@@ -73,10 +74,19 @@ class ExtentMap:
                                                            inode.ino, blk, "ext4_ext_check"))
 
     def _root(self, inode) -> Node:
-        why = self.checks.extent_root_problem(inode.block)
-        if why:
-            raise self._corrupt(inode, f"root: {why}")
-        return root_of(inode.block)[0]
+        """The root in i_block, checked (once per content: kept by its words), as a copy the
+        caller may change."""
+        words = tuple(inode.block)
+        node = self.roots.get(words)
+        if node is None:
+            why = self.checks.extent_root_problem(inode.block)
+            if why:
+                raise self._corrupt(inode, f"root: {why}")
+            node = root_of(inode.block)[0]
+            if len(self.roots) >= _NODE_CACHE:
+                self.roots.clear()
+            self.roots[words] = node
+        return Node(node.depth, node.max, list(node.entries), node.generation)
 
     def _read(self, inode, blk: int, depth: int, first: int, peek: bool = False) -> Node:
         """The checked node in block blk (read through the cache, charged; with `peek`
@@ -122,9 +132,16 @@ class ExtentMap:
         return max(step.pos, 0), step.blk
 
     # writing -----------------------------------------------------------------------------
+    def _set_root(self, inode, node: Node) -> None:
+        """Write the root into i_block (the in-core inode; the caller puts it), known valid."""
+        inode.block = words = root_words(node)
+        if len(self.roots) >= _NODE_CACHE:
+            self.roots.clear()
+        self.roots[tuple(words)] = Node(node.depth, node.max, list(node.entries), node.generation)
+
     def _store(self, inode, step: _Step) -> None:
         if not step.blk:
-            inode.block = root_words(step.node)
+            self._set_root(inode, step.node)
             self.inodes.put(inode)
             return
         buf = self.cache.bread(step.blk, "indirect", inode.ino)
@@ -251,7 +268,7 @@ class ExtentMap:
         if len(leaf.entries) > root_max():
             return
         root = Node(0, root_max(), list(leaf.entries))
-        inode.block = root_words(root)
+        self._set_root(inode, root)
         self.nodes.pop(path[1].blk, None)
         self.fm._free(inode, path[1].blk)
         self.inodes.put(inode)
@@ -303,7 +320,7 @@ class ExtentMap:
             raise FSError(errno.EFBIG)
         goal = root.entries[0][2] - 1 if root.depth else 0
         blk = self._new_block(inode, lblk, goal, Node(root.depth, self.max, list(root.entries)))
-        inode.block = root_words(Node(root.depth + 1, root_max(), [(root.entries[0][0], 0, blk)]))
+        self._set_root(inode, Node(root.depth + 1, root_max(), [(root.entries[0][0], 0, blk)]))
         self.inodes.put(inode)
 
     def _split(self, inode, path, lblk: int, at: int) -> None:
@@ -370,7 +387,7 @@ class ExtentMap:
         self._trim(inode, root, 0, keep_blocks, set())
         if not root.entries:
             root = Node(0, root_max())      # truncated to nothing: depth 0 again
-        inode.block = root_words(root)
+        self._set_root(inode, root)
         self.inodes.put(inode)
 
     def _trim(self, inode, node: Node, blk: int, keep: int, seen: set) -> None:
