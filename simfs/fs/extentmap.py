@@ -360,6 +360,8 @@ class ExtentMap:
         """Map lblk (mapped) to another block (cluster reallocation): its extent is cut
         around it, and lblk goes in again at `phys` (merged where contiguous)."""
         path = self._find(inode, lblk)
+        if self.space.free_blocks - self.space.reserved < 2 * len(path) + 2:
+            raise FSError(errno.ENOSPC)       # before anything is cut: two inserts may split
         step = path[-1]
         entries, pos = step.node.entries, step.pos
         s, n, p = entries[pos]

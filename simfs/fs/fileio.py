@@ -226,11 +226,20 @@ class FileIO:
         new = self.placement.reallocate(inode, req, cluster)
         if not new:
             return phys
-        for (l, old), nb in zip(cluster, new):
-            if nb == old:
-                continue
-            self.space.take_block(nb, inode.ino)
-            self.filemap.set_pointer(inode, l, nb)
+        moves = [(l, old, nb) for (l, old), nb in zip(cluster, new) if nb != old]
+        early = bool(inode.flags & EXTENTS_FL)   # re-pointing an extent may take a tree block:
+        if early:                                # the new run is taken first, as ffs_reallocblks
+            for _, _, nb in moves:
+                self.space.take_block(nb, inode.ino)
+        for i, (l, old, nb) in enumerate(moves):
+            if not early:
+                self.space.take_block(nb, inode.ino)
+            try:
+                self.filemap.set_pointer(inode, l, nb)
+            except FSError:                      # (no room for a tree block) the rest stays put
+                for _, _, unused in moves[i:] if early else moves[i:i + 1]:
+                    self.space.release_block(unused)
+                raise
             if l != lblk:                        # lblk's own data is not written yet
                 self._move_data(inode.ino, old, nb)
             self.space.release_block(old)

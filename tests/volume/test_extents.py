@@ -86,13 +86,15 @@ def kernel_reads(img, tmp, files: dict[bytes, bytes]) -> None:
 _mounts = iter(range(10**9))
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(st.tuples(st.integers(0, 1), OPS), min_size=1, max_size=14))
-def test_random_writes_holes_and_truncates_keep_the_tree_valid(tmp_path, ops):
+@given(alloc=st.sampled_from(["ext2", "cg-2010", "delayed"]),
+       ops=st.lists(st.tuples(st.integers(0, 1), OPS), min_size=1, max_size=14))
+def test_random_writes_holes_and_truncates_keep_the_tree_valid(tmp_path, alloc, ops):
+    """(cg-2010 moves dirty clusters: re-pointing extents, which may take tree blocks)"""
     img = make(tmp_path / f"x{next(_mounts)}.img")
     models = {b"a": bytearray(), b"b": bytearray()}
-    with Volume.open(img, VolumeOptions()) as vol:
+    with Volume.open(img, VolumeOptions(alloc=alloc)) as vol:
         inos = {name: new_file(vol, name) for name in models}
         for which, op in ops:
             name = (b"a", b"b")[which]
