@@ -141,3 +141,20 @@ def test_mkfs_feature_edits_follow_mke2fs(tmp_path, capsys):
     assert features_of(img) == {"ext_attr", "filetype", "extent", "flex_bg", "sparse_super", "large_file",
                                 "dir_nlink", "extra_isize"}
     assert_fsck_clean(img)
+
+
+@pytest.mark.parametrize("where,words", [(10**7, "outside the blocks flex_bg allows"),
+                                         (1, "outside the blocks flex_bg allows")])
+def test_a_corrupt_flex_bg_descriptor_is_refused_at_mount(tmp_path, capsys, where, words):
+    """Group 5's inode table moved past the end of the file system, or onto the primary
+    descriptor table (ext4_check_descriptors refuses both): one line, exit 2, image untouched."""
+    img = tmp_path / "d.img"
+    mkfs(img, 64 << 20, block_size=1024, profile="ext4")
+    desc = 1024 * 2 + 5 * 32 + 8                   # bg_inode_table of group 5 (descriptors at block 2)
+    with open(img, "r+b") as f:
+        f.seek(desc)
+        f.write(where.to_bytes(4, "little"))
+    before = img.read_bytes()
+    (tmp_path / "mnt").mkdir()
+    refused_by(main, capsys, "mount", img, tmp_path / "mnt", words=("group descriptor 5", words))
+    assert img.read_bytes() == before
