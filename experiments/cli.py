@@ -27,13 +27,14 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "experiment", help="run the seed experiments (configurations x phases, simulated time)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run a built-in experiment: every configuration on a fresh image, each phase a real "
+        description="Run an experiment (the job file experiments/jobs/NAME.toml, as `simfs run` runs "
+                    "it): every configuration on a fresh image, each phase a real "
                     "command against the mount, unmounted and remounted between phases so each starts "
                     "cold. Results go to results/<experiment>-<time>/ (results.json, results.csv, "
                     "table.md, PNG plots); the table is printed.",
         epilog=EXAMPLES)
     sub = p.add_subparsers(dest="experiment_command", metavar="{list,run}")
-    s = sub.add_parser("list", help="the built-in experiments")
+    s = sub.add_parser("list", help="the experiments (experiments/jobs/NAME.toml)")
     s.set_defaults(func=cmd_list)
     s = sub.add_parser("run", help="run one experiment (or all)", formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=EXAMPLES)
@@ -58,9 +59,10 @@ def register(subparsers) -> None:
 
 
 def cmd_list(a) -> int:
-    from .builtin import EXPERIMENTS
-    for name, mod in EXPERIMENTS.items():
-        print(f"{name:20s} seed {mod.SEED}  {mod.TITLE}")
+    from . import catalog
+    for name in catalog.names():
+        j = catalog.load(name).doc["job"]
+        print(f"{name:20s} seed {j.get('seed', '')}  {j.get('title', name)}")
     return 0
 
 
@@ -86,23 +88,24 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from . import builtin, plots as plotting, report, runner
+    from . import catalog, jobfile, plots as plotting, report, runner
 
-    mod = builtin.get(name)
     err = Console(stderr=True)
     root = work_dir or runner.default_work_root()
     work = Path(tempfile.mkdtemp(prefix=f"simfs-{name}-", dir=root))
     try:
-        spec = mod.workload(quick)
+        sized = catalog.takes_size(name)
+        job = catalog.load(name, quick, size if sized else None)
+        spec = job.workload_spec()
         if source is not None and spec.get("kind") != "tree":
             err.print(f"[yellow]note:[/] {name} writes its own file; --source is ignored")
             source = None
-        err.print(f"[bold]{mod.TITLE}[/]{' (quick)' if quick else ''}: preparing the workload", highlight=False)
+        title = job.doc["job"].get("title", name)
+        err.print(f"[bold]{title}[/]{' (quick)' if quick else ''}: preparing the workload", highlight=False)
         wl = runner.prepare_workload(spec, work, source)
-        if size and mod.NAME != "mmap-fragmentation":
+        if size and not sized:
             err.print(f"[yellow]note:[/] {name} copies a tree; --size (mmap-fragmentation's file) is ignored")
-        kw = {"size": size} if (size and mod.NAME == "mmap-fragmentation") else {}
-        exp = mod.build(quick, wl, **kw)
+        exp = jobfile.compile_job(job, wl)
         if repetitions:
             exp.repetitions = repetitions
         if only:
@@ -153,14 +156,15 @@ def _results_of(out: Path, name: str, quick: bool) -> bool:
 
 def cmd_run(a) -> int:
     from simfs.fuse.mountopts import OptionError
-    from . import builtin, runner
+    from . import catalog, jobfile, runner
     from .outdir import out_problem, work_dir_problem
     from .spec import SelectionError
-    names = list(builtin.EXPERIMENTS) if a.name == "all" else [a.name]
+    known = catalog.names()
+    names = known if a.name == "all" else [a.name]
     for n in names:
-        if n not in builtin.EXPERIMENTS:
+        if n not in known:
             print(f"simfs experiment: unknown experiment {n!r}; choose one of: "
-                  f"{', '.join(builtin.EXPERIMENTS)}, all", file=sys.stderr)
+                  f"{', '.join(known)}, all", file=sys.stderr)
             return 2
     if a.out and len(names) > 1:
         print("simfs experiment: --out names one results directory; with `all` the default is used",
@@ -191,7 +195,7 @@ def cmd_run(a) -> int:
         except SelectionError as e:             # --only matching nothing: bad input
             print(f"simfs experiment {n}: {e}", file=sys.stderr)
             return 2
-        except OptionError as e:                # --size whose modelled memory no mount takes
+        except (OptionError, jobfile.JobError) as e:   # --size whose modelled memory no mount takes
             print(f"simfs experiment {n}: {e}", file=sys.stderr)
             return 2
     return 1 if failed else 0

@@ -3,7 +3,7 @@
 `register(subparsers)` is the entry point `run` of the group `simfs.commands` (setup.cfg);
 `python -m experiments.jobcli JOB.toml ...` is the same command before the package is
 re-installed. The job file is checked whole before anything runs (bad input: one line
-`JOB.toml:LINE: ...`, exit status 2, nothing mounted); see experiments/jobfile.py for the
+`JOB.toml:LINE: ...`, exit status 2, nothing mounted); see experiments/jobfile/ for the
 format and experiments/jobrun.py for how tasks run and results are kept.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 EXAMPLES = """examples:
   simfs run examples/jobs/alloc-ab.toml --quick             # seconds: a tiny generated tree
   simfs run examples/jobs/alloc-ab.toml --source ~/src/linux --out results/linux-ab
-  simfs run experiments/jobs/seed001.toml --quick --workers 2   # 2 Dask worker processes
+  simfs run experiments/jobs/readdir-order.toml --quick --workers 2   # 2 Dask worker processes
   simfs run examples/jobs/dirorder-ab.toml --scheduler tcp://10.0.0.5:8786
   simfs run examples/jobs/alloc-ab.toml --resume results/linux-ab   # only what is missing
   simfs compare results/a/results.json results/b/results.json
@@ -36,7 +36,7 @@ DESCRIPTION = ("Run a job file (TOML): a workload, a matrix of configurations (m
                "without the write-back they leave) and the ratios to report. Each configuration gets a "
                "fresh image. Writes results.json, results.csv, table.md and PNG plots, and every finished "
                "configuration to DIR/configs/ as it finishes. The format: docs/experiments.md, \"Job files\", "
-               "and experiments/jobfile.py.")
+               "and experiments/jobfile/.")
 
 
 def _seconds(text: str) -> float:
@@ -98,16 +98,72 @@ def fail(msg: str) -> int:
 
 def cmd_run(a) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from . import jobfile, jobrun, plots as plotting, report, runner
-    from .spec import SelectionError
+    from . import jobfile, jobrun, runner
 
     err = Console(stderr=True, highlight=False)
     if a.workers is not None and a.workers < 1:
         return fail(f"--workers {a.workers}: give 1 or more")
     if a.resume and a.out and a.resume != a.out:
         return fail("--resume DIR is also the results directory; leave --out out")
+    loaded = _load(a)
+    if isinstance(loaded, int):
+        return loaded
+    job, spec, probe = loaded
+    why = _dirs_problem(a)
+    if why:
+        return fail(why)
+    mounted = jobfile.needs_mount(probe)
+    if mounted and a.workers is None and a.scheduler is None:
+        why = jobrun.fuse_problem()
+        if why:
+            return fail(f"this job has mounted phases (run =), which need FUSE and root: {why}")
+    out = a.resume or a.out or Path("results") / f"{job.name}{'-quick' if a.quick else ''}-{time.strftime('%Y%m%d-%H%M%S')}"
+    # what --resume compares: the job compiled against a nominal workload (sizes relative to it)
+    fp = jobrun.fingerprint(probe, spec)
+    why = _resume_problem(a, out, fp)
+    if why:
+        return fail(why)
+    client = cluster = None
+    if a.workers is not None or a.scheduler:
+        try:
+            client, cluster = jobrun.start_dask(a.workers, a.scheduler, a.timeout)
+            jobrun.check_workers(client, mounted)
+        except jobrun.RunError as e:
+            _close(client, cluster)
+            return fail(str(e))
+    # SIGTERM as Ctrl-C: finished results are kept and mounts released on the way out
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+    def close_dask() -> None:
+        nonlocal client, cluster
+        _close(client, cluster)
+        client = cluster = None
+
+    root = a.work_dir or runner.default_work_root()
+    work = Path(tempfile.mkdtemp(prefix=f"simfs-run-{job.name}-", dir=root))
+    try:
+        return _execute(a, job, spec, fp, out, work, client, err, close_dask)
+    except KeyboardInterrupt:
+        print(f"interrupted; finished configurations are in {out}/configs (--resume {out})", file=sys.stderr)
+        return 130
+    except runner.ExperimentError as e:
+        print(f"simfs run: {e}", file=sys.stderr)
+        return 1
+    finally:
+        close_dask()
+        runner.release_mounts(work)
+        if a.keep:
+            err.print(f"work directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _load(a):
+    """(job, workload spec, the job compiled against a nominal workload), or the exit status
+    after saying what is wrong with the job file or the options."""
+    from . import jobfile, runner
+    from .spec import SelectionError
     try:
         job = jobfile.load(a.job, quick=a.quick)
         jobfile.check_paths(job, workload=a.source is None)
@@ -128,126 +184,112 @@ def cmd_run(a) -> int:
         return 2
     except SelectionError as e:
         return fail(str(e))
-    why = _dirs_problem(a)
-    if why:
-        return fail(why)
-    mounted = jobfile.needs_mount(probe)
-    if mounted and a.workers is None and a.scheduler is None:
-        why = jobrun.fuse_problem()
-        if why:
-            return fail(f"this job has mounted phases (run =), which need FUSE and root: {why}")
-    out = a.resume or a.out or Path("results") / f"{job.name}{'-quick' if a.quick else ''}-{time.strftime('%Y%m%d-%H%M%S')}"
-    # what --resume compares: the job compiled against a nominal workload (sizes relative to it)
-    fp = jobrun.fingerprint(probe, spec)
+    return job, spec, probe
+
+
+def _resume_problem(a, out: Path, fp: dict) -> str | None:
+    """Why the results directory cannot take this run: --resume of another job or other
+    options, or (without --resume) a directory that already holds a run's results."""
     if a.resume:
         try:
             before = json.loads((a.resume / "job.json").read_text())
         except (OSError, ValueError):
-            return fail(f"--resume {a.resume}: no job.json there (not a `simfs run` results directory)")
+            return f"--resume {a.resume}: no job.json there (not a `simfs run` results directory)"
         if before.get("fingerprint") != json.loads(json.dumps(fp)):
-            return fail(f"--resume {a.resume}: its results are of another job or other options "
-                        f"({before.get('job', '?')}{' --quick' if before.get('fingerprint', {}).get('quick') else ''})")
+            return (f"--resume {a.resume}: its results are of another job or other options "
+                    f"({before.get('job', '?')}{' --quick' if before.get('fingerprint', {}).get('quick') else ''})")
     if not a.resume and any((out / "configs").glob("*.json")):
-        return fail(f"{out} already holds a run's results (configs/): --resume {out} adds to them, "
-                    "or give another --out")
-    client = cluster = None
-    if a.workers is not None or a.scheduler:
-        try:
-            client, cluster = jobrun.start_dask(a.workers, a.scheduler, a.timeout)
-            jobrun.check_workers(client, mounted)
-        except jobrun.RunError as e:
-            _close(client, cluster)
-            return fail(str(e))
-    # SIGTERM as Ctrl-C: finished results are kept and mounts released on the way out
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    root = a.work_dir or runner.default_work_root()
-    work = Path(tempfile.mkdtemp(prefix=f"simfs-run-{job.name}-", dir=root))
-    try:
-        err.print(f"[bold]{job.doc['job'].get('title', job.name)}[/]{' (quick)' if a.quick else ''}: "
-                  "preparing the workload")
-        wl = runner.prepare_workload(spec if "path" not in spec else {"kind": "tree"}, work,
-                                     Path(spec["path"]) if "path" in spec else None)
-        if wl.kind == "tree":
-            err.print(f"workload: {wl.describe()}")
-        exp = jobfile.compile_job(job, wl)
-        if a.only:
-            exp.select(a.only)
-        out.mkdir(parents=True, exist_ok=True)
-        if not a.resume:
-            (out / "job.json").write_text(json.dumps({"job": str(a.job), "fingerprint": fp}, indent=1) + "\n")
-            (out / "job.toml").write_text(a.job.read_text())
-        results = jobrun.Results(out)
-        all_tasks = jobrun.tasks(exp)
-        done = results.done()
-        todo = [t for t in all_tasks if t.key not in done]
-        if a.resume:
-            err.print(f"resume: {len(all_tasks) - len(todo)} of {len(all_tasks)} tasks already in {out}/configs")
-        names = ", ".join(c.name for c in exp.configs)
-        nw = len(client.scheduler_info()["workers"]) if client is not None else 0
-        how = "serially" if client is None else f"on {nw} Dask worker{'s' if nw != 1 else ''}"
-        reps = f" x {exp.repetitions} repetitions" if exp.repetitions > 1 else ""
-        err.print(f"{len(exp.configs)} configurations{reps} ({names}): {len(todo)} tasks {how}")
-        started = time.time()
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=err) as prog:
-            bar = prog.add_task(job.name, total=len(all_tasks), completed=len(all_tasks) - len(todo),
-                                status="")
+        return (f"{out} already holds a run's results (configs/): --resume {out} adds to them, "
+                "or give another --out")
+    return None
 
-            def on_done(res):
-                t = res["task"]
-                prog.update(bar, advance=1, status=f"{t.config}" + (f" rep {t.rep + 1}" if exp.repetitions > 1
-                                                                     else "") + (" FAILED" if res["error"] else ""))
 
-            def on_phase(t, label):
-                if label:
-                    prog.update(bar, status=label)
+def _execute(a, job, spec: dict, fp: dict, out: Path, work: Path, client, err, close) -> int:
+    """Prepare the workload, run the tasks not done yet (serially or on Dask), then report;
+    `close` releases the Dask client once the tasks are done."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            failures, interrupted = jobrun.run_tasks(
-                todo, job_text=a.job.read_text(), job_name=str(a.job), quick=a.quick, wl=wl, spec=spec,
-                work=work, results=results, client=client, on_done=on_done, on_phase=on_phase)
-        _close(client, cluster)
-        client = cluster = None
-        records, layouts = results.load(all_tasks)
-        raw = {"records": records, "layouts": layouts, "started": started, "wall": time.time() - started}
-        doc = report.assemble(exp, wl, raw, quick=a.quick, argv=sys.argv[1:])
-        finished = {t.key for t in all_tasks} & results.done()
-        missing = [t for t in all_tasks if t.key not in finished]
-        why = {t: e for t, e in failures}
-        doc["command"] = f"simfs run {a.job}"
-        doc["job"] = {"file": str(a.job), "tasks": len(all_tasks), "finished": len(finished),
-                      "failed": [{"config": t.config, "rep": t.rep,
-                                  "error": why.get(t, "interrupted" if interrupted else "not run")}
-                                 for t in missing]}
-        report.write_all(doc, out)
-        made = plotting.draw_all(exp, doc, raw, work, out, warn=lambda m: err.print(f"[yellow]{m}[/]")) \
-            if not a.no_plots and records else []
-        report.write_all(doc, out, made)
-        if records:
-            report.print_tables(doc, Console(highlight=False, width=None if sys.stdout.isatty() else 200))
-        print(f"results: {out}/ (results.json, results.csv, table.md"
-              + (", " + ", ".join(made) if made else "") + f", configs/); wall {doc['wall_seconds']:.0f} s")
-        if missing:
-            print(f"{len(finished)} of {len(all_tasks)} tasks finished; "
-                  f"{'interrupted' if interrupted else 'failed'}: {len(missing)}", file=sys.stderr)
-            for f in doc["job"]["failed"]:
-                rep = f" rep {f['rep'] + 1}" if exp.repetitions > 1 else ""
-                print(f"  {f['config']}{rep}: {f['error']}", file=sys.stderr)
-            print(f"run again with --resume {out} for what is missing", file=sys.stderr)
-            return 130 if interrupted else 1
-        return 0
-    except KeyboardInterrupt:
-        print(f"interrupted; finished configurations are in {out}/configs (--resume {out})", file=sys.stderr)
-        return 130
-    except runner.ExperimentError as e:
-        print(f"simfs run: {e}", file=sys.stderr)
-        return 1
-    finally:
-        _close(client, cluster)
-        runner.release_mounts(work)
-        if a.keep:
-            err.print(f"work directory kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+    from . import jobfile, jobrun, runner
+    err.print(f"[bold]{job.doc['job'].get('title', job.name)}[/]{' (quick)' if a.quick else ''}: "
+              "preparing the workload")
+    wl = runner.prepare_workload(spec if "path" not in spec else {"kind": "tree"}, work,
+                                 Path(spec["path"]) if "path" in spec else None)
+    if wl.kind == "tree":
+        err.print(f"workload: {wl.describe()}")
+    exp = jobfile.compile_job(job, wl)
+    if a.only:
+        exp.select(a.only)
+    out.mkdir(parents=True, exist_ok=True)
+    if not a.resume:
+        (out / "job.json").write_text(json.dumps({"job": str(a.job), "fingerprint": fp}, indent=1) + "\n")
+        (out / "job.toml").write_text(a.job.read_text())
+    results = jobrun.Results(out)
+    all_tasks = jobrun.tasks(exp)
+    done = results.done()
+    todo = [t for t in all_tasks if t.key not in done]
+    if a.resume:
+        err.print(f"resume: {len(all_tasks) - len(todo)} of {len(all_tasks)} tasks already in {out}/configs")
+    names = ", ".join(c.name for c in exp.configs)
+    nw = len(client.scheduler_info()["workers"]) if client is not None else 0
+    how = "serially" if client is None else f"on {nw} Dask worker{'s' if nw != 1 else ''}"
+    reps = f" x {exp.repetitions} repetitions" if exp.repetitions > 1 else ""
+    err.print(f"{len(exp.configs)} configurations{reps} ({names}): {len(todo)} tasks {how}")
+    started = time.time()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=err) as prog:
+        bar = prog.add_task(job.name, total=len(all_tasks), completed=len(all_tasks) - len(todo),
+                            status="")
+
+        def on_done(res):
+            t = res["task"]
+            prog.update(bar, advance=1, status=f"{t.config}" + (f" rep {t.rep + 1}" if exp.repetitions > 1
+                                                                 else "") + (" FAILED" if res["error"] else ""))
+
+        def on_phase(t, label):
+            if label:
+                prog.update(bar, status=label)
+
+        failures, interrupted = jobrun.run_tasks(
+            todo, job_text=a.job.read_text(), job_name=str(a.job), quick=a.quick, wl=wl, spec=spec,
+            work=work, results=results, client=client, on_done=on_done, on_phase=on_phase)
+    close()
+    return _report(a, exp, wl, results, all_tasks, failures, interrupted, started, out, work, err)
+
+
+def _report(a, exp, wl, results, all_tasks, failures, interrupted: bool, started: float, out: Path,
+            work: Path, err) -> int:
+    """Results, tables and plots of the finished tasks; what is missing, and the exit status."""
+    from rich.console import Console
+
+    from . import plots as plotting, report
+    records, layouts = results.load(all_tasks)
+    raw = {"records": records, "layouts": layouts, "started": started, "wall": time.time() - started}
+    doc = report.assemble(exp, wl, raw, quick=a.quick, argv=sys.argv[1:])
+    finished = {t.key for t in all_tasks} & results.done()
+    missing = [t for t in all_tasks if t.key not in finished]
+    why = {t: e for t, e in failures}
+    doc["command"] = f"simfs run {a.job}"
+    doc["job"] = {"file": str(a.job), "tasks": len(all_tasks), "finished": len(finished),
+                  "failed": [{"config": t.config, "rep": t.rep,
+                              "error": why.get(t, "interrupted" if interrupted else "not run")}
+                             for t in missing]}
+    report.write_all(doc, out)
+    made = plotting.draw_all(exp, doc, raw, work, out, warn=lambda m: err.print(f"[yellow]{m}[/]")) \
+        if not a.no_plots and records else []
+    report.write_all(doc, out, made)
+    if records:
+        report.print_tables(doc, Console(highlight=False, width=None if sys.stdout.isatty() else 200))
+    print(f"results: {out}/ (results.json, results.csv, table.md"
+          + (", " + ", ".join(made) if made else "") + f", configs/); wall {doc['wall_seconds']:.0f} s")
+    if missing:
+        print(f"{len(finished)} of {len(all_tasks)} tasks finished; "
+              f"{'interrupted' if interrupted else 'failed'}: {len(missing)}", file=sys.stderr)
+        for f in doc["job"]["failed"]:
+            rep = f" rep {f['rep'] + 1}" if exp.repetitions > 1 else ""
+            print(f"  {f['config']}{rep}: {f['error']}", file=sys.stderr)
+        print(f"run again with --resume {out} for what is missing", file=sys.stderr)
+        return 130 if interrupted else 1
+    return 0
 
 
 def _dirs_problem(a) -> str | None:

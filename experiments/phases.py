@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .records import COUNTERS, ExperimentError, latency_of
 from .spec import Config, Phase
 
 REPO = Path(__file__).resolve().parents[1]
@@ -128,7 +129,6 @@ def run_verb(ctx: PhaseContext, verb: str, path: str, *, drain: bool, mark: str 
     from simfs.errors import FSError
     from simfs.fuse import mountopts
 
-    from .runner import COUNTERS, ExperimentError, latency_of
     opts = mountopts.parse([ctx.config.mount_string(options)]).volume
     try:
         out = verbs.run(str(ctx.image), opts, verb, path, mark=mark, **params)

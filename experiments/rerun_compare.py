@@ -27,15 +27,16 @@ def main(argv=None) -> int:
         return 2
     old, new = (json.load(open(p)) for p in args)
     o, n = records(old), records(new)
-    same = 0
+    same, added = 0, set()
     for k in sorted(o):
         a, b = o[k], n.get(k)
         if b is None:
             print("missing in the rerun:", k[:3])
             continue
         fields = {f: (a.get(f), b.get(f)) for f in FIELDS if a.get(f) != b.get(f)}
+        added |= set(b["counters"]) - set(a["counters"])     # counters the old run predates
         counters = sorted(c for c in set(a["counters"]) | set(b["counters"])
-                          if a["counters"].get(c) != b["counters"].get(c))
+                          if c in a["counters"] and a["counters"][c] != b["counters"].get(c))
         extra = {c: (a["extra"].get(c), b["extra"].get(c)) for c in set(a["extra"]) | set(b["extra"])
                  if a["extra"].get(c) != b["extra"].get(c)}
         if fields or counters or extra:
@@ -43,6 +44,8 @@ def main(argv=None) -> int:
         else:
             same += 1
     print(f"{same} of {len(o)} records identical")
+    if added:
+        print("counters only the rerun has (not compared):", ", ".join(sorted(added)))
     for c in old["comparisons"]:
         m = [x for x in new["comparisons"] if x["label"] == c["label"]]
         if m and m[0]["measured"] != c["measured"]:

@@ -35,20 +35,13 @@ from simfs.engine.timed_mkfs import timed_mkfs
 from simfs.units import format_mib
 
 from .phases import PhaseContext
+from .records import COUNTERS, ExperimentError, latency_of
 from .spec import Config, Experiment, Phase
 
 # Fixed identity of every image: the same directory hashes and placements on every run.
 MKFS_UUID = "5eed0000-0000-4000-8000-000000000001"
 MKFS_HASH_SEED = "5eed0000-0000-4000-8000-00000000a54d"
 MKFS_NOW = 1262304000            # 2010-01-01T00:00:00Z
-
-COUNTERS = ("disk_reads", "disk_writes", "seeks", "sectors_read", "sectors_written", "cache_hits",
-            "cache_misses", "blocks_allocated")
-
-
-class ExperimentError(RuntimeError):
-    pass
-
 
 def simfs_argv() -> list[str]:
     exe = Path(sys.executable).with_name("simfs")
@@ -161,19 +154,6 @@ def _phase_entry(stats: dict, name: str) -> dict:
 def _counters(entry: dict) -> dict:
     c = entry.get("counters", {})
     return {k: c.get(k, 0) for k in COUNTERS}
-
-
-#: the disk-time components a record keeps (where the disk's time went)
-SPLIT = ("queue", "overhead", "seek", "rotation", "transfer", "interface", "rmw")
-
-
-def latency_of(entry: dict | None) -> dict:
-    """A phase's latency percentiles (simfs/blockio/stats.py Phase.latency) and its disk-time
-    split, as a record keeps them; {} for statistics written before latencies were kept."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("latency"), dict):
-        return {}
-    dt = entry.get("disk_time", {})
-    return {**entry["latency"], "split": {k: dt.get(k, 0.0) for k in SPLIT}}
 
 
 def run_mount_phase(phase: Phase, ctx: PhaseContext, cdir: Path, mount: "Mount | None" = None,

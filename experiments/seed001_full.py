@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import argtypes, runner, seed001, sizing
+from . import argtypes, catalog, runner, sizing
 
 SEED_FILES = 1_978_149          # files (not directories) of the seed's tree
 SEED_DIRS = 844_008
@@ -98,12 +98,20 @@ def table(rows: list[dict], tree: dict) -> str:
     for r in rows:
         out.append(f"| {r['phase']} | {r['order']} | {r['sim']:.1f} | {r['real']:.0f} | {r['rss_mib']:.0f} |")
     out += ["", "| phase | hash / inode | seed: ext4 / btrfs | linear / inode |", "|:--|--:|--:|--:|"]
-    for ph, (e4, bt, _, _) in seed001.PUBLISHED.items():
+    for ph, published in seed_ratios().items():
         h, i, lin = by.get(("hash", ph)), by.get(("inode", ph)), by.get(("linear", ph))
         hi = f"{h['sim'] / i['sim']:.2f}" if h and i and i["sim"] else "-"
         li = f"{lin['sim'] / i['sim']:.2f}" if lin and i and i["sim"] else "-"
-        out.append(f"| {ph} | {hi} | {e4 / bt:.2f} | {li} |")
+        out.append(f"| {ph} | {hi} | {published:.2f} | {li} |")
     return "\n".join(out) + "\n"
+
+
+def seed_ratios() -> dict[str, float]:
+    """phase -> the seed's ext4 / btrfs ratio, as the readdir-order job file publishes it beside
+    its hash / inode ratio."""
+    job = catalog.load("readdir-order")
+    return {r["phase"]: r["published"] for r in job.doc["ratio"]
+            if (r["num"], r["den"]) == ("dirorder=hash", "dirorder=inode") and "published" in r}
 
 
 def _fanout(text: str) -> tuple[int, int]:

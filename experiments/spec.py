@@ -1,7 +1,8 @@
 """What an experiment is: configurations x phases, plus the figures its seed published.
 
-An `Experiment` is data (built by `experiments/seed00N.py`); `experiments.runner` executes
-it and `experiments.report` turns the measurements into tables and plots.
+An `Experiment` is data (compiled from a job file, experiments/jobs/NAME.toml, by
+experiments/jobfile/); `experiments.runner` executes it and `experiments.report` turns the
+measurements into tables and plots.
 
 * `Config`  - one fresh image: mkfs geometry and mount options (alloc, disk, writeback, ...),
               and `params`, the columns that tell configurations apart in tables.
@@ -13,7 +14,7 @@ it and `experiments.report` turns the measurements into tables and plots.
               the seed published beside it, the direction the effect must have (`expect`),
               and the reason the model's figure differs from the seed's (`explain`).
 
-Job files (experiments/jobfile.py, `simfs run JOB.toml`) compile to these same objects.
+`simfs experiment run NAME` and `simfs run JOB.toml` run the same objects.
 """
 
 from __future__ import annotations

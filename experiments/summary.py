@@ -8,8 +8,9 @@ README.md with every table, the seed ratios and the explanation of each differen
 possibly `--only`): each experiment's section then shows its ratios on every tree side by side,
 and the runs' tables and results are kept under `<experiment>-<tree>/`.
 
-The explanations are the `explain` texts of the experiments' `Compare`s as they are now (they
-are written after looking at the figures; the measured figures come from results.json).
+The explanations are the `explain` texts of the experiments' ratios as their job files
+(experiments/jobs/) say them now (they are written after looking at the figures; the measured
+figures come from results.json).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import builtin, report
+from . import catalog, report
 
 KEEP = (".json", ".csv", ".md", ".png")
 
@@ -45,9 +46,9 @@ def recompare(doc: dict) -> dict:
     """The comparisons recomputed from the measured summary with the experiment's current
     definitions (labels, published figures, explanations); the measurements are untouched."""
     from .runner import Workload
-    mod = builtin.get(doc["experiment"])
-    kw = {"size": doc["params"]["size"]} if doc.get("params", {}).get("size") else {}
-    exp = mod.build(doc["quick"], Workload("tree", bytes=100 << 20, files=1, dirs=1), **kw)
+    name = doc["experiment"]
+    size = doc.get("params", {}).get("size") if catalog.takes_size(name) else None
+    exp = catalog.build(name, doc["quick"], Workload("tree", bytes=100 << 20, files=1, dirs=1), size)
     doc["comparisons"] = report.compare(exp, doc["summary"])
     return doc
 
@@ -138,7 +139,7 @@ def main(argv=None) -> int:
         extra[name] = Path(path).read_text()
     a.out.mkdir(parents=True, exist_ok=True)
     sections = []
-    order = list(builtin.EXPERIMENTS)
+    order = catalog.names()
     docs = []
     for run in a.runs:
         doc = json.loads((run / "results.json").read_text())

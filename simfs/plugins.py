@@ -27,6 +27,7 @@ plug-in packages (`policies`, `disk_models`) can build their registries with it.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import importlib.metadata
@@ -41,6 +42,12 @@ GROUPS = ("simfs.allocators", "simfs.inode_placers", "simfs.dirorders", "simfs.w
 
 class PluginError(ValueError):
     """A policy or model name that cannot be used (message: one line, for the user)."""
+
+
+def did_you_mean(word: str, candidates) -> str:
+    """" (did you mean 'x'?)" for the candidate closest to a mistyped word, or ""."""
+    close = difflib.get_close_matches(word, list(candidates), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _why(e: BaseException) -> str:
@@ -207,7 +214,7 @@ class Registry(MutableMapping):
             return self._classes[spec]
         if spec in self._failed:
             raise PluginError(f"{self.kind} {spec!r} cannot be used: {self._failed[spec]}")
-        raise PluginError(f"unknown {self.kind} '{spec}'; {self._choices()}")
+        raise PluginError(f"unknown {self.kind} '{spec}'; {self._choices()}{did_you_mean(spec, self)}")
 
     def create(self, spec: str, *args, **kwargs):
         """A new instance of the class `resolve(spec)` names."""

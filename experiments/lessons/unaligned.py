@@ -116,7 +116,7 @@ def components_picture(rows: dict, path) -> None:
 def run(out, quick: bool, work) -> common.Page:
     from simfs.blockio.trace import read_trace
     from simfs.engine.timed_newfs import timed_newfs
-    from experiments.seed003 import NEWFS_SIZE
+    from experiments.builtins.alignment import NEWFS_SIZE
 
     files = 400 if quick else 2000
     page = common.Page(TITLE, out)

@@ -32,31 +32,34 @@ class _Corpus:
         self.nlines = len(enc)
 
 
-def _c_lines(rng: random.Random, v: Vocab, target: int) -> list[str]:
-    lines: list[str] = []
-    size = 0
-    P = pick
+class _CText:
+    """C-like text, chunk by chunk (includes, defines, structs, functions), from a few names
+    that change every ten chunks, as real code reuses a few names a lot."""
 
-    class cur:  # the names one "file region" uses: real code reuses a few names a lot
-        vars = v.vars
-        funcs = v.funcs
-        members = v.members
-        macros = v.macros
-        structs = v.structs
-        topic: list[str] = list(WORDS)
+    def __init__(self, rng: random.Random, v: Vocab):
+        self.rng = rng
+        self.v = v
+        self.vars = v.vars
+        self.funcs = v.funcs
+        self.members = v.members
+        self.macros = v.macros
+        self.structs = v.structs
+        self.topic: list[str] = list(WORDS)
 
-    def words(lo: int, hi: int) -> str:
-        return phrase(rng, lo, hi, cur.topic)
+    def words(self, lo: int, hi: int) -> str:
+        return phrase(self.rng, lo, hi, self.topic)
 
-    def localize() -> None:
-        cur.vars = [P(rng, v.vars) for _ in range(5 + rng.randrange(7))] + ["error", "i", "sc"]
-        cur.funcs = [P(rng, v.funcs) for _ in range(3 + rng.randrange(6))]
-        cur.members = [P(rng, v.members) for _ in range(4 + rng.randrange(10))]
-        cur.macros = [P(rng, v.macros) for _ in range(4 + rng.randrange(10))]
-        cur.structs = [P(rng, v.structs) for _ in range(2 + rng.randrange(4))]
-        cur.topic = [P(rng, WORDS) for _ in range(25)]
+    def localize(self) -> None:
+        rng, v = self.rng, self.v
+        self.vars = [pick(rng, v.vars) for _ in range(5 + rng.randrange(7))] + ["error", "i", "sc"]
+        self.funcs = [pick(rng, v.funcs) for _ in range(3 + rng.randrange(6))]
+        self.members = [pick(rng, v.members) for _ in range(4 + rng.randrange(10))]
+        self.macros = [pick(rng, v.macros) for _ in range(4 + rng.randrange(10))]
+        self.structs = [pick(rng, v.structs) for _ in range(2 + rng.randrange(4))]
+        self.topic = [pick(rng, WORDS) for _ in range(25)]
 
-    def num() -> str:
+    def num(self) -> str:
+        rng = self.rng
         r = rng.random()
         if r < 0.5:
             return str(rng.randrange(0, 16))
@@ -64,136 +67,153 @@ def _c_lines(rng: random.Random, v: Vocab, target: int) -> list[str]:
             return str(rng.randrange(16, 4096))
         return f"0x{rng.randrange(1 << 16):0{pick(rng, (2, 4, 8))}x}"
 
-    def expr() -> str:
+    def expr(self) -> str:
+        rng = self.rng
         r = rng.randrange(9)
-        a = P(rng, cur.vars)
+        a = pick(rng, self.vars)
         if r == 0:
             return a
         if r == 1:
-            return num()
+            return self.num()
         if r == 2:
-            return f"{a} + {num()}"
+            return f"{a} + {self.num()}"
         if r == 3:
-            return f"{a}->{P(rng, cur.members)}"
+            return f"{a}->{pick(rng, self.members)}"
         if r == 4:
-            return f"{P(rng, cur.funcs)}({a})"
+            return f"{pick(rng, self.funcs)}({a})"
         if r == 5:
-            return f"({a} & {P(rng, cur.macros)})"
+            return f"({a} & {pick(rng, self.macros)})"
         if r == 6:
             return f"{a} << {rng.randrange(1, 16)}"
         if r == 7:
-            return f"sizeof(struct {P(rng, cur.structs)})"
-        return f"{a}[{P(rng, cur.vars)}]"
+            return f"sizeof(struct {pick(rng, self.structs)})"
+        return f"{a}[{pick(rng, self.vars)}]"
 
-    def cond() -> str:
+    def cond(self) -> str:
+        rng = self.rng
         r = rng.randrange(7)
-        a = P(rng, cur.vars)
+        a = pick(rng, self.vars)
         if r == 0:
             return f"{a} == NULL"
         if r == 1:
-            return f"{a} != {num()}"
+            return f"{a} != {self.num()}"
         if r == 2:
-            return f"{a} < {P(rng, cur.vars)}"
+            return f"{a} < {pick(rng, self.vars)}"
         if r == 3:
-            return f"({a}->{P(rng, cur.members)} & {P(rng, cur.macros)}) != 0"
+            return f"({a}->{pick(rng, self.members)} & {pick(rng, self.macros)}) != 0"
         if r == 4:
-            return f"!{P(rng, cur.funcs)}({a})"
+            return f"!{pick(rng, self.funcs)}({a})"
         if r == 5:
-            return f"{a} >= {P(rng, cur.macros)}"
+            return f"{a} >= {pick(rng, self.macros)}"
         return "error != 0"
 
-    def args() -> str:
-        return ", ".join(expr() if rng.random() < 0.4 else P(rng, cur.vars)
+    def args(self) -> str:
+        rng = self.rng
+        return ", ".join(self.expr() if rng.random() < 0.4 else pick(rng, self.vars)
                          for _ in range(rng.randrange(0, 4)))
 
-    def stmt(t: str) -> list[str]:
+    def stmt(self, t: str) -> list[str]:
+        rng = self.rng
         r = rng.randrange(20)
         if r < 4:
-            return [f"{t}{P(rng, cur.vars)} = {expr()};"]
+            return [f"{t}{pick(rng, self.vars)} = {self.expr()};"]
         if r < 6:
-            return [f"{t}{P(rng, cur.vars)}->{P(rng, cur.members)} = {expr()};"]
+            return [f"{t}{pick(rng, self.vars)}->{pick(rng, self.members)} = {self.expr()};"]
         if r < 9:
-            return [f"{t}{P(rng, cur.funcs)}({args()});"]
+            return [f"{t}{pick(rng, self.funcs)}({self.args()});"]
         if r < 11:
-            return [f"{t}error = {P(rng, cur.funcs)}({args()});",
+            return [f"{t}error = {pick(rng, self.funcs)}({self.args()});",
                     f"{t}if (error != 0)", f"{t}\tgoto out;"]
         if r == 11:
-            return [f"{t}/* {words(3, 10)}. */"]
+            return [f"{t}/* {self.words(3, 10)}. */"]
         if r == 12:
-            return [f"{t}KASSERT({cond()}, (\"%s: {words(2, 5)}\", __func__));"]
+            return [f"{t}KASSERT({self.cond()}, (\"%s: {self.words(2, 5)}\", __func__));"]
         if r == 13:
-            return [f"{t}mtx_lock(&{P(rng, cur.vars)}->{P(rng, cur.members)});"]
+            return [f"{t}mtx_lock(&{pick(rng, self.vars)}->{pick(rng, self.members)});"]
         if r == 14:
-            return [f"{t}{P(rng, cur.vars)} += {num()};"]
+            return [f"{t}{pick(rng, self.vars)} += {self.num()};"]
         if r == 15:
-            return [f"{t}return ({expr()});"]
+            return [f"{t}return ({self.expr()});"]
         if r == 16:
-            return [f"{t}printf(\"{P(rng, cur.funcs)}: {words(2, 6)} %d\\n\", {P(rng, cur.vars)});"]
-        return [f"{t}{P(rng, cur.vars)}++;"] if r == 17 else [f"{t}break;"]
+            return [f"{t}printf(\"{pick(rng, self.funcs)}: {self.words(2, 6)} %d\\n\", {pick(rng, self.vars)});"]
+        return [f"{t}{pick(rng, self.vars)}++;"] if r == 17 else [f"{t}break;"]
 
-    def block(t: str, depth: int, n: int) -> list[str]:
+    def block(self, t: str, depth: int, n: int) -> list[str]:
+        rng = self.rng
         out: list[str] = []
         for _ in range(n):
             r = rng.random()
             if depth < 3 and r < 0.12:
-                out.append(f"{t}if ({cond()}) {{")
-                out += block(t + "\t", depth + 1, rng.randrange(1, 5))
+                out.append(f"{t}if ({self.cond()}) {{")
+                out += self.block(t + "\t", depth + 1, rng.randrange(1, 5))
                 if rng.random() < 0.3:
                     out.append(f"{t}}} else {{")
-                    out += block(t + "\t", depth + 1, rng.randrange(1, 4))
+                    out += self.block(t + "\t", depth + 1, rng.randrange(1, 4))
                 out.append(f"{t}}}")
             elif depth < 3 and r < 0.17:
-                i = P(rng, ("i", "j", "n", "k"))
-                out.append(f"{t}for ({i} = 0; {i} < {expr()}; {i}++) {{")
-                out += block(t + "\t", depth + 1, rng.randrange(1, 4))
+                i = pick(rng, ("i", "j", "n", "k"))
+                out.append(f"{t}for ({i} = 0; {i} < {self.expr()}; {i}++) {{")
+                out += self.block(t + "\t", depth + 1, rng.randrange(1, 4))
                 out.append(f"{t}}}")
             elif depth < 2 and r < 0.19:
-                out.append(f"{t}switch ({P(rng, cur.vars)}) {{")
+                out.append(f"{t}switch ({pick(rng, self.vars)}) {{")
                 for _ in range(rng.randrange(2, 6)):
-                    out.append(f"{t}case {P(rng, cur.macros)}:")
-                    out += block(t + "\t", depth + 2, rng.randrange(1, 3))
+                    out.append(f"{t}case {pick(rng, self.macros)}:")
+                    out += self.block(t + "\t", depth + 2, rng.randrange(1, 3))
                     out.append(f"{t}\tbreak;")
                 out.append(f"{t}default:")
                 out.append(f"{t}\tbreak;")
                 out.append(f"{t}}}")
             else:
-                out += stmt(t)
+                out += self.stmt(t)
         return out
 
-    nchunk = 0
-    while size < target:
-        if nchunk % 10 == 0:
-            localize()
-        nchunk += 1
+    def chunk(self) -> list[str]:
+        """One chunk: includes, defines, a struct or a function."""
+        rng, v = self.rng, self.v
         r = rng.random()
         chunk: list[str] = []
         if r < 0.08:
-            chunk = [f"#include <{P(rng, v.headers)}>" for _ in range(rng.randrange(2, 10))] + [""]
+            chunk = [f"#include <{pick(rng, v.headers)}>" for _ in range(rng.randrange(2, 10))] + [""]
         elif r < 0.18:
-            chunk = [f"#define\t{P(rng, cur.macros)}\t{num()}"
-                     + (f"\t/* {words(2, 6)} */" if rng.random() < 0.4 else "")
+            chunk = [f"#define\t{pick(rng, self.macros)}\t{self.num()}"
+                     + (f"\t/* {self.words(2, 6)} */" if rng.random() < 0.4 else "")
                      for _ in range(rng.randrange(3, 16))] + [""]
         elif r < 0.26:
-            chunk = [f"struct {P(rng, cur.structs)} {{"]
-            chunk += [f"\t{P(rng, v.types)}\t{P(rng, cur.members)};"
-                      + (f"\t/* {words(1, 5)} */" if rng.random() < 0.5 else "")
+            chunk = [f"struct {pick(rng, self.structs)} {{"]
+            chunk += [f"\t{pick(rng, v.types)}\t{pick(rng, self.members)};"
+                      + (f"\t/* {self.words(1, 5)} */" if rng.random() < 0.5 else "")
                       for _ in range(rng.randrange(2, 14))]
             chunk += ["};", ""]
         else:
             if rng.random() < 0.6:
-                chunk += ["/*"] + [f" * {words(4, 12)}" for _ in range(rng.randrange(1, 7))]
+                chunk += ["/*"] + [f" * {self.words(4, 12)}" for _ in range(rng.randrange(1, 7))]
                 chunk += [" */"]
-            chunk.append(("static " if rng.random() < 0.6 else "") + P(rng, v.types).rstrip())
-            params = ", ".join(f"{P(rng, v.types)}{'' if P(rng, v.types).endswith('*') else ' '}"
-                               f"{P(rng, cur.vars)}" for _ in range(rng.randrange(0, 4))) or "void"
-            chunk.append(f"{P(rng, cur.funcs)}({params})")
+            chunk.append(("static " if rng.random() < 0.6 else "") + pick(rng, v.types).rstrip())
+            params = ", ".join(f"{pick(rng, v.types)}{'' if pick(rng, v.types).endswith('*') else ' '}"
+                               f"{pick(rng, self.vars)}" for _ in range(rng.randrange(0, 4))) or "void"
+            chunk.append(f"{pick(rng, self.funcs)}({params})")
             chunk.append("{")
-            chunk += [f"\t{P(rng, v.types)}\t{P(rng, cur.vars)};" for _ in range(rng.randrange(1, 6))]
+            chunk += [f"\t{pick(rng, v.types)}\t{pick(rng, self.vars)};" for _ in range(rng.randrange(1, 6))]
             chunk.append("")
-            chunk += block("\t", 0, rng.randrange(4, 30))
+            chunk += self.block("\t", 0, rng.randrange(4, 30))
             if rng.random() < 0.4:
                 chunk += ["out:"]
-            chunk += [f"\treturn ({expr()});", "}", ""]
+            chunk += [f"\treturn ({self.expr()});", "}", ""]
+        return chunk
+
+
+def _c_lines(rng: random.Random, v: Vocab, target: int) -> list[str]:
+    """At least `target` bytes of C-like lines."""
+    text = _CText(rng, v)
+    lines: list[str] = []
+    size = 0
+    nchunk = 0
+    while size < target:
+        if nchunk % 10 == 0:
+            text.localize()
+        nchunk += 1
+        chunk = text.chunk()
         lines += chunk
         size += sum(len(c) + 1 for c in chunk)
     return lines

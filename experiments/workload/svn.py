@@ -51,11 +51,7 @@ def write_svn(w, d: Dir, ents: list[tuple[str, str, int, bytes | None, int]]) ->
         if kind == "link":
             props = [("svn:special", "*")]
         else:
-            k = pl.fkind[fid]
-            if k in ("c", "roff"):
-                props = [("svn:eol-style", "native"), ("svn:keywords", "FreeBSD=%H")]
-            if pl.fmode[fid] & 0o111:
-                props.append(("svn:executable", "*"))
+            props = entry_props(*pl.files.kind_mode(fid))
         md5 = hashlib.md5(data).hexdigest()
         w.write_file(f"{base}/text-base/{name}.svn-base", data, 0o444, mt, False)
         if props:
@@ -81,6 +77,16 @@ def write_svn(w, d: Dir, ents: list[tuple[str, str, int, bytes | None, int]]) ->
         w.write_file(f"{base}/dir-prop-base",
                      _svn_props([("svn:ignore", "*.o\n*.so\n*.a\n.depend\n")]),
                      0o444, d.mtime, False)
+
+
+def entry_props(kind: str, mode: int) -> list[tuple[str, str]]:
+    """The svn properties of a working file of this kind and mode."""
+    props: list[tuple[str, str]] = []
+    if kind in ("c", "roff"):
+        props = [("svn:eol-style", "native"), ("svn:keywords", "FreeBSD=%H")]
+    if mode & 0o111:
+        props.append(("svn:executable", "*"))
+    return props
 
 
 def _pick_author(fid: int) -> str:

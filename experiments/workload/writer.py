@@ -40,17 +40,17 @@ class Writer:
         return os.path.join(self.root, rel) if rel else self.root
 
     def rel_path(self, d: Dir, name: str) -> str:
-        return f"{d.path}/{name}" if d.path else name
+        return d.rel(name)
 
     def _note_path(self, rel: str) -> None:
         if len(rel) > self.longest:
             self.longest = len(rel)
 
-    def content(self, fid: int) -> bytes:
-        pl = self.plan
-        rel = self.rel_path(pl.fdir[fid], pl.fname[fid])
+    def content(self, fid: int, rel: str) -> bytes:
+        """File `fid`'s text; `rel` is its first name's path (the text mentions it)."""
+        F = self.plan.files
         cseed = self.cbase ^ ((fid + 1) * 0x9E3779B97F4A7C15 & M64)
-        return source_text(self.corp, cseed, pl.fkind[fid], rel, pl.fsize[fid])
+        return source_text(self.corp, cseed, F.kind_mode(fid)[0], rel, F.size[fid])
 
     def write_file(self, rel: str, data: bytes, mode: int, mtime: int, source: bool) -> None:
         fd = os.open(self._p(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
@@ -87,20 +87,21 @@ class Writer:
 
     def run(self) -> None:
         pl = self.plan
-        for d in pl.dirs:
+        F = pl.files
+        for d in pl.pre:
             if d.parent is not None:
                 self.mkdir(d.path)
                 self.max_depth = max(self.max_depth, d.depth)
             else:
                 os.chmod(self.root, 0o755)
             entries_meta: list[tuple[str, str, int, bytes | None, int]] = []
-            for fid in d.files:
-                data = self.content(fid)
-                rel = self.rel_path(d, pl.fname[fid])
-                self.write_file(rel, data, pl.fmode[fid], pl.fmtime[fid], True)
+            for name, fid in d.files():
+                rel = d.rel(name)
+                data = self.content(fid, rel)
+                self.write_file(rel, data, F.kind_mode(fid)[1], F.mtime[fid], True)
                 if self.svn:
-                    entries_meta.append((pl.fname[fid], "file", fid, data, pl.fmtime[fid]))
-            for name, target, mt in d.symlinks:
+                    entries_meta.append((name, "file", fid, data, F.mtime[fid]))
+            for name, target, mt in d.symlinks or ():
                 rel = self.rel_path(d, name)
                 p = self._p(rel)
                 os.symlink(target, p)
@@ -109,21 +110,21 @@ class Writer:
                 self._note_path(rel)
                 if self.svn:
                     entries_meta.append((name, "link", -1, f"link {target}".encode(), mt))
-            for name, fid in d.hardlinks:
+            for name, fid in d.hardlinks or ():
                 rel = self.rel_path(d, name)
-                os.link(self._p(self.rel_path(pl.fdir[fid], pl.fname[fid])), self._p(rel),
-                        follow_symlinks=False)
+                first = F.path(fid)
+                os.link(self._p(first), self._p(rel), follow_symlinks=False)
                 self.hardlinks += 1
                 self._note_path(rel)
                 if self.svn:
-                    entries_meta.append((name, "file", fid, self.content(fid), pl.fmtime[fid]))
+                    entries_meta.append((name, "file", fid, self.content(fid, first), F.mtime[fid]))
             if not self.svn and d.parent is not None and not (
-                    d.files or d.symlinks or d.hardlinks or d.subdirs):
+                    d.fids or d.symlinks or d.hardlinks or d.subdirs):
                 self.empty_dirs += 1
             if self.svn:
                 write_svn(self, d, entries_meta)
         # directory times last, children before parents
         for rel, mt in reversed(self.svn_dir_list):
             os.utime(self._p(rel), (mt, mt))
-        for d in reversed(pl.dirs):
+        for d in reversed(pl.pre):
             os.utime(self._p(d.path), (d.mtime, d.mtime))

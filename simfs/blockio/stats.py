@@ -17,12 +17,23 @@ DISK_COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interfa
 #: disk time that is no host request's breakdown (the drive's own work adds its names)
 FLUSH = "flush"
 SEEK_SECTORS = 128   # seekwatcher's rule: a seek is a jump of more than 128 sectors
+LAYOUT_BLOCK_SECTORS = 8   # the layout score counts 4 KiB blocks read, whatever the file system's block size
 
 
 # counters every phase shows, 0 included (`.counters.seeks` is 0, not missing, when none happened)
 COUNTERS = ("disk_reads", "disk_writes", "sectors_read", "sectors_written", "seeks",
             "drive_cache_hits", "cache_hits", "cache_misses", "readahead_blocks", "blocks_read",
-            "blocks_written", "writeback_throttled", "drive_flushes")
+            "blocks_written", "writeback_throttled", "drive_flushes", "read_discontiguities")
+
+
+def layout_score(counters: dict) -> float | None:
+    """Conway et al.'s dynamic layout score (FAST'17, "File Systems Fated for Senescence?",
+    section 3): 1 - (read requests that did not start where the previous read ended) / (4 KiB
+    blocks read). 1.0 is a perfectly sequential read; None when nothing was read."""
+    blocks = counters.get("sectors_read", 0) / LAYOUT_BLOCK_SECTORS
+    if not blocks:
+        return None
+    return 1.0 - counters.get("read_discontiguities", 0) / blocks
 
 
 def _with_zeros(counters: dict) -> dict:
@@ -41,6 +52,7 @@ class Phase:
         self.op_lat: dict[str, Histogram] = {}
         self.disk_lat: dict[str, Histogram] = {}
         self.rotational_misses = 0
+        self.read_end = None          # where the phase's previous read request ended (sector)
 
     def latency(self) -> dict:
         """Percentiles of simulated latency per operation and per disk request kind (the
@@ -57,6 +69,7 @@ class Phase:
             "waited": sum(t for _, t in self.ops.values()),
             "operations": {k: {"count": c, "time": t} for k, (c, t) in sorted(self.ops.items())},
             "counters": _with_zeros(self.counters),
+            "layout_score": layout_score(self.counters),
             "disk_time": {**dict.fromkeys(DISK_COMPONENTS + ("busy", FLUSH), 0.0), **self.disk_time},
             "latency": self.latency(),
         }
@@ -124,6 +137,10 @@ class Stats:
         c["disk_reads" if op == "R" else "disk_writes"] += 1
         c["sectors_read" if op == "R" else "sectors_written"] += sectors
         c[f"disk_requests_{cause}"] += 1
+        if op == "R":
+            if self.phase.read_end is not None and lba != self.phase.read_end:
+                c["read_discontiguities"] += 1
+            self.phase.read_end = lba + sectors
         if self.last_end_lba is not None and abs(lba - self.last_end_lba) > SEEK_SECTORS:
             c["seeks"] += 1
         self.last_end_lba = lba + sectors

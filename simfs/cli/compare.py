@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 
+from simfs.blockio.stats import layout_score
 from simfs.cli.common import Fmt, fail
 
 TIME_METRICS = ("sim", "sim_cmd", "sim_drain")
@@ -70,6 +71,7 @@ def _flat_results(doc: dict) -> dict:
     for r in doc["summary"]:
         m = {"sim": r["sim"]["mean"], "sim_cmd": r.get("sim_cmd"), "sim_drain": r.get("sim_drain")}
         m.update({k: v for k, v in r.get("counters", {}).items()})
+        m["layout_score"] = layout_score(r.get("counters", {}))
         m.update({k: v["mean"] for k, v in r.get("extra", {}).items() if isinstance(v, dict) and "mean" in v})
         m.update(_latency_metrics(r.get("latency") or {}, r.get("latency", {}).get("split") or {}))
         out[(r["config"], r["phase"])] = {k: v for k, v in m.items() if isinstance(v, (int, float))}
@@ -81,6 +83,7 @@ def _flat_stats(t: dict) -> dict:
     for p in t["phases"]:
         m = {"elapsed": p.get("elapsed"), "waited": p.get("waited")}
         m.update(p.get("counters", {}))
+        m["layout_score"] = p.get("layout_score")
         m["operations"] = sum(o.get("count", 0) for o in p.get("operations", {}).values())
         m.update(_latency_metrics(p.get("latency") or {}, p.get("disk_time") or {}))
         out[("", p["name"])] = {k: v for k, v in m.items() if isinstance(v, (int, float))}

@@ -112,7 +112,7 @@ def cmd_mkfs(a) -> int:
                              f"(e.g. 01234567-89ab-cdef-0123-456789abcdef)", "mkfs")
     if a.disk:
         import disk_models
-        from simfs.fuse.mountopts import RANGES
+        from simfs.fs.optionspec import declared, valid_range
         from simfs.units import option_size
         try:
             sectors = disk_models.make_disk(a.disk).sectors
@@ -121,7 +121,7 @@ def cmd_mkfs(a) -> int:
         if blocks * a.block_size // 512 > sectors:
             return _fail(f"the file system ({blocks * a.block_size} bytes) does not fit the disk "
                          f"{a.disk} ({sectors * 512} bytes)", "mkfs")
-        low, high = RANGES["maxio"]
+        low, high, _ = valid_range(declared("maxio"))
         if not low <= a.maxio <= high:
             return _fail(f"--maxio must be from {option_size(low)} to {option_size(high)}, "
                          f"not {a.maxio}", "mkfs")

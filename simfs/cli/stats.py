@@ -252,6 +252,11 @@ def _hit_ratio(p) -> str:
     return f"{100 * hits / (hits + misses):.1f}%" if hits + misses else "-"
 
 
+def _score(p) -> str:
+    score = p.get("layout_score")
+    return "-" if score is None else f"{score:.3f}"
+
+
 PHASE_ROWS = (
     ("start (s)", lambda p: p.get("start", 0.0), "s"),
     ("elapsed (s)", lambda p: p.get("elapsed", 0.0), "s"),
@@ -265,6 +270,7 @@ PHASE_ROWS = (
     ("MiB read", lambda p: _c("sectors_read")(p) * _MIB, "mib"),
     ("MiB written", lambda p: _c("sectors_written")(p) * _MIB, "mib"),
     ("seeks (>128 sectors)", _c("seeks"), "n"),
+    ("layout score (Conway: 1 - jumps/4K read)", _score, "str"),
     ("drive-cache hits", _c("drive_cache_hits"), "n"),
     ("buffer-cache hits", _c("cache_hits"), "n"),
     ("buffer-cache misses", _c("cache_misses"), "n"),

@@ -332,7 +332,7 @@ def test_fsck_help_lists_every_exit_status(capsys):
         assert words in text, words
 
 
-# simfs run JOB.toml (experiments/jobfile.py, experiments/jobcli.py) ----------------------------------
+# simfs run JOB.toml (experiments/jobfile/, experiments/jobcli.py) ----------------------------------
 JOB = """\
 [job]
 name = "t"

@@ -1,5 +1,5 @@
-"""Job files (experiments/jobfile.py): the seeds' job files compile to the same Experiment as
-their Python definitions, the matrix expands as documented, and bad input is one line naming
+"""Job files (experiments/jobfile/): the experiments are their job files (experiments/jobs/,
+experiments/catalog.py), the matrix expands as documented, and bad input is one line naming
 the file and line."""
 
 from __future__ import annotations
@@ -8,14 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from experiments import builtin, jobfile, runner
+from experiments import catalog, jobfile, runner
 from experiments.phases import PhaseContext
 from experiments.spec import Config
 
 REPO = Path(__file__).resolve().parents[2]
 JOBS = REPO / "experiments" / "jobs"
-SEEDS = {"seed000": "ext2fs-2010", "seed001": "readdir-order", "seed002": "writeback",
-         "seed003": "alignment", "seed004": "mmap-fragmentation"}
 
 
 def _ctx(cfg: Config, params: dict) -> PhaseContext:
@@ -29,45 +27,76 @@ def _words(cmd):
     return jobfile.shell_words(cmd)
 
 
-def _same_phase(a, b, cfg, params):
-    for f in ("name", "description", "kind", "drain", "writes", "trace", "setup", "metrics", "cold"):
-        assert getattr(a, f) == getattr(b, f), (a.name, f)
-    for f in ("command", "prepare", "after"):
-        fa, fb = getattr(a, f), getattr(b, f)
-        assert (fa is None) == (fb is None), (a.name, f)
-        if fa is None:
-            continue
-        if a.kind == "mount" and f != "after":
-            ca, cb = fa(_ctx(cfg, params)), fb(_ctx(cfg, params))
-            assert _words(ca) == _words(cb), (a.name, f)
-            assert isinstance(ca, str) == isinstance(cb, str) or "|" not in str(ca) + str(cb)
-        else:
-            assert fa.__code__ is fb.__code__, (a.name, f)
+def _fields(exp) -> tuple:
+    """What an Experiment is, comparable: its fields, configurations (and -o strings), ratios,
+    panels, and phases with their commands as the words they run in one context."""
+    cfg = exp.configs[0]
+    phases = [(p.name, p.description, p.kind, p.drain, p.writes, p.trace, p.setup, p.metrics, p.cold,
+               _words(p.command(_ctx(cfg, exp.params))) if p.kind == "mount" else p.command.__code__)
+              for p in exp.phases]
+    return (exp.name, exp.seed, exp.title, exp.description, exp.repetitions, exp.blockmap, exp.blockmap_files,
+            exp.notes, exp.params, exp.quick, exp.workload,
+            [(c.name, c.mount, c.mkfs, c.params, c.mount_string()) for c in exp.configs], exp.compares,
+            [(p.title, p.phase, p.configs) for p in exp.panels], phases)
 
 
 @pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
-@pytest.mark.parametrize("seed", sorted(SEEDS))
-def test_seed_job_equals_python(seed, quick):
-    """Every field of the compiled Experiment equals the Python definition's (commands compared
-    as the words they run, Python hooks as the same code)."""
-    mod = builtin.get(SEEDS[seed])
-    job = jobfile.load(JOBS / f"{seed}.toml", quick=quick)
-    assert job.workload_spec() == mod.workload(quick)
-    kind = mod.workload(quick)["kind"]
-    wl = runner.Workload(kind, bytes=37 << 20 if kind == "tree" else 0)
-    want, got = mod.build(quick, wl), jobfile.compile_job(job, wl)
-    for f in ("name", "seed", "title", "description", "repetitions", "blockmap", "blockmap_files", "notes",
-              "params", "quick", "workload"):
-        assert getattr(got, f) == getattr(want, f), f
-    assert [(c.name, c.mount, c.mkfs, c.params) for c in got.configs] == \
-        [(c.name, c.mount, c.mkfs, c.params) for c in want.configs]
-    assert [sorted(c.mount_string().split(",")) for c in got.configs] == \
-        [sorted(c.mount_string().split(",")) for c in want.configs]          # (the order of -o items is free)
-    assert got.compares == want.compares
-    assert [(p.title, p.phase, p.configs) for p in got.panels] == [(p.title, p.phase, p.configs) for p in want.panels]
-    assert [p.name for p in got.phases] == [p.name for p in want.phases]
-    for a, b in zip(got.phases, want.phases):
-        _same_phase(a, b, want.configs[0], want.params)
+@pytest.mark.parametrize("name", catalog.names())
+def test_each_experiment_is_its_job_file(name, quick):
+    """`simfs experiment run NAME` is experiments/jobs/NAME.toml: named after its [job] name,
+    every ratio between its configurations and phases, the checked ones with a direction, and
+    some with the seed's published figure."""
+    job = catalog.load(name, quick=quick)
+    assert job.name == name and catalog.path(name) == JOBS / f"{name}.toml"
+    kind = job.workload_spec()["kind"]
+    exp = catalog.build(name, quick, runner.Workload(kind, bytes=50 << 20 if kind == "tree" else 0))
+    assert exp.name == name and exp.configs and exp.phases and exp.quick == quick
+    names = {c.name for c in exp.configs}
+    assert len(names) == len(exp.configs)
+    for c in exp.compares:
+        assert c.num in names and c.den in names, c
+        assert c.phase in {p.name for p in exp.phases}, c
+    checked = [c for c in exp.compares if c.check]
+    assert checked and all(c.expect for c in checked)
+    assert any(c.published for c in exp.compares)
+
+
+def test_the_experiments_in_seed_order_and_unknown_names():
+    assert catalog.names() == ["ext2fs-2010", "readdir-order", "writeback", "alignment", "mmap-fragmentation"]
+    assert sorted(p.stem for p in JOBS.glob("*.toml")) == sorted(catalog.names())
+    for bad in ("no-such", "../jobs/ext2fs-2010", "seed000"):
+        with pytest.raises(KeyError, match="unknown experiment .*choose one of: ext2fs-2010, readdir-order"):
+            catalog.path(bad)
+
+
+@pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
+def test_size_hook_says_what_the_job_file_says_at_its_size(quick):
+    """mmap-fragmentation's --size tables (experiments/builtins/mmap_fragmentation.py) at the
+    job file's own size (1G, 64M with --quick) give the job file's experiment, field for field."""
+    wl = runner.Workload("none", bytes=0)
+    size = (64 << 20) if quick else (1 << 30)
+    assert catalog.takes_size("mmap-fragmentation") and not catalog.takes_size("ext2fs-2010")
+    assert _fields(catalog.build("mmap-fragmentation", quick, wl, size)) == \
+        _fields(catalog.build("mmap-fragmentation", quick, wl))
+
+
+def test_size_scales_the_file_the_ram_and_the_caches():
+    exp = catalog.build("mmap-fragmentation", False, runner.Workload("none", bytes=0), 256 << 20)
+    assert exp.params == {"size": 256 << 20, "ram": 1536 << 20}
+    assert exp.description.startswith("a 256 MiB file: ") and "1536 MiB of RAM" in exp.description
+    assert {c.mkfs["size_bytes"] for c in exp.configs} == {1 << 30}
+    assert exp.config("ext2 mmap").params["pagecache"] == "linux-2.6.29,ram=1536M"
+    assert exp.config("ext2 mmap, dirty_ratio=90").params["pagecache"] == "linux-2.6.29,ram=1536M,dirty_ratio=90"
+    assert exp.config("delayed pwrite").mount["cache"] == 3 << 30
+    quick = catalog.build("mmap-fragmentation", True, runner.Workload("none", bytes=0), 256 << 20)
+    assert [c.name for c in quick.configs] == ["ext2 mmap", "delayed mmap", "ext2 pwrite", "delayed pwrite"]
+
+
+def test_a_size_no_image_takes_is_one_line_naming_the_option():
+    with pytest.raises(jobfile.JobError) as e:
+        catalog.load("mmap-fragmentation", quick=True, size=1 << 50)
+    msg = str(e.value)
+    assert "\n" not in msg and "mmap-fragmentation.toml: with --size 1024T: " in msg   # no line: not in the file
 
 
 # the format --------------------------------------------------------------------------------------

@@ -164,11 +164,11 @@ def test_a_trace_written_before_the_wait_column_still_reads_and_exports(tmp_path
 
 
 def test_results_carry_the_latencies_to_csv_and_the_report_table(tmp_path):
-    """A record's latency (runner.latency_of of a phase) reaches results.csv's columns and
+    """A record's latency (records.latency_of of a phase) reaches results.csv's columns and
     the report's table, with the same figures as the statistics."""
     import csv
     from experiments.report import latency_columns, latency_table, write_csv
-    from experiments.runner import latency_of
+    from experiments.records import latency_of
     stats = make_trace(tmp_path / "t.trace", n=300)
     phase = stats.snapshot(1.0)["phases"][0]
     lat = latency_of(phase)
