@@ -88,7 +88,7 @@ _mounts = iter(range(10**9))
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
-@given(alloc=st.sampled_from(["ext2", "cg-2010", "delayed"]),
+@given(alloc=st.sampled_from(["ext2", "cg-2010", "delayed", "mballoc", "mballoc-delalloc"]),
        ops=st.lists(st.tuples(st.integers(0, 1), OPS), min_size=1, max_size=14))
 def test_random_writes_holes_and_truncates_keep_the_tree_valid(tmp_path, alloc, ops):
     """(cg-2010 moves dirty clusters: re-pointing extents, which may take tree blocks)"""
