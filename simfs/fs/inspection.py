@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simfs.errors import FSError
-from simfs.ondisk.constants import DIND_BLOCK, IND_BLOCK, NDIR_BLOCKS, TIND_BLOCK
+from simfs.ondisk.constants import DIND_BLOCK, EXTENTS_FL, IND_BLOCK, NDIR_BLOCKS, TIND_BLOCK
 
 
 class Inspection:
@@ -37,7 +37,10 @@ class Inspection:
         geo = self.geo
         lblks, physs, indirect = [], [], []
         mapped = inode.has_block_map and not inode.is_fast_symlink(geo.block_size)
-        if mapped:
+        runs = []
+        if mapped and inode.flags & EXTENTS_FL:
+            runs, indirect = self.filemap.ext.runs(inode)
+        elif mapped:
             direct = np.array(inode.block[:NDIR_BLOCKS], dtype=np.int64)
             idx = np.flatnonzero(direct)
             lblks.append(idx)
@@ -62,7 +65,6 @@ class Inspection:
                 if inode.block[slot]:
                     indirect.append((name, inode.block[slot]))
                     walk(inode.block[slot], level, bases[level - 1])
-        runs = []
         if lblks:
             lb = np.concatenate(lblks)
             ph = np.concatenate(physs)

@@ -174,6 +174,8 @@ class Namespace:
             if is_dir:
                 mode |= stat.S_ISGID
         inode.mode, inode.uid, inode.gid = mode, uid, gid
+        if is_dir or stat.S_ISREG(mode):
+            self.filemap.init(inode)         # extent-mapped on an extent file system
         inode.links = 2 if is_dir else 1
         now = self._now()
         inode.atime_ns = inode.mtime_ns = inode.ctime_ns = inode.crtime_ns = now
@@ -244,6 +246,7 @@ class Namespace:
                 raw = target.ljust(60, b"\0")
                 inode.block = [int.from_bytes(raw[i:i + 4], "little") for i in range(0, 60, 4)]
             else:
+                self.filemap.init(inode)     # a slow symlink is extent-mapped, as ext4_symlink makes it
                 phys, _ = self.filemap.map_for_write(inode, 0, "symlink")
                 self.cache.write(phys, target.ljust(self.block_size, b"\0"), "symlink", inode.ino)
             inode.size = len(target)

@@ -63,7 +63,7 @@ from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them fr
 from simfs.fs.xattrs import Xattrs
 from simfs.ondisk.constants import (
     ERRORS_CONTINUE, FIRST_INO, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
-    SUPERBLOCK_OFFSET, ext2_max_size,
+    SUPERBLOCK_OFFSET, ext2_max_size, ext4_max_size,
 )
 from simfs.ondisk.dirhash import DirHasher
 from simfs.ondisk.groupdesc import unpack_table
@@ -146,10 +146,12 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
         self.descs = unpack_table(gdt, geo.groups)
         self._check_descs()
         if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
-            self.max_size = ext2_max_size(geo.block_size)
+            self.max_size = ext2_max_size(geo.block_size, geo.huge_file)
         else:
             self.max_size = 2**31 - 1
-        self.checks = Checks(geo, self.descs, self.max_size)
+        extent_max = ext4_max_size(geo.block_size, geo.huge_file) if geo.extents else self.max_size
+        self.checks = Checks(geo, self.descs, self.max_size, extent_max)
+        self.max_size = extent_max          # (new files are extent-mapped with the feature)
         self.space = FreeSpace(geo, self.descs, self.cache, self.stats, self.checks)
         self.placement = Placement(allocator, self.space, geo)
         self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks,
@@ -278,13 +280,14 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
             corrupt(f"superblock (free inode count {sb.free_inodes_count} > inode count {sb.inodes_count})")
         for g, d in enumerate(self.descs):
             start, end = geo.group_start(g), geo.group_start(g) + geo.group_blocks(g)
-            first = start + geo.super_and_gdt_blocks(g)
+            first, last = geo.table_bounds(g)
+            zone = "blocks flex_bg allows," if geo.flex_bg else "group's blocks"
             spans = sorted([(d.block_bitmap, 1, "block bitmap"), (d.inode_bitmap, 1, "inode bitmap"),
                             (d.inode_table, geo.inode_table_blocks, "inode table")])
             for b, n, what in spans:
-                if not (first <= b and b + n <= end):
-                    corrupt(f"group descriptor {g} ({what} at block {b}, outside the group's "
-                            f"blocks {first}..{end - 1})")
+                if not (first <= b and b + n <= last):
+                    corrupt(f"group descriptor {g} ({what} at block {b}, outside the "
+                            f"{zone} {first}..{last - 1})")
             for (b, n, what), (b2, _, what2) in zip(spans, spans[1:]):
                 if b + n > b2:
                     corrupt(f"group descriptor {g} ({what} at block {b} overlaps the {what2} at block {b2})")
