@@ -16,6 +16,7 @@ import pytest
 from simfs.units import parse_size
 from tests.conftest import fuse_mounts
 from tests.report.test_htmlreport import PROBE, render, report_cmd
+from tests.report.test_pictures import unpacked_layouts
 from tests.volume.test_jobs_run import simfs_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,19 +87,8 @@ def test_sizes_in_binary_units():
 def test_block_map_windows_are_the_same_blocks_in_every_configuration(tmp_path, monkeypatch):
     """ext2 and cg place the tree at different blocks; both maps show the same range, the one
     holding the most file blocks of the two."""
-    from experiments import fsscan, plots
-    from experiments.spec import Config
-    from experiments.workload.describe import describe
-    from simfs.fs.volume import VolumeOptions
-    from simfs.inprocess import verbs
-    from simfs.ondisk.mkfs import mkfs
-    layouts = {}
-    for alloc in ("ext2", "cg"):
-        img = tmp_path / f"{alloc}.img"
-        mkfs(img, 256 << 20, uuid=bytes(16), hash_seed=bytes(16), now=1_000_000_000)
-        verbs.run(str(img), VolumeOptions(alloc=alloc, disk="ideal"), "unpack", "t", mkdir=True,
-                  source=describe(seed=4, files=60, svn=False))
-        layouts[f"alloc={alloc}"] = fsscan.layout(img, Config(alloc, {"alloc": alloc}, {}))
+    from experiments import plots
+    layouts = unpacked_layouts(tmp_path, ("ext2", "cg"), 256 << 20, seed=4, files=60, name=lambda a: f"alloc={a}")
     firsts = {n: int(np.flatnonzero(lay.kind == 2).min()) for n, lay in layouts.items()}
     assert len(set(firsts.values())) == 2, firsts        # their first file blocks differ
     kept = _figures(monkeypatch)
