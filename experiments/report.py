@@ -205,8 +205,8 @@ def layout_table(doc: dict) -> tuple[list[str], list[list[str]]] | None:
     out = []
     for r in rows:
         e = r["extra"]
-        out.append([human_options(r["config"]), fmt_metric("files", e["files"]["mean"]), fmt_metric("extents", e["extents"]["mean"]),
-                    fmt_metric("data_blocks", e["data_blocks"]["mean"]), f"{e['blocks_per_extent']['mean']:.2f}"])
+        out.append([human_options(r["config"]), fmt_metric("files", e["files"]["mean"]),
+                    fmt_metric("extents", e["extents"]["mean"]), fmt_metric("data_blocks", e["data_blocks"]["mean"]), f"{e['blocks_per_extent']['mean']:.2f}"])
     return header, out
 
 
@@ -266,8 +266,8 @@ def wall_table(doc: dict) -> tuple[list[str], list[list[str]]]:
     index = {(r["config"], r["phase"]): r for r in doc["summary"]}
     rows = []
     for c in doc["configs"]:
-        rows.append([human_options(c["name"])] + [f"{index[(c['name'], p)]['wall']:.1f}" if (c["name"], p) in index else "—"
-                                   for p in phases])
+        rows.append([human_options(c["name"])] + [f"{index[(c['name'], p)]['wall']:.1f}"
+                                                  if (c["name"], p) in index else "—" for p in phases])
     return ["configuration"] + [f"{p} wall s" for p in phases], rows
 
 
