@@ -23,6 +23,8 @@ import json
 import sys
 from pathlib import Path
 
+from simfs.pictures.labels import human_options, human_value
+
 from . import report
 
 EXAMPLES = """examples:
@@ -90,12 +92,15 @@ def caption(name: str, doc: dict) -> str:
     if name.startswith("seekwatcher-"):
         phase = name.rsplit("-", 1)[-1].removesuffix(".png")
         return (f"Seekwatcher panels of phase “{phase}”, each configuration from the phase's first request: "
-                "disk offset of every request (reads and writes in distinct colours), throughput, seeks per "
-                "second (a jump of more than 128 sectors) and requests per second.")
+                "disk offset of every request (reads and writes in distinct colours; one panel per configuration "
+                "where their offsets overlap, on one scale), throughput, seeks per second (a jump of more than "
+                "128 sectors) and requests per second. The offset axis spans where the requests are; the few "
+                "beyond an empty stretch of the disk are arrows on its edge, counted in a note.")
     if name == "blockmap.png":
-        return ("Where the files landed. Left: 4,096 blocks from the first file block, 64 per row (white free, "
-                "grey metadata, black directories, red indirect blocks, a colour per file). Right: the disk "
-                "offset of every file block, files in inode order, on one scale for every configuration.")
+        return ("Where the files landed. Left: the same 4,096 blocks in every configuration (the range holding "
+                "the most file blocks), 64 per row (white free, grey metadata, black directories, red indirect "
+                "blocks, a colour per file). Right: the disk offset of every file block, files in inode order, "
+                "on one scale for every configuration, zoomed to where the blocks are.")
     if name == "seed-vs-model.png":
         return ("Each ratio the seed published (grey) beside the same ratio measured on the model (blue), "
                 "on a log scale: 1 is no effect; a bar on the same side of 1 as the seed's is the same direction.")
@@ -164,7 +169,8 @@ def how_run(doc: dict) -> str:
             else f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in meta]
     out.append("</table>")
     if doc.get("configs"):
-        rows = [[c["name"], c.get("mount", ""), ", ".join(f"{k}={v}" for k, v in c.get("mkfs", {}).items())]
+        rows = [[human_options(c["name"]), human_options(c.get("mount", "")),
+                 ", ".join(f"{k}={human_value(k, v)}" for k, v in c.get("mkfs", {}).items())]
                 for c in doc["configs"]]
         out.append("<p>Each configuration on a fresh image, every phase on its own mount (started cold):</p>")
         out.append(table(["configuration", "mount options (-o)", "mkfs"], rows))
@@ -200,9 +206,12 @@ def run_section(doc: dict, run_dir: Path, anchor: str) -> str:
                 "histogram, within 0.4%). Seconds: summed over the phase's requests. A rotational miss is a "
                 "request that waited more than half a revolution without changing cylinder.</p>"]
     if doc.get("comparisons"):
-        out.append("<h3>The seed's figures beside the model's</h3>")
+        seed = report.has_published(doc)
+        out.append("<h3>The seed's figures beside the model's</h3>" if seed else "<h3>Ratios</h3>")
         out.append(table(*report.compare_table(doc), classes=_direction_class))
-        out.append(f"<p>{esc(report.DIRECTION_LEGEND.replace('`', ''))}</p>")
+        legend = report.direction_legend(doc)
+        if legend:
+            out.append(f"<p>{esc(legend.replace('`', ''))}</p>")
         srcs = sorted({c["source"] for c in doc["comparisons"] if c.get("source")})
         if srcs:
             out.append("<p>Sources: " + "; ".join(esc(s) for s in srcs) + ".</p>")

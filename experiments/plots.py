@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from simfs.pictures.labels import human_options
+
 from .report import fmt_s
 
 
@@ -22,6 +24,7 @@ def bars(doc: dict, out: Path) -> str:
     plt = _plt()
     index = {(r["config"], r["phase"]): r for r in doc["summary"]}
     names = [c["name"] for c in doc["configs"]]
+    shown = [human_options(n) for n in names]
     panels = []
     for p in doc["phases"]:
         panels.append((f"{p['name']} (simulated s)", p["name"], "sim"))
@@ -50,7 +53,7 @@ def bars(doc: dict, out: Path) -> str:
         if what == "extents" and max(vals) > 50 * max(min(v for v in vals if v > 0) if any(vals) else 1, 1):
             ax.set_yscale("log")
         ax.set_xticks(x)
-        ax.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
+        ax.set_xticklabels(shown, rotation=60, ha="right", fontsize=8)
         ax.set_title(title, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(panels):]:
@@ -75,7 +78,7 @@ def seekwatcher(panel, raw_records: list[dict], work: Path, out: Path, index: in
             continue
         s = phase_series(read_trace(rec["trace"]), panel.phase)
         if len(s["start"]):
-            series.append((cfg, s))
+            series.append((human_options(cfg), s))
     if not series:
         return None
     name = f"seekwatcher-{index}-{panel.phase}.png"
@@ -87,34 +90,59 @@ BLOCKMAP_KINDS = (("free", (1, 1, 1)), ("file-system metadata", (0.78, 0.78, 0.7
                   ("directory", (0, 0, 0)), ("indirect block", (0.85, 0.1, 0.1)))
 
 
+def aligned_start(kinds: list[np.ndarray], n: int = 4096, row: int = 64) -> int:
+    """The first block of the one window of `n` blocks shown for every configuration: the
+    row-aligned start that holds the most file blocks summed over the configurations (the first
+    such), so the maps show the same block range and compare block by block."""
+    length = max((len(k) for k in kinds), default=0)
+    if length <= n:
+        return 0
+    files = np.zeros(length, dtype=np.int64)
+    for k in kinds:
+        files[: len(k)] += (np.asarray(k) == 2)
+    csum = np.concatenate([[0], np.cumsum(files)])
+    starts = np.arange(0, length - n + row, row)
+    starts = np.minimum(starts, length - n)
+    counts = csum[starts + n] - csum[starts]
+    return int(starts[int(np.argmax(counts))])
+
+
 def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> str | None:
-    """Per configuration: a 64x64 grid of the 4096 blocks from the first file block (colour = file,
-    white = free, grey = file-system metadata, black = directory, red = indirect), and where each
-    file block landed (physical block against the files' blocks in inode order). The right-hand
-    panels share their axes, so configurations compare by eye; one legend says what the colours are."""
+    """Per configuration: a 64x64 grid of the same 4096 blocks in every configuration (the window
+    holding the most file blocks; colour = file, white = free, grey = file-system metadata, black =
+    directory, red = indirect), and where each file block landed (physical block against the files'
+    blocks in inode order). The right-hand panels share their axes, zoomed to where the blocks are
+    (the few outside marked on the edge), so configurations compare by eye; one legend says what
+    the colours are."""
     if not layouts:
         return None
     plt = _plt()
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
+    from simfs.pictures import zoom
     names = [c["name"] for c in doc["configs"] if c["name"] in layouts]
     fig, axes = plt.subplots(len(names), 2, figsize=(12, 3.7 * len(names) + 1.1), squeeze=False,
                              gridspec_kw={"width_ratios": [1, 2]})
     from simfs.pictures.blockmap import TOP_COLOURS, hex_rgb
     palette = [hex_rgb(c) for c in TOP_COLOURS]         # tab20 without its reds and greys (indirect, metadata)
     cmap = ListedColormap([c for _, c in BLOCKMAP_KINDS] + list(palette))
-    ymax = max((max((max(b) for _, b in layouts[n].order if b), default=0) + 1) * layouts[n].block_size / 1e6
-               for n in names)
+    placed = {}
+    for name in names:
+        lay = layouts[name]
+        pos = np.cumsum([0] + [len(b) for _, b in lay.order])
+        blocks = np.concatenate([np.asarray(b, dtype=np.int64) for _, b in lay.order]) if lay.order else \
+            np.zeros(0, dtype=np.int64)
+        placed[name] = (np.arange(pos[-1]), blocks * lay.block_size / 1e6)
+    lim = zoom.window([y for _, y in placed.values()])
     xmax = max(layouts[n].data_blocks for n in names)
     right = [row[1] for row in axes]
     for ax in right[1:]:
         ax.sharex(right[0])
         ax.sharey(right[0])
+    n = 4096
+    start = aligned_start([layouts[name].kind for name in names], n)
     for row, name in zip(axes, names):
         lay = layouts[name]
-        data_blocks = np.flatnonzero(lay.kind == 2)
-        start = int(data_blocks.min()) if len(data_blocks) else 0
-        n = 4096
         kind = lay.kind[start:start + n].astype(np.int32)
         owner = lay.owner[start:start + n].astype(np.int64)
         img = np.zeros(n, dtype=np.int32)
@@ -122,36 +150,35 @@ def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> 
                                      [0, 1, 2, 3, 4 + owner % len(palette)], 0)
         ax = row[0]
         ax.imshow(img.reshape(64, 64), cmap=cmap, vmin=0, vmax=cmap.N - 1, interpolation="nearest")
-        ax.set_title(f"{name}\nblocks {start:,}–{start + n - 1:,}", fontsize=10)
+        inside, total = int((kind == 2).sum()), int((lay.kind == 2).sum())
+        ax.set_title(f"{human_options(name)}\nblocks {start:,}–{start + n - 1:,} "
+                     f"({inside:,} of {total:,} file blocks)", fontsize=10)
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel("64 blocks per row, in block order", fontsize=9)
         ax = row[1]
-        xs, ys, pos = [], [], 0
-        for _, blocks in lay.order:
-            xs.append(np.arange(pos, pos + len(blocks)))
-            ys.append(np.asarray(blocks))
-            pos += len(blocks)
-        if xs:
-            x, y = np.concatenate(xs), np.concatenate(ys)
+        x, y = placed[name]
+        if len(x):
             step = max(1, len(x) // 200_000)
-            ax.scatter(x[::step], y[::step] * lay.block_size / 1e6, s=2, marker=".", linewidths=0,
-                       color="#1f77b4")
+            ax.scatter(x[::step], y[::step], s=2, marker=".", linewidths=0, color="#1f77b4")
+            zoom.mark_outside(ax, x, y, lim, "#1f77b4")
+        zoom.note_outside(ax, [y], lim)
         ax.set_xlabel("logical block of the file" if single_file else "file blocks, files in inode order",
                       fontsize=9)
         ax.set_ylabel("disk offset (MB)", fontsize=10)
-        ax.set_title(f"{name}: {lay.extents:,} extents for {lay.files:,} file{'s' if lay.files != 1 else ''}, "
-                     f"{lay.data_blocks:,} blocks", fontsize=10)
+        ax.set_title(f"{human_options(name)}: {lay.extents:,} extents for {lay.files:,} "
+                     f"file{'s' if lay.files != 1 else ''}, {lay.data_blocks:,} blocks", fontsize=10)
         ax.grid(alpha=0.3)
         ax.tick_params(labelleft=True, labelbottom=True)
     right[0].set_xlim(-0.01 * xmax, xmax * 1.01 + 1)
-    right[0].set_ylim(0, ymax * 1.03 + 1e-3)
+    right[0].set_ylim(*lim)
     handles = [Patch(facecolor=c, edgecolor="black", linewidth=0.5, label=lab) for lab, c in BLOCKMAP_KINDS]
     handles.append(Patch(facecolor=palette[0], edgecolor="black", linewidth=0.5,
                          label=f"file data (one colour per file, {len(palette)} colours in turn)"))
     fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=9, frameon=False,
                title="left: what each block holds", title_fontsize=9)
-    fig.suptitle("where the files landed (right: one axis scale for every configuration)", fontsize=12)
+    fig.suptitle("where the files landed (left: the same blocks in every configuration; "
+                 "right: one axis scale for every configuration)", fontsize=12)
     fig.tight_layout(rect=(0, 0.9 / (3.7 * len(names) + 1.1), 1, 0.985))
     name = "blockmap.png"
     fig.savefig(out / name, dpi=90)

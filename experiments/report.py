@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from simfs import __version__
+from simfs.pictures.labels import human_options, human_value
 
 from .spec import Experiment
 
@@ -181,7 +182,7 @@ def main_table(doc: dict) -> tuple[list[str], list[list[str]]]:
     rows = []
     index = {(r["config"], r["phase"]): r for r in doc["summary"]}
     for c in doc["configs"]:
-        row = [c["name"]] + [str(c["params"].get(p, "")) for p in params]
+        row = [human_options(c["name"])] + [human_value(p, c["params"].get(p, "")) for p in params]
         for _, phase, what in cols:
             r = index.get((c["name"], phase))
             if r is None:
@@ -204,8 +205,8 @@ def layout_table(doc: dict) -> tuple[list[str], list[list[str]]] | None:
     out = []
     for r in rows:
         e = r["extra"]
-        out.append([r["config"], fmt_metric("files", e["files"]["mean"]), fmt_metric("extents", e["extents"]["mean"]),
-                    fmt_metric("data_blocks", e["data_blocks"]["mean"]), f"{e['blocks_per_extent']['mean']:.2f}"])
+        out.append([human_options(r["config"]), fmt_metric("files", e["files"]["mean"]),
+                    fmt_metric("extents", e["extents"]["mean"]), fmt_metric("data_blocks", e["data_blocks"]["mean"]), f"{e['blocks_per_extent']['mean']:.2f}"])
     return header, out
 
 
@@ -220,7 +221,7 @@ def latency_table(doc: dict) -> tuple[list[str], list[list[str]]] | None:
     out = []
     for r in rows:
         d, split = r["latency"]["disk"]["all"], r["latency"].get("split", {})
-        out.append([r["config"], r["phase"], f"{d['count']:,}",
+        out.append([human_options(r["config"]), r["phase"], f"{d['count']:,}",
                     *(f"{1000 * d[k]:.3f}" for k in ("mean", "p50", "p90", "p99", "p99.9", "max")),
                     *(f"{split.get(k, 0.0):.3f}" for k in ("queue", "overhead", "seek", "rotation", "transfer")),
                     f"{r['latency'].get('rotational_misses', 0):,}"])
@@ -252,7 +253,7 @@ def compare_table(doc: dict, explain: bool = True, only=None) -> tuple[list[str]
             ok = "NONE" if c["check"] else "none"
         elif d is False and not c["check"]:
             ok = "differs"
-        row = [c["label"], fmt_ratio(c["measured"])] + ([fmt_ratio(c["published"]),
+        row = [human_options(c["label"]), fmt_ratio(c["measured"])] + ([fmt_ratio(c["published"]),
                "—" if c["vs_seed"] is None else f"{c['vs_seed']:.2f}"] if seedcols else []) + ([exp, ok] if claims else [])
         if explain:
             row.append(c["explain"] or "")
@@ -265,8 +266,8 @@ def wall_table(doc: dict) -> tuple[list[str], list[list[str]]]:
     index = {(r["config"], r["phase"]): r for r in doc["summary"]}
     rows = []
     for c in doc["configs"]:
-        rows.append([c["name"]] + [f"{index[(c['name'], p)]['wall']:.1f}" if (c["name"], p) in index else "—"
-                                   for p in phases])
+        rows.append([human_options(c["name"])] + [f"{index[(c['name'], p)]['wall']:.1f}"
+                                                  if (c["name"], p) in index else "—" for p in phases])
     return ["configuration"] + [f"{p} wall s" for p in phases], rows
 
 
@@ -291,7 +292,19 @@ DIRECTION_LEGEND = ("Direction: `ok` the effect goes the seed's way by more than
 
 
 JOB_DIRECTION_LEGEND = ("Direction: `ok` the ratio is on the expected side of 1 by more than 2 %; `none` "
-                        "within 2 % of 1; `differs` (or `WRONG` where the job says check = true) the other way.")
+                        "within 2 % of 1; `differs` the other way.")
+JOB_CHECKED_LEGEND = " In capitals (`WRONG`, `NONE`) where the job says check = true."
+
+
+def direction_legend(doc: dict) -> str | None:
+    """What the direction column means: the seed's wording where the ratios have published
+    figures, a job's where they only have expectations (its check = true words only if one has
+    it), None where there is no direction column."""
+    if has_published(doc):
+        return DIRECTION_LEGEND
+    if not any(c["expect"] for c in doc["comparisons"]):
+        return None
+    return JOB_DIRECTION_LEGEND + (JOB_CHECKED_LEGEND if any(c.get("check") for c in doc["comparisons"]) else "")
 
 
 def table_md(doc: dict, plots: list[str] | None = None) -> str:
@@ -332,8 +345,8 @@ def table_md(doc: dict, plots: list[str] | None = None) -> str:
     if doc["comparisons"]:
         out += [f"## Ratios{' against the seed' if has_published(doc) else ''}", "",
                 markdown(*compare_table(doc)), ""]
-        if has_published(doc) or any(c["expect"] for c in doc["comparisons"]):
-            out += [DIRECTION_LEGEND if has_published(doc) else JOB_DIRECTION_LEGEND, ""]
+        if direction_legend(doc):
+            out += [direction_legend(doc), ""]
     srcs = sorted({c["source"] for c in doc["comparisons"] if c["source"]})
     if srcs:
         out += ["Sources: " + "; ".join(srcs) + ".", ""]

@@ -16,6 +16,7 @@ import numpy as np
 
 from simfs.blockio.stats import SEEK_SECTORS
 from simfs.blockio.trace import read_trace
+from simfs.pictures import zoom
 
 # reads and writes: a dark and a light shade of one hue per series (tab20's pairs), and different
 # markers, so two traces on one axis and the two directions of each stay apart
@@ -97,56 +98,68 @@ def _plt():
 def plot_series(series: list[tuple[str, dict]], out, title: str | None = None,
                 marks: list[tuple[float, str]] | None = None, phase_origin: bool = False) -> list[dict]:
     """Draw the panels for (label, columns) pairs into `out` (PNG); `marks`: phase boundaries
-    (time, name) drawn as dashed lines. Returns one seekwatcher summary dict per series."""
+    (time, name) drawn as dashed lines. Series whose offsets overlap get one offset panel each
+    (same axes); the offset axis is zoomed to where the requests are (simfs.pictures.zoom).
+    Returns one seekwatcher summary dict per series."""
     plt = _plt()
-    fig, axes = plt.subplots(4, 1, figsize=(11, 11.5), sharex=True,
-                             gridspec_kw={"height_ratios": [3, 1.3, 1.3, 1.3]})
-    summaries = []
-    for i, (label, cols) in enumerate(series):
-        s = _series(cols)
-        if s is None:
-            summaries.append({"label": label, "requests": 0})
-            continue
+    data = [(label, cols, _series(cols)) for label, cols in series]
+    drawn = [(i, label, s) for i, (label, _, s) in enumerate(data) if s is not None]
+    offsets = [s["lba"] * 512 / 1e6 for _, _, s in drawn]
+    split = len(drawn) > 1 and zoom.overlapping(offsets)
+    n_off = len(drawn) if split else 1
+    fig, axes = plt.subplots(n_off + 3, 1, figsize=(11, 11.5 + 2.6 * (n_off - 1)), sharex=True,
+                             gridspec_kw={"height_ratios": [3 if n_off == 1 else 2.2] * n_off + [1.3] * 3})
+    off_axes, rate_axes = list(axes[:n_off]), list(axes[n_off:])
+    lim = zoom.window(offsets)
+    for k, ((i, label, s), mb) in enumerate(zip(drawn, offsets)):
+        ax = off_axes[k if split else 0]
         rc, wc = READ_WRITE[i % len(READ_WRITE)]
         for op, marker, colour, what in (("R", "o", rc, "reads"), ("W", "x", wc, "writes")):
             m = s["op"] == op
             if m.any():
-                axes[0].scatter(s["t"][m], s["lba"][m] * 512 / 1e6, s=6 if op == "R" else 9, marker=marker,
-                                color=colour, linewidths=0.7,
-                                label=f"{what} ({int(m.sum()):,})" if len(series) == 1
-                                else f"{label}: {what} ({int(m.sum()):,})")
-        axes[1].plot(s["mid"], s["mb"], color=rc, label=label)
-        axes[2].plot(s["mid"], s["seeks"], color=rc, label=label)
-        axes[3].plot(s["mid"], s["iops"], color=rc, label=label)
-        summaries.append(summarize(label, cols))
+                ax.scatter(s["t"][m], mb[m], s=6 if op == "R" else 9, marker=marker,
+                           color=colour, linewidths=0.7,
+                           label=f"{what} ({int(m.sum()):,})" if len(series) == 1 or split
+                           else f"{label}: {what} ({int(m.sum()):,})")
+                zoom.mark_outside(ax, s["t"][m], mb[m], lim, colour)
+        rate_axes[0].plot(s["mid"], s["mb"], color=rc, label=label)
+        rate_axes[1].plot(s["mid"], s["seeks"], color=rc, label=label)
+        rate_axes[2].plot(s["mid"], s["iops"], color=rc, label=label)
+    summaries = [summarize(label, cols) if s is not None else {"label": label, "requests": 0}
+                 for label, cols, s in data]
     span = max((max((float(np.max(c["finish"])) for _, c in series if len(c["finish"])), default=1.0)), 1e-9)
     last, row = None, 0
     for t, name in marks or []:
         for ax in axes:
             ax.axvline(t, color="0.35", linestyle="--", linewidth=0.9)
         row = row + 1 if last is not None and t - last < 0.12 * span else 0   # close labels: step down
-        axes[0].annotate(f" {name}", (t, 1.0 - 0.06 * (row % 4)), xycoords=("data", "axes fraction"),
-                         va="top", fontsize=11, color="0.2",
-                         bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
+        off_axes[0].annotate(f" {name}", (t, 1.0 - 0.06 * (row % 4)), xycoords=("data", "axes fraction"),
+                             va="top", fontsize=11, color="0.2",
+                             bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
         last = t
-    axes[0].set_ylabel("disk offset (MB)", fontsize=12)
-    axes[0].set_title(title or "Disk IO", fontsize=14)
-    if axes[0].get_legend_handles_labels()[0]:      # a legend of nothing is a matplotlib warning
-        axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, markerscale=2.5,
-                       title="requests", title_fontsize=10)
-    else:
-        axes[0].text(0.5, 0.5, "no requests", transform=axes[0].transAxes, ha="center", va="center",
-                     fontsize=14, color="0.35")
-    axes[1].set_ylabel("MB/s", fontsize=12)
-    axes[2].set_ylabel("seeks/s", fontsize=12)
-    axes[3].set_ylabel("IO/s", fontsize=12)
-    axes[3].set_xlabel("simulated time (s)" + (" from the phase's first request" if phase_origin else ""),
-                       fontsize=12)
+    for k, ax in enumerate(off_axes):
+        ax.set_ylim(*lim)
+        ax.set_ylabel("disk offset (MB)", fontsize=12)
+        zoom.note_outside(ax, [offsets[k]] if split else offsets, lim)
+        if split:
+            ax.set_title(drawn[k][1], fontsize=11, loc="left")
+        if ax.get_legend_handles_labels()[0]:      # a legend of nothing is a matplotlib warning
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, markerscale=2.5,
+                      title="requests", title_fontsize=10)
+        else:
+            ax.text(0.5, 0.5, "no requests", transform=ax.transAxes, ha="center", va="center",
+                    fontsize=14, color="0.35")
+    fig.suptitle(title or "Disk IO", fontsize=14)
+    rate_axes[0].set_ylabel("MB/s", fontsize=12)
+    rate_axes[1].set_ylabel("seeks/s", fontsize=12)
+    rate_axes[2].set_ylabel("IO/s", fontsize=12)
+    rate_axes[2].set_xlabel("simulated time (s)" + (" from the phase's first request" if phase_origin else ""),
+                            fontsize=12)
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=10)
-    if len(series) > 1 and axes[1].get_legend_handles_labels()[0]:
-        axes[1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, title="trace")
+    if len(series) > 1 and rate_axes[0].get_legend_handles_labels()[0]:
+        rate_axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, title="trace")
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)

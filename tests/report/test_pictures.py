@@ -138,24 +138,31 @@ def test_layout_json(traced, tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1
 
 
+def unpacked_layouts(where, allocs, size: int, *, seed: int, files: int, name=lambda a: a) -> dict:
+    """{name(alloc): Layout} of a generated tree unpacked in-process onto a fresh image per allocator."""
+    from experiments import fsscan
+    from experiments.spec import Config
+    from experiments.workload.describe import describe
+    from simfs.fs.volume import VolumeOptions
+    from simfs.inprocess import verbs
+    from simfs.ondisk.mkfs import mkfs
+    layouts = {}
+    for alloc in allocs:
+        img = where / f"{alloc}.img"
+        mkfs(img, size, uuid=bytes(16), hash_seed=bytes(16), now=1_000_000_000)
+        verbs.run(str(img), VolumeOptions(alloc=alloc, disk="ideal"), "unpack", "t", mkdir=True,
+                  source=describe(seed=seed, files=files, svn=False))
+        layouts[name(alloc)] = fsscan.layout(img, Config(alloc, {"alloc": alloc}, {}))
+    return layouts
+
+
 def test_experiment_blockmap_shares_its_scale_and_has_a_legend(tmp_path, monkeypatch):
     """experiments.plots.blockmap: the where-the-blocks-went panels of every configuration share
     x and y limits (the 2010 layout's stretch shows against the fixed one), and one legend names
     the colours of the left-hand maps."""
     import matplotlib.pyplot as plt
-    from experiments import fsscan, plots
-    from experiments.spec import Config
-    from experiments.workload.describe import describe
-    from simfs.inprocess import verbs
-    from simfs.fs.volume import VolumeOptions
-    from simfs.ondisk.mkfs import mkfs
-    layouts = {}
-    for alloc in ("ext2fs-2010", "ext2fs-2010-fixed"):
-        img = tmp_path / f"{alloc}.img"
-        mkfs(img, 64 << 20, uuid=bytes(16), hash_seed=bytes(16), now=1_000_000_000)
-        verbs.run(str(img), VolumeOptions(alloc=alloc, disk="ideal"), "unpack", "t", mkdir=True,
-                  source=describe(seed=1, files=120, svn=False))
-        layouts[alloc] = fsscan.layout(img, Config(alloc, {"alloc": alloc}, {}))
+    from experiments import plots
+    layouts = unpacked_layouts(tmp_path, ("ext2fs-2010", "ext2fs-2010-fixed"), 64 << 20, seed=1, files=120)
     figs = []
     real_close = plt.close
     monkeypatch.setattr(plt, "close", lambda f=None: figs.append(f))
