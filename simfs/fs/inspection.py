@@ -188,6 +188,25 @@ def block_owners(vol, inos=None, each=None) -> BlockOwners:
     return own
 
 
+def layout_counts(doc: dict) -> tuple[int, int]:
+    """A file's part of the static layout score (Smith and Seltzer, "File System Aging",
+    SIGMETRICS 1997; the score Conway et al. report beside their dynamic one): (data blocks after
+    the file's first that lie right after the file's previous data block on disk, data blocks
+    after its first). Holes do not break contiguity; unplaced delayed blocks do not count."""
+    runs = doc["runs"]
+    if not runs:
+        return 0, 0
+    blocks = sum(n for _, _, n in runs)
+    follow = blocks - len(runs) + sum(1 for (_, p0, n0), (_, p1, _) in zip(runs, runs[1:]) if p1 == p0 + n0)
+    return follow, blocks - 1
+
+
+def static_layout_score(follow: int, blocks: int) -> float | None:
+    """The share of a tree's blocks (after each file's first) that follow their file's
+    previous block on disk; None when no file has a second block."""
+    return follow / blocks if blocks else None
+
+
 # filefrag's counting -------------------------------------------------------------------------------
 # On an extents document (`Volume.extents`: runs, size, block_size; the geometry for perfection),
 # as e2fsprogs 1.47's misc/filefrag.c counts a block-mapped file of the Linux kernel's ext2.

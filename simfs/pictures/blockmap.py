@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simfs.fs.inspection import (BITMAP, DATA, DIR as DIRS, FREE, INDIRECT, ITABLE, KIND_NAMES, SUPER,
-                                 UNOWNED, XATTR, block_owners as block_owners_of)
+                                 UNOWNED, XATTR, block_owners as block_owners_of, layout_counts,
+                                 static_layout_score)
 
 # Owner codes: the kinds of block of simfs.fs.inspection, but file data (DATA) is coloured by
 # where the file is: files directly in / (ROOTFILES), files under top-level entry k (TOP0 + k).
@@ -55,6 +56,7 @@ class BlockMap:
     tops: list = field(default_factory=list)          # names of top-level entries, by code - TOP0
     files: dict = field(default_factory=dict)         # code -> number of files
     runs: dict = field(default_factory=dict)          # code -> number of data runs
+    layout: tuple = (0, 0)                # (blocks following their previous, blocks after firsts)
     depth: np.ndarray | None = None       # per inode: depth of the file below / (1: in /)
     parent: np.ndarray | None = None      # per inode: the directory it was first reached in
     dirnames: dict = field(default_factory=dict)      # directory inode -> its path
@@ -91,9 +93,9 @@ def block_owners(image) -> BlockMap:
 
     vol = Volume.open(image, VolumeOptions(read_only=True, disk="ideal", cache=16 << 20))
     try:
-        inodes = {}                       # ino -> (directory?, data runs)
+        inodes = {}                       # ino -> (directory?, data runs, layout counts)
         own = block_owners_of(vol, each=lambda e: inodes.__setitem__(
-            e["ino"], (st.S_ISDIR(e["mode"]), len(e["runs"]))))
+            e["ino"], (st.S_ISDIR(e["mode"]), len(e["runs"]), layout_counts(e))))
         code_of = np.full(own.inodes_count + 1, UNOWNED, dtype=np.uint16)
         m = BlockMap(image=os.fspath(image), block_size=own.block_size, blocks_count=own.blocks_count,
                      first_data_block=own.first_data_block, blocks_per_group=own.blocks_per_group,
@@ -105,8 +107,9 @@ def block_owners(image) -> BlockMap:
 
         def claim(ino: int, code: int, parent: int = 0, depth: int = 0) -> None:
             m.parent[ino], m.depth[ino] = parent, depth
-            is_dir, runs = inodes[ino]
+            is_dir, runs, (follow, later) = inodes[ino]
             if not is_dir:
+                m.layout = (m.layout[0] + follow, m.layout[1] + later)
                 code_of[ino] = code
                 m.files[code] = m.files.get(code, 0) + 1
                 m.runs[code] = m.runs.get(code, 0) + runs
@@ -181,7 +184,8 @@ def summary_json(m: BlockMap, info: dict | None = None) -> dict:
             if m.files.get(c) or counts[c]]
     doc = {"image": m.image, "block_size": m.block_size, "blocks": m.blocks_count, "groups": m.groups,
            "blocks_per_group": m.blocks_per_group, "by_owner": fixed,
-           "file_data": int(counts[ROOTFILES] + counts[TOP0:].sum()), "by_top_level_dir": tops}
+           "file_data": int(counts[ROOTFILES] + counts[TOP0:].sum()), "by_top_level_dir": tops,
+           "layout_score": static_layout_score(*m.layout)}
     if info:
         doc["drawn"] = {k: v for k, v in info.items() if k != "counts"}
     return doc
@@ -203,6 +207,9 @@ def format_summary(m: BlockMap, info: dict | None = None) -> str:
             f = m.files.get(c, 0)
             rpf = m.runs.get(c, 0) / f if f else 0.0
             lines.append(f"  {lab[:26]:<26}{counts[c]:>12,}  {f:>7,}  {rpf:>9.2f}")
+    score = static_layout_score(*m.layout)
+    if score is not None:
+        lines.append(f"  layout score (files' blocks that follow their previous block): {score:.3f}")
     if info:
         lines.append(f"drawn: blocks {info['first']:,}..{info['end'] - 1:,}, {info['cells_per_block']} "
                      f"block(s) per cell, {info['width']} x {info['rows']} cells")
