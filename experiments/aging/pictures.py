@@ -38,7 +38,8 @@ def _style(i: int) -> dict:
 
 
 def _finish(fig, ax, out: str, legend_title: str = "") -> str:
-    ax.legend(title=legend_title or None, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(title=legend_title or None, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(out, dpi=100)
@@ -80,7 +81,7 @@ def blockmaps(aged: str, clean: str, out: str, title: str) -> str:
     plt = _plt()
     maps = [(name, block_owners(image)) for name, image in (("aged", aged), ("clean copy", clean))]
     end = max(int(np.flatnonzero(image_used(image))[-1]) + 1 for image in (aged, clean))
-    end = min(-(-end // 4096) * 4096, min(m.blocks_count for _, m in maps))   # the used part only
+    end = min(-(-end // 1024) * 1024, min(m.blocks_count for _, m in maps))   # the used part only
     with tempfile.TemporaryDirectory() as tmp:
         pngs = []
         for name, m in maps:

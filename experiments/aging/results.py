@@ -21,6 +21,8 @@ class Sink:
     def __init__(self, out: str):
         self.path = os.path.join(out, MEASUREMENTS)
         self.rows = load(out)
+        with open(self.path, "w") as f:        # without a last line a crash cut short
+            f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in self.rows)
 
     def __call__(self, row: dict) -> None:
         row = {k: (float(v) if hasattr(v, "dtype") else v) for k, v in row.items()}
