@@ -83,4 +83,5 @@ def _about(run: dict) -> str:
             f"copy (`cp -a` onto a fresh image of the same configuration). The pulls ran as real "
             f"git on a simfs mount with alloc={run['mounted']}; the other configurations replayed "
             f"its op log in-process. Disk {run['disk']}, image {run['size'] >> 20} MiB, "
-            f"block size {run['block_size']}. Real time: {run.get('wall', {})}.")
+            f"block size {run['block_size']}. Real time: "
+            + ", ".join(f"{k} {v:,.0f} s" for k, v in run.get("wall", {}).items()) + ".")
