@@ -51,13 +51,22 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> int:
     a = parser().parse_args(argv)
+    import signal
+    signal.signal(signal.SIGTERM, _interrupt)       # kill: unmount and keep the measurements
     try:
         plan = prepare(a)
     except AgingError as e:
         print(f"aging: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("aging: interrupted before the run started", file=sys.stderr)
+        return 130
     try:
         run(plan)
     except AgingError as e:

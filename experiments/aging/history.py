@@ -79,10 +79,14 @@ def _resolve(repo: str, rev: str) -> str:
     return r.stdout.strip()
 
 
+PULL_BYTES = 32 << 10       # a pull's loose objects (commit, trees, blobs), each at least a block
+
+
 def need_bytes(h: History) -> int:
     """A lower bound of what the aged file system must hold: the repository's objects (loose
-    and packed, as `git count-objects` counts them; the pulls unpack them again on the mount)
-    plus the last commit's tree (from `git ls-tree -rl`), each file rounded to 4 KiB."""
+    and packed, as `git count-objects` counts them; the pulls unpack them again on the mount),
+    the last commit's tree (from `git ls-tree -rl`), each file rounded to 4 KiB, and PULL_BYTES
+    per pull (a fetch of fewer than 100 objects stores them loose, one file each)."""
     objs = 0
     for line in git(h.repo, "count-objects", "-v").splitlines():
         k, _, v = line.partition(":")
@@ -91,7 +95,7 @@ def need_bytes(h: History) -> int:
     tree = sum(-(-int(size) // 4096) * 4096
                for size in (ln.split()[3] for ln in git(h.repo, "ls-tree", "-rl", h.commits[-1]).splitlines())
                if size.isdigit())
-    return objs + tree
+    return objs + tree + h.pulls * PULL_BYTES
 
 
 # the quick history ------------------------------------------------------------------------------

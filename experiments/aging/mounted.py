@@ -79,7 +79,12 @@ class Mount:
 
     def __enter__(self):
         os.makedirs(self.mnt, exist_ok=True)
-        simfs("mount", self.image, self.mnt, "-o", self.options)
+        try:
+            simfs("mount", self.image, self.mnt, "-o", self.options)
+        except BaseException:                   # interrupted while mounting: mounted or not
+            if os.path.ismount(self.mnt):
+                simfs("umount", self.mnt, check=False)
+            raise
         return self
 
     def __exit__(self, *exc):
