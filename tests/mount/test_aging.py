@@ -91,6 +91,30 @@ def test_images_clean_after_aging(runs):
         assert rc == 0, f"e2fsck -fn {image}: {out}"
 
 
+def dumpe2fs_free_extents(image) -> tuple[int, int]:
+    """(free extents, free blocks) from dumpe2fs's per-group "Free blocks:" ranges, runs that
+    continue across a group boundary joined."""
+    out = run(["dumpe2fs", str(image)]).stdout
+    ranges = []
+    for line in out.splitlines():
+        if line.startswith("  Free blocks: "):
+            for part in line.split(":", 1)[1].split(","):
+                if part.strip():
+                    a, _, b = part.strip().partition("-")
+                    ranges.append((int(a), int(b or a)))
+    extents = sum(1 for i, (a, _) in enumerate(ranges) if i == 0 or ranges[i - 1][1] + 1 != a)
+    return extents, sum(b - a + 1 for a, b in ranges)
+
+
+def test_free_space_figures_match_dumpe2fs(runs):
+    """The last measurement is at the last pull: nothing is allocated after it, so its
+    free-space figures are those dumpe2fs reads from the unmounted image."""
+    ext2, _ = runs
+    last = max(rows(ext2, "mounted", "ext2"), key=lambda r: r["pulls"])
+    assert last["pulls"] == int(PULLS)
+    assert (last["free_extents"], last["free_blocks"]) == dumpe2fs_free_extents(ext2 / "work" / "aged-ext2.img")
+
+
 def test_aged_tree_is_the_last_commit(runs, tmp_path):
     ext2, _ = runs
     with open(ext2 / "run.json") as f:
