@@ -23,7 +23,7 @@ from .history import AgingError, History, git
 from .measure import GREP_ARGV, free_extents, image_used, phase, row
 
 SIMFS = [sys.executable, "-m", "simfs.cli"]
-GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
 GIT_QUIET = ["-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "advice.detachedHead=false"]
 
 

@@ -9,10 +9,13 @@ phase plays, the tree `cp -a` walked is noted as it was looked up (cp lstat's ea
 copying it, in its own order: directories pre-order, each directory's entries by inode), and
 that list is unpacked with the `unpack` verb (tar x's requests: files written in 10 KiB
 records, not cp's copy_file_range) onto a fresh image of the configuration, then the `grep`
-verb reads it cold. A replayed history cannot capture anything git decides from the file
-system: git's requests do not depend on where blocks are, but the racy-git re-reads of files
-whose timestamps equal the index's (wall-clock seconds, on the mount) are fixed by the
-recording, and a configuration that ran out of space where the recorded one did not stops.
+verb reads it cold. A replayed history cannot capture what git decides from the recording
+mount's wall clock: git re-reads ("racy git") the files whose modification time is not older
+than its index's, so how many it re-reads depends on where the pulls' seconds fell. Those are
+reads between cold measurements: they change the pulls' own simulated time, not where blocks
+go nor the cold greps (a second mounted run under another allocator gives the replay's
+measurements: tests/mount/test_aging.py). A configuration that runs out of space where the
+recorded one did not stops the replay.
 """
 
 from __future__ import annotations
