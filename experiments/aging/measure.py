@@ -28,8 +28,8 @@ def free_extents(used: np.ndarray) -> dict:
     n_free = int(np.count_nonzero(free))
     if not n_free:
         return {"free_extents": 0, "mean_free_extent_blocks": 0.0, "free_blocks": 0}
-    starts = np.count_nonzero(free & ~np.concatenate(([False], free[:-1])))
-    return {"free_extents": int(starts), "mean_free_extent_blocks": round(n_free / starts, 3),
+    starts = int(np.count_nonzero(free & ~np.concatenate(([False], free[:-1]))))
+    return {"free_extents": starts, "mean_free_extent_blocks": round(n_free / starts, 3),
             "free_blocks": n_free}
 
 
