@@ -78,10 +78,10 @@ def run_disksim(src: str, data: str, stem: str) -> tuple[str, float, float]:
 
 def run_simfs(stem: str, preset: str, trace: str, outv: str):
     from disk_models import make_disk
-    from disk_models.disksim import _loaded
+    from disk_models.disksim_drives import forget_loaded
     from disk_models.validate import validate
 
-    _loaded.clear()                              # load the drive's files inside the timing
+    forget_loaded()                            # load the drive's files inside the timing
     t0 = time.perf_counter()
     disk = make_disk(preset)
     v = validate(disk, trace, outv)
@@ -90,7 +90,7 @@ def run_simfs(stem: str, preset: str, trace: str, outv: str):
 
 
 def main(argv=None) -> int:
-    from disk_models.disksim import DATA, DRIVES
+    from disk_models.disksim_drives import DATA, DRIVES
 
     stems = {f[:-5]: n for n, (f, _, _) in DRIVES.items()}
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],

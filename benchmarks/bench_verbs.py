@@ -5,7 +5,7 @@ Run: python -m benchmarks.bench_verbs [--tree /usr/include] [--repeat N] [--host
 
 1. The issue-14 work on a real tree (default /usr/include): unpack (`tar xpf`), then cold
    `tar cf /dev/zero` read-back, then cold `find -type f`; mounted (one mount per phase, real
-   tools) and in-process (`simfs.engine.verbs`, one cold volume per phase), alloc=ext2,
+   tools) and in-process (`simfs.inprocess.verbs`, one cold volume per phase), alloc=ext2,
    dirorder=hash, writeback=async, disk=sas10k. Prints each phase's simulated seconds both ways
    (they must agree within 3%) and the real time of the whole work both ways, and their ratio,
    with the host's CPUs as they are (idle) and kept busy by nice-19 spinners: on a virtual
@@ -51,8 +51,8 @@ def _mounted(image: Path, work: Path, tarball: Path) -> tuple[dict, float]:
 
 
 def _inprocess(image: Path, tarball: Path) -> tuple[dict, float]:
-    from simfs.engine import verbs
-    from simfs.engine.treedesc import from_tarball
+    from simfs.inprocess import verbs
+    from simfs.inprocess.treedesc import from_tarball
     sims, t0 = {}, time.perf_counter()
     for name, verb, params, _ in PHASES:
         if verb == "unpack":
@@ -120,8 +120,8 @@ def real_tree(tree: str, work: Path, repeat: int = 1, conditions=("idle", "busy"
 
 def seed000(work: Path) -> None:
     from experiments.workload import generate_tree
-    from simfs.engine import verbs
-    from simfs.engine.treedesc import from_directory
+    from simfs.inprocess import verbs
+    from simfs.inprocess.treedesc import from_directory
     from simfs.ondisk.mkfs import mkfs
     src = work / "seed000"
     generate_tree(src, seed=1, files=6000)

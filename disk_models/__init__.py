@@ -45,6 +45,8 @@ drive's measured files; presets disksim-* for the ten drives of DiskSim's valida
 
 from __future__ import annotations
 
+from plugin_registry import did_you_mean
+
 from .advanced_format import AdvancedFormatDrive
 from .base import DiskModel, DiskRequest, DiskResult
 from .ideal import IdealDisk
@@ -67,7 +69,7 @@ def _preset(name: str) -> tuple[Preset, str]:
     preset = PRESETS.get(name)
     if preset is None:
         raise ValueError(f"unknown disk preset {name!r}; choose one of: {', '.join(PRESETS)} "
-                         "(or a model class as package.module:Class)")
+                         f"(or a model class as package.module:Class){did_you_mean(name, PRESETS)}")
     return preset, preset.kind
 
 

@@ -114,12 +114,11 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
 
 from __future__ import annotations
 
-import importlib.resources
-import os
 from bisect import bisect_right
 
 from . import disksim_map as dmap
-from .disksim_files import Block, DiskSimFileError, load_drive
+from .disksim_drives import PRESETS, drive_files, drive_preset, source_of
+from .disksim_files import Block, DiskSimFileError
 from .layout import Layout
 from .base import DiskModel
 from .params import Param
@@ -128,30 +127,6 @@ from .rotating import RotatingDrive
 from .seek import HplSeek, SeekTable
 
 MS = 1e-3
-#: the drives' files, beside the package's source (its __init__ is never compiled; this module
-#: may run from build/compiled, where no data is)
-DATA = str(importlib.resources.files("disk_models") / "data" / "disksim")
-
-#: preset name -> (parameter file in DATA, DiskSim's name for the drive, capacity = Block count)
-DRIVES = {
-    "disksim-atlas_iii": ("atlas_III.parv", "Quantum Atlas III QM39100TD-SW", 17_783_250),
-    "disksim-barracuda": ("barracuda.parv", "Seagate Barracuda ST32171W", 4_110_000),
-    "disksim-cheetah4lp": ("cheetah4LP.parv", "Seagate Cheetah 4LP ST34501N", 8_887_200),
-    "disksim-cheetah9lp": ("cheetah9LP.parv", "Seagate Cheetah 9LP ST39102LW", 17_783_240),
-    "disksim-ibm18es": ("ibm18es.parv", "IBM Ultrastar 18ES DNES-309170W", 17_916_240),
-    "disksim-atlas10k": ("atlas10k.parv", "Quantum Atlas 10K (Tornado)", 17_938_986),
-    "disksim-hp_c2247a": ("hp_c2247a.parv", "HP C2247A", 2_054_864),
-    "disksim-hp_c3323a": ("hp_c3323a.parv", "HP C3323A", None),     # see CAPACITY_NOTE
-    "disksim-hp_c2490a": ("hp_c2490a.parv", "HP C2490A", 4_165_272),
-    "disksim-dec_rz26": ("dec_rz26.parv", "DEC RZ26", 2_050_860),
-}
-
-#: the HP C3323A's .model says Block count = 1743672, but its zones map more and its trace reads up
-#: to block 2049226; DiskSim serves what the zones map (it never checks Block count), so does this.
-CAPACITY_NOTE = {"disksim-hp_c3323a": (2_049_227, "[derived] blocks up to the trace's highest (2049226) as the zone "
-                                       "table maps them; the .model's Block count (1743672) is smaller than the "
-                                       "1 GB drive and DiskSim does not check it")}
-
 PARAMS = {"capacity": Param("capacity", int, "sectors", "the drive's Block count (from its .model file)", 1, 2**48)}
 
 _TRACK_SPARING, _SECTPERTRACK_SPARING = 1, 3
@@ -194,47 +169,6 @@ PARAMETERS = {
                      "Calc sector by sector", "Per-request overhead time", "Time scale for overheads",
                      "Scheduler", "Avg sectors per cylinder", "Print stats"), _NOT),
 }
-
-
-def _preset(name: str, path: str, drive: str, capacity: int, why: str | None = None) -> Preset:
-    return Preset(name, "disksim", f"{drive} from DiskSim's validation suite (measured layout, seek curve, "
-                  "cache, overheads)", f"{drive}; DiskSim 4.0 parameters {path}",
-                  {"capacity": capacity},
-                  {"capacity": why or f"[read] Block count in the .model of {path} (DiskSim 4.0 validation "
-                                      "suite, disk_models/data/disksim/PROVENANCE.md)"})
-
-
-PRESETS = tuple(_preset(n, f"disk_models/data/disksim/{f}", d, c) if c else
-                _preset(n, f"disk_models/data/disksim/{f}", d, *CAPACITY_NOTE[n]) for n, (f, d, c) in DRIVES.items())
-
-_loaded: dict = {}
-_given: dict = {}
-
-
-def drive_files(path: str):
-    """load_drive(path), remembered per file and modification time (a preset is built often),
-    and per path as given: the mount daemon checks `disk=disksim:PATH` before it forks and
-    changes to /, where a relative PATH no longer names the file."""
-    full = os.path.abspath(path)
-    try:
-        key = (full, os.stat(full).st_mtime_ns)
-    except OSError as e:
-        if path in _given:
-            return _given[path]
-        raise DiskSimFileError(f"cannot read {full}: {e.strerror or e}") from None
-    if key not in _loaded:
-        _loaded[key] = load_drive(full)
-    _given[path] = _loaded[key]
-    return _loaded[key]
-
-
-def source_of(preset: str) -> str:
-    """The parameter file a preset name stands for ("disksim:PATH" or a built-in preset)."""
-    if preset.startswith("disksim:"):
-        return preset.split(":", 1)[1]
-    if preset in DRIVES:
-        return os.path.join(DATA, DRIVES[preset][0])
-    raise ValueError(f"disk preset {preset!r} names no DiskSim parameter file")
 
 
 def _zones(model: Block, heads: int):
@@ -349,7 +283,7 @@ class DiskSimDrive(RotatingDrive):
             raise ValueError("disk=disksim:PATH needs the path of a DiskSim .parv file")
         f = drive_files(path)
         cap = int(f.model.num("Block count"))
-        return _preset(f"disksim:{path}", path, f.disk.name, cap)
+        return drive_preset(f"disksim:{path}", path, f.disk.name, cap)
 
     def __init__(self, spec):
         f = drive_files(source_of(spec.preset))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from simfs.plugins import PluginError, Registry
+from plugin_registry import PluginError, Registry
 
 from .advanced_format import AdvancedFormatDrive
 from .base import DiskModel

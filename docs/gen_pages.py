@@ -3,7 +3,8 @@
 Why: `--help`, the option parser and the registries are the truth; a page copied from them by
 hand goes stale. So one page per `simfs` command is rendered from its argparse parser (the
 same parser `simfs COMMAND --help` prints), and the tables of mount options, policies and disk
-presets are rendered from `VolumeOptions` and `simfs.fuse.mountopts` and from the registries,
+presets are rendered from `VolumeOptions` (each option declared on its field: simfs.fs.optionspec),
+`simfs.fuse.mountopts` and the registries,
 into the hand-written pages at their `<!-- generated: NAME -->` markers. A renamed field or a
 vanished marker makes the build fail (`make docs` runs `mkdocs build --strict`).
 """
@@ -11,7 +12,6 @@ vanished marker makes the build fail (`make docs` runs `mkdocs build --strict`).
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import os
 import re
@@ -144,25 +144,6 @@ def command_pages() -> None:
 
 # --- mount options -------------------------------------------------------------------------------
 
-def _field_comments(cls) -> dict[str, str]:
-    """The comment after each field in the class's source: its help until the field's
-    metadata carries one."""
-    import simfs
-    src = Path(simfs.__file__).resolve().parent.parent / (cls.__module__.replace(".", "/") + ".py")
-    text = src.read_text()
-    lines = text.splitlines()
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
-            out = {}
-            for st in node.body:
-                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
-                    line = lines[st.end_lineno - 1]
-                    if "#" in line:
-                        out[st.target.id] = line.split("#", 1)[1].strip()
-            return out
-    raise LookupError(f"class {cls.__name__} not found in {src}")
-
-
 def _size_or_number(v) -> str:
     from simfs import units
     if isinstance(v, bool):
@@ -174,32 +155,44 @@ def _size_or_number(v) -> str:
     return str(v)
 
 
+def _valid_values(f, typ) -> list[str]:
+    """What the option takes, as its field declares it (simfs.fs.optionspec)."""
+    from simfs.fs import optionspec as spec
+    valid = []
+    ch = spec.choices(f, typ)
+    if ch:
+        valid.append(", ".join(f"`{c}`" for c in ch))
+    reg = f.metadata.get("registry")
+    if reg is not None:
+        builtin = [n for n in sorted(reg()) if reg().origin(n) == "built-in"]
+        valid.append(", ".join(f"`{n}`" for n in builtin) + ", a plug-in's name or `package.module:Class`")
+    rng = f.metadata.get("range")
+    if rng:
+        ends = ["the machine's memory" if b is spec.machine_memory else
+                "computed when mounting" if callable(b) else _size_or_number(b) for b in rng]
+        valid.append(f"{ends[0]} to {ends[1]}")
+    if f.metadata.get("multiple"):
+        valid.append(f"a multiple of {_size_or_number(f.metadata['multiple'])}")
+    if typ is bool:
+        valid.append(f"`{f.name}`, `no{f.name}`, `{f.name}=yes\\|no`")
+    return valid
+
+
 def volume_options() -> str:
+    from simfs.fs import optionspec as spec
     from simfs.fs.volume import VolumeOptions
     from simfs.fuse import mountopts as mo
-    hints = mo._hints(VolumeOptions)
-    comments = _field_comments(VolumeOptions)
+    hints = spec.hints(VolumeOptions)
     rows = ["| option | type | default | valid values | what it does |", "|---|---|---|---|---|"]
     for f in dataclasses.fields(VolumeOptions):
-        typ, nullable = mo._unoptional(hints.get(f.name, str))
+        typ, nullable = spec.unoptional(hints.get(f.name, str))
         kind = {bool: "yes/no", int: "size or number (K/M/G)", float: "number"}.get(typ, "text")
+        if f.metadata.get("unit"):
+            kind += f", {f.metadata['unit']}"
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         default = "(empty)" if default == "" else f"`{_size_or_number(default)}`"
-        valid = []
-        ch = mo._choices(f, typ)
-        if ch:
-            valid.append(", ".join(f"`{c}`" for c in ch))
-        rng = f.metadata.get("range") or mo.RANGES.get(f.name)
-        if rng:
-            ends = ["the machine's memory" if b is mo.machine_memory else
-                    "computed when mounting" if callable(b) else _size_or_number(b) for b in rng]
-            valid.append(f"{ends[0]} to {ends[1]}")
-        if f.name in mo.MULTIPLES:
-            valid.append(f"a multiple of {_size_or_number(mo.MULTIPLES[f.name])}")
-        if typ is bool:
-            valid.append(f"`{f.name}`, `no{f.name}`, `{f.name}=yes\\|no`")
-        help_ = f.metadata.get("help") or comments.get(f.name, "")
-        rows.append(f"| `{f.name}` | {kind} | {default} | {'; '.join(valid)} | {esc(help_)} |")
+        valid = _valid_values(f, typ)
+        rows.append(f"| `{f.name}` | {kind} | {default} | {'; '.join(valid)} | {esc(f.metadata.get('help', ''))} |")
     aliases = ", ".join(f"`{k}` = " + " + ".join(f"`{fld}={'yes' if v else 'no'}`" for fld, v in sets)
                         for k, sets in mo.ALIASES.items())
     return "\n".join(rows) + f"\n\nAliases: {aliases}.\n"

@@ -61,8 +61,8 @@ def _sha(path: Path) -> str:
 def figures(tree: str) -> dict:
     from experiments import verbcheck
     from experiments.workload import generate_tree
-    from simfs.engine import verbs
-    from simfs.engine.treedesc import from_directory
+    from simfs.inprocess import verbs
+    from simfs.inprocess.treedesc import from_directory
     from simfs.fs.volume import Volume
     from simfs.ondisk.mkfs import mkfs
     time.time = lambda: float(NOW)                      # inode and superblock times

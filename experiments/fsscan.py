@@ -1,6 +1,6 @@
 """In-process looks at an unmounted image through `simfs.fs.volume.Volume` (the same code path
 as the mount): the fsck-like metadata scan of seed 003, and where files landed (block maps and
-filefrag's extent counts, from simfs.fs.inspect).
+filefrag's extent counts, from simfs.fs.inspection).
 
 The scan opens the image read-only with the configuration's own disk options and runs
 `Volume.metadata_scan` (e2fsck's reads, in its order, charged through the volume's cache and
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simfs.fs import inspect
+from simfs.fs import inspection
 from simfs.fs.volume import Volume
 from simfs.fuse import mountopts
 
@@ -43,10 +43,10 @@ def metadata_scan(image, config: Config) -> dict:
 
 
 # where files landed --------------------------------------------------------------------------
-# Block kinds of the block-map plots (experiments/plots.py), from simfs.fs.inspect's owners.
+# Block kinds of the block-map plots (experiments/plots.py), from simfs.fs.inspection's owners.
 KIND_FREE, KIND_META, KIND_DATA, KIND_DIR, KIND_INDIRECT = range(5)
-_KIND_OF = np.full(len(inspect.KIND_NAMES), KIND_META, dtype=np.uint8)
-_KIND_OF[[inspect.FREE, inspect.DATA, inspect.DIR, inspect.INDIRECT]] = (KIND_FREE, KIND_DATA, KIND_DIR,
+_KIND_OF = np.full(len(inspection.KIND_NAMES), KIND_META, dtype=np.uint8)
+_KIND_OF[[inspection.FREE, inspection.DATA, inspection.DIR, inspection.INDIRECT]] = (KIND_FREE, KIND_DATA, KIND_DIR,
                                                                          KIND_INDIRECT)
 
 
@@ -74,13 +74,13 @@ def layout(image, config: Config, only: str | None = None) -> Layout:
 
     def each(e: dict) -> None:
         if stat.S_ISREG(e["mode"]) and e["runs"]:
-            extents, blocks = inspect.fibmap_extents(e)
+            extents, blocks = inspection.fibmap_extents(e)
             order.append((e["ino"], [p + i for _, p, n in e["runs"] for i in range(n)]))
-            found.append((len(extents), blocks, inspect.perfection(e, blocks)))
+            found.append((len(extents), blocks, inspection.perfection(e, blocks)))
 
     with open_ro(image, config, disk="ideal") as vol:
         inos = [vol.lookup(vol.root_ino, only.encode()).st_ino] if only else None
-        own = inspect.block_owners(vol, inos, each)
+        own = inspection.block_owners(vol, inos, each)
     out = Layout(own.block_size, own.blocks_count, _KIND_OF[own.kind], own.ino, order,
                  sum(f[0] for f in found), len(order), sum(f[1] for f in found))
     if only and found:

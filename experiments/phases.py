@@ -118,14 +118,14 @@ def dd_read(trace: bool = True) -> Phase:
 # in-process ---------------------------------------------------------------------------------------
 def run_verb(ctx: PhaseContext, verb: str, path: str, *, drain: bool, mark: str = "",
              options: dict | None = None, **params) -> dict:
-    """An in-process phase's record: simfs.engine.verbs.run on the unmounted image (one cold
+    """An in-process phase's record: simfs.inprocess.verbs.run on the unmounted image (one cold
     mount with the configuration's options, plus `options`). sim_cmd is the tool's time,
     sim_drain what the close added (the write-back it left, as `-o stats=` includes it),
     sim_umount the final clock; the headline adds the drain when `drain`. The verb's numeric
     results go to `extra`. A file-system error (a full disk) is one ExperimentError line."""
     import os
 
-    from simfs.engine import verbs
+    from simfs.inprocess import verbs
     from simfs.errors import FSError
     from simfs.fuse import mountopts
 

@@ -66,7 +66,7 @@ def bars(doc: dict, out: Path) -> str:
 def seekwatcher(panel, raw_records: list[dict], work: Path, out: Path, index: int) -> str | None:
     """The panel's phase of each configuration's trace, each from the phase's first request."""
     from simfs.blockio.trace import read_trace
-    from simfs.cli.seekplot import phase_series, plot_series
+    from simfs.pictures.seekplot import phase_series, plot_series
     series = []
     for cfg in panel.configs:
         rec = next((r for r in raw_records if r["config"] == cfg and r["phase"] == panel.phase
@@ -100,8 +100,8 @@ def blockmap(doc: dict, layouts: dict, out: Path, single_file: bool = False) -> 
     names = [c["name"] for c in doc["configs"] if c["name"] in layouts]
     fig, axes = plt.subplots(len(names), 2, figsize=(12, 3.7 * len(names) + 1.1), squeeze=False,
                              gridspec_kw={"width_ratios": [1, 2]})
-    from simfs.cli.layout import _TAB20, _hex
-    palette = [_hex(c) for c in _TAB20]         # tab20 without its reds and greys (indirect, metadata)
+    from simfs.pictures.blockmap import TOP_COLOURS, hex_rgb
+    palette = [hex_rgb(c) for c in TOP_COLOURS]         # tab20 without its reds and greys (indirect, metadata)
     cmap = ListedColormap([c for _, c in BLOCKMAP_KINDS] + list(palette))
     ymax = max((max((max(b) for _, b in layouts[n].order if b), default=0) + 1) * layouts[n].block_size / 1e6
                for n in names)

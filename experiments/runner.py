@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simfs.engine.timed_mkfs import timed_mkfs
+from simfs.inprocess.timed_mkfs import timed_mkfs
 from simfs.units import format_mib
 
 from .phases import PhaseContext

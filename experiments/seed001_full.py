@@ -12,7 +12,7 @@ directories and 54 GB with the .svn metadata (the experiment's own 7.7k-file tre
 unpack verb (tar xpf) on a data-less image (file data charged, not stored): the unpack never
 lists a directory, so its layout and time are the same in every order. Then, on a copy per order
 and each on a cold volume: find -type d, find -type f, cp -a within the file system and rm -rf of
-the original, in hash, linear and inode order (simfs.engine.verbs), with the readdir-order
+the original, in hash, linear and inode order (simfs.inprocess.verbs), with the readdir-order
 experiment's options (ext2 allocator and Orlov placement, async, SAS 10K, 4 KiB blocks, 256-byte
 inodes, an image 8 times the tree up to the whole drive). Phases are timed as the mounted runner
 times them: from the start to the tool's end, without the unmount's write-back. Writes
@@ -61,7 +61,7 @@ def make_image(path: Path, tree_bytes: int) -> None:
 
 
 def run_phase(image: Path, order: str, phase: str, source=None) -> dict:
-    from simfs.engine import verbs
+    from simfs.inprocess import verbs
     t0, c0 = time.perf_counter(), time.process_time()
     if phase == "unpack":
         out = verbs.run(str(image), options(order), "unpack", "tree", source=source, mkdir=True, mark=phase)

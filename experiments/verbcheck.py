@@ -2,7 +2,7 @@
 
 For one verb, one tree and one set of volume options: two identical copies of a prepared image;
 on the first, `simfs mount -o OPTIONS,stats=...`, the real tool, `simfs umount`; on the second,
-`simfs.engine.verbs.run` with the same options. Simulated time and every disk counter must agree
+`simfs.inprocess.verbs.run` with the same options. Simulated time and every disk counter must agree
 within 3% (counts under 34 within one request). Used by tests/mount/test_verbs_validate.py
 (quick sizes, in `make test`) and benchmarks/bench_verbs.py (full sizes, real time side by side).
 
@@ -84,8 +84,8 @@ def volume_options(spec: str):
 
 def prepare(work: Path, needs: str, tarball: Path, options: str) -> Path:
     """The image a case starts from (made once per needs/options, in-process)."""
-    from simfs.engine import verbs
-    from simfs.engine.treedesc import from_tarball
+    from simfs.inprocess import verbs
+    from simfs.inprocess.treedesc import from_tarball
     from simfs.fs.volume import Volume
     from simfs.ondisk.mkfs import mkfs
     img = work / f"base-{needs}-{abs(hash(options)) % 10**8}.img"
@@ -121,8 +121,8 @@ def mounted(case: Case, image: Path, options: str, tarball: Path, work: Path) ->
 
 
 def inprocess(case: Case, image: Path, options: str, tarball: Path) -> dict:
-    from simfs.engine import verbs
-    from simfs.engine.treedesc import from_tarball
+    from simfs.inprocess import verbs
+    from simfs.inprocess.treedesc import from_tarball
     params = dict(case.params)
     if case.verb == "unpack":
         params["source"] = from_tarball(str(tarball))
@@ -173,8 +173,8 @@ def oplogs(case: Case, options: str, tarball: Path, work: Path) -> tuple[list, l
     recorder), on identical copies of the case's image: two lists of JSON lines without the
     header. The verb's list ends with the references its unmount gives back, which a mount's
     close drops unlogged; they are left out."""
-    from simfs.engine import verbs
-    from simfs.engine.treedesc import from_tarball
+    from simfs.inprocess import verbs
+    from simfs.inprocess.treedesc import from_tarball
     from simfs.errors import VerbRefused
     base = prepare(work, case.needs, tarball, options)
     a, b = work / "a.img", work / "b.img"

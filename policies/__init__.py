@@ -1,6 +1,6 @@
 """Policies, looked up by name: block allocators, inode placers, directory orders, write-back.
 
-Each kind has a registry (`simfs.plugins.Registry`, a mapping name -> class) holding the
+Each kind has a registry (`plugin_registry.Registry`, a mapping name -> class) holding the
 built-ins, installed packages' entry points and - by `make_*` - classes named directly as
 ``package.module:Class``; and one contract, in its base module:
 
@@ -11,16 +11,18 @@ built-ins, installed packages' entry points and - by `make_*` - classes named di
   write-back        policies.writeback.WRITEBACK  simfs.writeback       policies.writeback.WritebackPolicy
 """
 
-from simfs.plugins import PluginError, Registry
+from plugin_registry import PluginError, Registry
 
 from .base import BlockAllocator, BlockRequest, InodePlacer, NoSpace
 from .delayed import Delayed
+from .ext4_ialloc import OrlovFlex
 from .ffs_alloc import Cg, Cg2010, Cg2013
 from .ffs_dirpref import FfsDirpref
 from .firstfree import FirstFree, ParentGroup
 from .freebsd_ext2fs import Ext2fs2010, Ext2fs2010Fixed, Ext2fsDirpref
 from .linux_ext2 import Ext2
 from .linux_ialloc import Orlov
+from .mballoc import Mballoc, MballocDelalloc
 from .sequential import Sequential, SequentialInodes
 
 
@@ -34,10 +36,11 @@ def _check_allocator(cls) -> None:
 
 
 ALLOCATORS = Registry("allocator", "alloc", "simfs.allocators", BlockAllocator,
-                      (FirstFree, Sequential, Cg2010, Cg2013, Cg, Ext2, Ext2fs2010, Ext2fs2010Fixed, Delayed),
+                      (FirstFree, Sequential, Cg2010, Cg2013, Cg, Ext2, Ext2fs2010, Ext2fs2010Fixed, Delayed,
+                       Mballoc, MballocDelalloc),
                       check=_check_allocator)
 INODE_PLACERS = Registry("inode placement", "inode_placement", "simfs.inode_placers", InodePlacer,
-                         (ParentGroup, SequentialInodes, FfsDirpref, Orlov, Ext2fsDirpref))
+                         (ParentGroup, SequentialInodes, FfsDirpref, Orlov, Ext2fsDirpref, OrlovFlex))
 
 
 def unknown(kind: str, name: str, known) -> ValueError:

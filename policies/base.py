@@ -7,7 +7,7 @@ disk models in `disk_models.base.DiskModel`.
 
 Registries
 ----------
-`policies.ALLOCATORS` and `policies.INODE_PLACERS` (see `simfs.plugins.Registry`) map names
+`policies.ALLOCATORS` and `policies.INODE_PLACERS` (see `plugin_registry.Registry`) map names
 to classes: the built-ins, then installed packages' entry points in the groups
 ``simfs.allocators`` and ``simfs.inode_placers`` (entry-point name = the class's `name`), and
 any ``package.module:Class`` given directly (``-o alloc=mypkg.alloc:LastFit``). A plug-in
@@ -141,7 +141,8 @@ class SpaceView(Protocol):
 
     geometry    the volume's shape (simfs.ondisk.superblock.Geometry): block_size,
                 blocks_count, first_data_block, blocks_per_group, inodes_per_group,
-                inodes_count, groups, inode_table_blocks, ptrs_per_block; group_start(g),
+                inodes_count, groups, inode_table_blocks, ptrs_per_block, groups_per_flex
+                (1 without flex_bg; the tables' places are in descs); group_start(g),
                 group_blocks(g), group_of_block(b), group_of_inode(ino), has_super(g),
                 super_and_gdt_blocks(g)
     descs       group descriptors (block_bitmap, inode_bitmap, inode_table, free_blocks,

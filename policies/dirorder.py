@@ -68,7 +68,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Any, Iterable, Iterator
 
-from simfs.plugins import Registry
+from plugin_registry import Registry
 
 __all__ = ["Entry", "BadCookie", "DirState", "DirOrder", "LinearOrder", "HashOrder",
            "InodeOrder", "NameOrder", "DIR_ORDERS", "make_dir_order"]

@@ -76,7 +76,7 @@ The built-in modes (seed 002: FFS sync vs async vs soft updates):
 
 import graphlib
 
-from simfs.plugins import Registry
+from plugin_registry import Registry
 
 #: the block kinds the cache knows (what `Buffer.kind` may be)
 BLOCK_KINDS = ("data", "inode", "dir", "indirect", "xattr", "symlink", "bitmap", "gdt", "super")
@@ -159,7 +159,7 @@ class Softdep(WritebackPolicy):
 
 
 def _check(cls) -> None:
-    from simfs.plugins import PluginError
+    from plugin_registry import PluginError
     passes = cls.passes
     if not isinstance(passes, tuple) or not all(isinstance(p, tuple) for p in passes):
         raise PluginError(f"{cls.__qualname__}.passes must be a tuple of tuples of block kinds")

@@ -139,13 +139,15 @@ def can_loop_mount() -> str | None:
 
 
 @contextlib.contextmanager
-def kernel_mount(img, mnt):
-    """The image mounted read-only by the kernel's own ext2 driver (skips where it cannot be)."""
+def kernel_mount(img, mnt, rw: bool = False, fstype: str = "ext2"):
+    """The image mounted read-only (or `rw`) by the kernel's own ext2 driver, or with
+    fstype="ext4" its ext4 driver (an ext4-profile image); skips where it cannot be."""
     why = can_loop_mount()
     if why:
         pytest.skip(why)
     mnt.mkdir()
-    r = subprocess.run(["mount", "-o", "loop,ro", "-t", "ext2", str(img), str(mnt)], capture_output=True, text=True)
+    r = subprocess.run(["mount", "-o", "loop" if rw else "loop,ro", "-t", fstype, str(img), str(mnt)],
+                       capture_output=True, text=True)
     if r.returncode:
         pytest.skip(f"kernel refused the loop mount here: {r.stderr.strip()}")
     try:

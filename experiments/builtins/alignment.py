@@ -11,8 +11,8 @@ NEWFS_SIZE = 10 << 30
 
 
 def newfs_phase():
-    """newfs's request pattern (simfs.engine.timed_newfs) on this configuration's disk."""
-    from simfs.engine.timed_newfs import timed_newfs
+    """newfs's request pattern (simfs.inprocess.timed_newfs) on this configuration's disk."""
+    from simfs.inprocess.timed_newfs import timed_newfs
     return Phase("newfs", "FreeBSD newfs -f 4096 -b 32768 of the seed's 10 GB partition: its request "
                           "pattern, issued synchronously to the disk model", kind="volume",
                  command=lambda c: timed_newfs(c.config.mount["disk"], NEWFS_SIZE))

@@ -26,7 +26,7 @@ def fill_phase():
                                writes=p["writes"], **kw)
 
     def after(c, rec: dict) -> dict:
-        from simfs.fs.inspect import frag_counts
+        from simfs.fs.inspection import frag_counts
         from ..fsscan import open_ro
         with open_ro(c.image, c.config, disk="ideal") as vol:
             n = frag_counts(vol.extents(vol.lookup(vol.root_ino, BIG.encode()).st_ino))

@@ -20,7 +20,7 @@ experiments/jobs/*.toml are the five seeds, examples/jobs/*.toml more):
                 label for a labelled axis; other options of its own)
     [[phase]]   name, and one of: run = "shell command" (in the mount; {mnt} {source}
                 {tarball} {work} {image} are replaced, quoted), verb = "find" with path and
-                args = {...} (in-process, simfs.engine.verbs), builtin = "NAME" (a Python hook,
+                args = {...} (in-process, simfs.inprocess.verbs), builtin = "NAME" (a Python hook,
                 experiments/builtins/); prepare = "..." (untimed, before), cold (default true: remount,
                 buffer cache and drive cache empty; false: stay on the previous phase's mount),
                 drain (the time includes writing back what the phase left dirty), writes, trace,

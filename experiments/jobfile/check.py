@@ -323,10 +323,10 @@ def _tree_value(k: str, v) -> str | None:
 
 
 def verb_args(verb: str) -> set[str]:
-    """The args = keys a verb phase takes: the verb's own keywords (simfs.engine.verbs), and what
+    """The args = keys a verb phase takes: the verb's own keywords (simfs.inprocess.verbs), and what
     the phase runner takes for every verb (mkdir, mark, options, oplog); unpack's source is
     `from` (a directory or an archive; default the workload's tarball)."""
-    from simfs.engine.verbs import VERBS
+    from simfs.inprocess.verbs import VERBS
     own = {n for n, q in inspect.signature(VERBS[verb]).parameters.items()
            if n not in ("k", "where") and q.kind not in (q.VAR_KEYWORD, q.VAR_POSITIONAL)}
     if verb == "unpack":
@@ -361,9 +361,9 @@ def verb_params(verb: str, args: dict) -> dict:
 
 def _check_verb(src: Source, i: int, p: dict) -> None:
     """A verb phase's args and path as `simfs verb` checks them before it opens the image: the
-    options' types and choices, and the tool's own refusals (simfs.engine.verbs.REFUSE: rm -rf
+    options' types and choices, and the tool's own refusals (simfs.inprocess.verbs.REFUSE: rm -rf
     of the root, cp -a into itself, ...), so they are refused here, not after the workload."""
-    from simfs.engine.verbs import REFUSE
+    from simfs.inprocess.verbs import REFUSE
     from simfs.errors import VerbRefused
     try:
         params = verb_params(p["verb"], p.get("args", {}))
@@ -386,7 +386,7 @@ def builtin_args(fn) -> set[str]:
 
 
 def _verb_names() -> list[str]:
-    from simfs.engine.verbs import VERBS
+    from simfs.inprocess.verbs import VERBS
     return list(VERBS)
 
 
@@ -469,15 +469,11 @@ def _check_mkfs(src: Source, kw: dict, where_of: dict, raw) -> int | None:
 
 
 # the option-value check: the one place a job's mount options are validated (every configuration's,
-# from check() and from compile_job()); the policy names are looked up where the volume looks them up
-POLICY_OPTIONS = {"alloc": ("policies", "ALLOCATORS"), "inode_placement": ("policies", "INODE_PLACERS"),
-                  "dirorder": ("policies.dirorder", "DIR_ORDERS"), "writeback": ("policies.writeback", "WRITEBACK")}
-
-
+# from check() and from compile_job())
 def _check_mount(src: Source, mount: dict, where_of: dict) -> None:
-    """Validate with the parser `simfs mount` uses (unknown values, ranges, disk models) and the
-    policy registries the volume opens them with. `where_of`: option -> its position in the file."""
-    import importlib
+    """Validate with the parser `simfs mount` uses: unknown keys, and each value as its
+    VolumeOptions field declares it (simfs.fs.optionspec: ranges, policy names through their
+    registries, disk models built). `where_of`: option -> its position in the file."""
     from simfs.fuse import mountopts
     text = Config("", mount=mount, mkfs={}).mount_string()
 
@@ -485,14 +481,7 @@ def _check_mount(src: Source, mount: dict, where_of: dict) -> None:
         return where_of.get(key, ("mount", key))
 
     try:
-        vol = mountopts.parse([text]).volume
+        mountopts.parse([text])
     except mountopts.OptionError as e:
         bad = re.search(r"option '?(\w+)", str(e))
         raise src.error(where(bad.group(1)) if bad else ("mount",), str(e)) from None
-    for key, (mod, reg) in POLICY_OPTIONS.items():
-        name = getattr(vol, key, "")
-        if key in mount and name:
-            try:
-                getattr(importlib.import_module(mod), reg).resolve(name)
-            except ValueError as e:
-                raise src.error(where(key), f"bad value for mount option {key}: {e}") from None

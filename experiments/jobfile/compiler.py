@@ -30,14 +30,14 @@ def _render(template: str, ctx) -> str:
 
 
 def _verb_record(verb: str, path: str, args: dict, drain: bool):
-    """An in-process phase: simfs.engine.verbs.run on the unmounted image (one cold mount). sim_cmd
+    """An in-process phase: simfs.inprocess.verbs.run on the unmounted image (one cold mount). sim_cmd
     is the tool's time; sim_drain what the close added (the write-back it left, as `-o stats=`
     includes it, and the mount's set-up); the headline adds it when drain = true
     (phases.run_verb)."""
     def command(ctx) -> dict:
         params = verb_params(verb, args)
         if verb == "unpack":
-            from simfs.engine.treedesc import from_directory, from_tarball
+            from simfs.inprocess.treedesc import from_directory, from_tarball
             frm = params.pop("from", None)
             if frm:
                 p = Path(frm).expanduser()

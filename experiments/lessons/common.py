@@ -1,5 +1,5 @@
 """What the lessons share: a fresh image (the experiments' fixed UUID, hash seed and time, so
-every run places the same blocks), one in-process verb on it (simfs.engine.verbs: the real tool's
+every run places the same blocks), one in-process verb on it (simfs.inprocess.verbs: the real tool's
 system calls through the kernel model, no FUSE), and the lesson's page (README.md beside its
 pictures, figures.json with every number the text quotes)."""
 
@@ -27,7 +27,7 @@ def make_image(path: Path, size: int, block_size: int = 4096, inode_size: int = 
 
 def verb(image: Path, spec: str, name: str, where: str, **params) -> dict:
     """One cold in-process run of a verb (the volume opened and closed as a mount would be)."""
-    from simfs.engine import verbs
+    from simfs.inprocess import verbs
     return verbs.run(str(image), options(spec), name, where, **params)
 
 

@@ -61,7 +61,7 @@ def visit_order(image, order: str) -> list[int]:
 
 def run(out, quick: bool, work) -> common.Page:
     from simfs.blockio.trace import read_trace
-    from simfs.cli.seekplot import phase_series, plot_series
+    from simfs.pictures.seekplot import phase_series, plot_series
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

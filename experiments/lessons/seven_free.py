@@ -32,7 +32,7 @@ QUESTIONS = [
 def _gap8(m) -> float:
     """Of the steps from one file-data block to the next in the densest 4,096 blocks, the share
     that are exactly 8 blocks: 1 used, 7 free."""
-    from simfs.cli.layout import ROOTFILES, TOP0
+    from simfs.pictures.blockmap import ROOTFILES, TOP0
     data = np.flatnonzero((m.owner == ROOTFILES) | (m.owner >= TOP0))
     if len(data) < 2:
         return 0.0
@@ -44,8 +44,9 @@ def _gap8(m) -> float:
 
 def run(out, quick: bool, work) -> common.Page:
     from simfs.blockio.trace import read_trace
-    from simfs.cli import layout
-    from simfs.cli.seekplot import movie, phase_series, plot_series
+    from simfs.pictures.blockmap import ROOTFILES, TOP0, block_owners
+    from simfs.pictures.drawmap import draw
+    from simfs.pictures.seekplot import movie, phase_series, plot_series
 
     files = 250 if quick else 1500
     page = common.Page(TITLE, out)
@@ -63,12 +64,12 @@ with the fix; then each is read back cold with `tar cf /dev/zero` and traced. Ru
         trace = work / f"{alloc}.csv"
         r = common.verb(img, spec + f",trace={trace}", "tar-read", "src")
         c = r["time"]["total"]["counters"]
-        m = layout.block_owners(str(img))
+        m = block_owners(str(img))
         nfiles = sum(m.files.values())
         runs = sum(m.runs.values()) / nfiles if nfiles else 0.0
-        first = int(np.flatnonzero((m.owner == layout.ROOTFILES) | (m.owner >= layout.TOP0)).min())
-        layout.draw(m, out / f"map-{alloc}.png", blocks=(first, first + 64 * 40), width=64, color_by="file",
-                    title=f"{alloc}: the first 2,560 blocks of file data")
+        first = int(np.flatnonzero((m.owner == ROOTFILES) | (m.owner >= TOP0)).min())
+        draw(m, out / f"map-{alloc}.png", blocks=(first, first + 64 * 40), width=64, color_by="file",
+             title=f"{alloc}: the first 2,560 blocks of file data")
         fig["tar_read_s"][alloc] = r["sim_cmd"]
         fig["disk_reads"][alloc] = c.get("disk_reads", 0)
         fig["seeks"][alloc] = c.get("seeks", 0)

@@ -115,7 +115,7 @@ def components_picture(rows: dict, path) -> None:
 
 def run(out, quick: bool, work) -> common.Page:
     from simfs.blockio.trace import read_trace
-    from simfs.engine.timed_newfs import timed_newfs
+    from simfs.inprocess.timed_newfs import timed_newfs
     from experiments.builtins.alignment import NEWFS_SIZE
 
     files = 400 if quick else 2000

@@ -1,4 +1,4 @@
-"""`describe`: the tree `generate_tree` would write, as a stream of `simfs.engine.treedesc.Entry`
+"""`describe`: the tree `generate_tree` would write, as a stream of `simfs.inprocess.treedesc.Entry`
 in the order `tar --sort=name -cf - -C DEST .` would archive it, without writing anything
 and without generating file contents (``Entry.data`` is None: filler of the right size).
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from simfs.engine.treedesc import Entry
+from simfs.inprocess.treedesc import Entry
 
 from .names import dir_name, file_name, long_name, unique_name
 from .plan import DEFAULT_MTIME, Dir, Plan, plan_tree

@@ -1,5 +1,5 @@
 """`simfs frag [-v] [-B] [-e] FILE...` (or `--image IMG /PATH...`): a file's extents, printed as
-e2fsprogs' filefrag prints them; the counting is simfs.fs.inspect's (fiemap_extents,
+e2fsprogs' filefrag prints them; the counting is simfs.fs.inspection's (fiemap_extents,
 fibmap_extents, perfection). A file that cannot be read: one line on stderr, exit status 1.
 
 `simfs frag` reads the virtual extended attribute `user.simfs.extents` of a file on a
@@ -32,7 +32,7 @@ import stat
 import sys
 
 from simfs.cli.common import fail
-from simfs.fs.inspect import fiemap_extents, fibmap_extents, frag_counts, perfection
+from simfs.fs.inspection import fiemap_extents, fibmap_extents, frag_counts, perfection
 
 EXTENTS_XATTR = "user.simfs.extents"
 

@@ -10,13 +10,17 @@ from simfs.cli.common import Fmt as _Fmt, fail as _fail, size_type as parse_size
 
 
 def register(sub) -> None:
-    s = sub.add_parser("mkfs", help="make an ext2 image file", formatter_class=_Fmt,
+    s = sub.add_parser("mkfs", help="make an ext2 (or ext4-profile) image file", formatter_class=_Fmt,
                        description="Make an ext2 revision-1 file system (filetype, sparse_super, "
-                                   "large_file, ext_attr) in IMAGE.",
+                                   "large_file, ext_attr) in IMAGE, or with --profile ext4 the "
+                                   "ext4 on-disk format without a journal (flex_bg, extent, dir_index, "
+                                   "huge_file, dir_nlink, extra_isize besides).",
                        epilog="examples:\n  simfs mkfs disk.img --size 256M\n"
                               "  simfs mkfs small.img --size 64M --block-size 1024 --bytes-per-inode 4096\n"
                               "  simfs mkfs disk.img 1G --force   # the size after the image, as mke2fs takes it\n"
                               "  simfs mkfs disk.img --size 1G --disk wd-ears   # how long newfs takes there\n"
+                              "  simfs mkfs disk.img 1G --profile ext4          # flex_bg, extents, ...\n"
+                              "  simfs mkfs disk.img 1G --profile ext4 -O ^dir_index -G 4\n"
                               "  simfs mkfs disk.img --size 1G --uuid 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 \\\n"
                               "      --hash-seed 00000000-0000-0000-0000-000000000001   # reproducible")
     s.add_argument("image", metavar="IMAGE")
@@ -33,6 +37,12 @@ def register(sub) -> None:
                    help="16 or more; at most what one bitmap block and the first group hold")
     s.add_argument("--reserved-percent", "-m", dest="reserved_ratio", type=float, default=5.0,
                    help="blocks reserved for root, percent: 0 to 50 (default 5)")
+    s.add_argument("--profile", "-t", default="ext2", choices=("ext2", "ext4"),
+                   help="feature set: ext2 (the default) or ext4 (no journal, 64bit or metadata_csum)")
+    s.add_argument("--features", "-O", default=None, metavar="FEATURE[,^FEATURE...]",
+                   help="add features to the profile's, or remove them with ^ (as mke2fs -O)")
+    s.add_argument("--flex-groups", "-G", dest="groups_per_flex", type=int, default=None,
+                   help="groups per flex group with flex_bg, a power of 2 (default 16)")
     s.add_argument("--label", "-L", default="", help="volume label, at most 16 bytes")
     s.add_argument("--uuid", default=None, help="file-system UUID (default: random)")
     s.add_argument("--hash-seed", default=None, metavar="UUID",
@@ -84,7 +94,8 @@ def cmd_mkfs(a) -> int:
         return _fail(f"directory {os.path.dirname(image)} does not exist", "mkfs")
     kw = dict(block_size=a.block_size, inode_size=a.inode_size, bytes_per_inode=a.bytes_per_inode,
               blocks_per_group=a.blocks_per_group, inodes_per_group=a.inodes_per_group,
-              reserved_ratio=a.reserved_ratio / 100.0, label=a.label.encode())
+              reserved_ratio=a.reserved_ratio / 100.0, label=a.label.encode(), profile=a.profile,
+              features=a.features, groups_per_flex=a.groups_per_flex)
     try:                       # every argument checked before the image is touched
         blocks = plan(a.size, **kw)[0]
     except ImageError as e:
@@ -101,7 +112,7 @@ def cmd_mkfs(a) -> int:
                              f"(e.g. 01234567-89ab-cdef-0123-456789abcdef)", "mkfs")
     if a.disk:
         import disk_models
-        from simfs.fuse.mountopts import RANGES
+        from simfs.fs.optionspec import declared, valid_range
         from simfs.units import option_size
         try:
             sectors = disk_models.make_disk(a.disk).sectors
@@ -110,14 +121,14 @@ def cmd_mkfs(a) -> int:
         if blocks * a.block_size // 512 > sectors:
             return _fail(f"the file system ({blocks * a.block_size} bytes) does not fit the disk "
                          f"{a.disk} ({sectors * 512} bytes)", "mkfs")
-        low, high = RANGES["maxio"]
+        low, high, _ = valid_range(declared("maxio"))
         if not low <= a.maxio <= high:
             return _fail(f"--maxio must be from {option_size(low)} to {option_size(high)}, "
                          f"not {a.maxio}", "mkfs")
     existed = os.path.exists(image)
     try:
         if a.disk:
-            from simfs.engine.timed_mkfs import timed_mkfs
+            from simfs.inprocess.timed_mkfs import timed_mkfs
             sb, seconds, st = timed_mkfs(image, a.size, a.disk, maxio=a.maxio, **kw)
         else:
             sb = mkfs(image, a.size, **kw)
@@ -132,7 +143,8 @@ def cmd_mkfs(a) -> int:
     if not a.quiet:
         nb, ni = getattr(sb, "blocks_count", None), getattr(sb, "inodes_count", None)
         detail = f"{nb} blocks of {a.block_size} bytes, {ni} inodes" if nb and ni else f"{a.size} bytes"
-        print(f"simfs: made an ext2 file system in {a.image}: {detail}")
+        print(f"simfs: made an {a.profile}{'-profile' if a.profile != 'ext2' else ''} file system "
+              f"in {a.image}: {detail}")
     if a.disk:
         c = st.totals()
         n = c.get("disk_writes", 0) + c.get("disk_reads", 0)

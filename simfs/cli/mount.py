@@ -60,7 +60,7 @@ def cmd_mount(a) -> int:
     from simfs.fuse import daemon, mountopts
     from simfs.fuse.checks import UsageError
     if "remount" in ",".join(a.options).split(","):      # mount -o remount,ro IMAGE MNT
-        from simfs.cli.helper import remount
+        from simfs.cli.remount import remount
         return remount(a.mountpoint, ",".join(a.options))
     try:
         mopts = mountopts.parse(a.options)
@@ -87,9 +87,9 @@ def _report_file(path: str | None) -> None:
 
 
 def _recorder(vol, path: str):
-    """-o oplog=PATH: the volume, recording its operations into PATH (simfs.engine.oplog)."""
+    """-o oplog=PATH: the volume, recording its operations into PATH (simfs.inprocess.oplog)."""
     from simfs import __version__
-    from simfs.engine.oplog import RecordingVolume
+    from simfs.inprocess.oplog import RecordingVolume
     return RecordingVolume.start(vol, path, __version__)
 
 

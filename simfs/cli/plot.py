@@ -3,7 +3,7 @@
     simfs plot TRACE [TRACE...] -o out.png [--label A --label B ...] [--title TEXT] [--phase NAME...]
     simfs plot TRACE --phase NAME --movie head.gif|head.mp4
 
-Draws (simfs.cli.seekplot) disk offset vs simulated time (reads and writes in distinct colours),
+Draws (simfs.pictures.seekplot) disk offset vs simulated time (reads and writes in distinct colours),
 MB/s, seeks/s and IO/s, and prints seekwatcher's summary per trace: run time, requests, MB, avg
 MB/s, avg IO/s, avg seeks/s (a seek: more than 128 sectors between one request's end and the
 next one's start). `--phase` cuts phases out of the traces, each from its own t = 0; without it
@@ -189,7 +189,7 @@ def cmd_plot(a) -> int:
     labels = a.label or [os.path.basename(p) for p in a.traces]
     import csv
     from simfs.blockio.trace import read_trace
-    from simfs.cli.seekplot import movie, phase_series, phases_of, plot_series, boundaries
+    from simfs.pictures.seekplot import movie, phase_series, phases_of, plot_series, boundaries
     traces = []
     for p in a.traces:
         try:
@@ -227,7 +227,7 @@ def cmd_plot(a) -> int:
     except OSError as e:
         return _fail(f"cannot write {e.filename or a.output}: {e.strerror}")
     if summaries is None:
-        from simfs.cli.seekplot import summarize
+        from simfs.pictures.seekplot import summarize
         summaries = [summarize(name, cols) for name, cols in series]
     if a.json:
         print(json.dumps(summaries, indent=1))

@@ -74,7 +74,7 @@ def parse_options(header: dict, user: list[str]):
 def cmd_replay(a) -> int:
     from simfs import __version__
     from simfs.cli.stats import show_stats
-    from simfs.engine import replay as rp
+    from simfs.inprocess import replay as rp
     from simfs.fuse import mountopts
     from simfs.fs.operation import Interrupted, deferred_signals
     from simfs.fuse.checks import UsageError, check_distinct, check_image, check_output

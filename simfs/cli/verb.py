@@ -1,6 +1,6 @@
 """`simfs verb VERB IMAGE PATH [...] [-o OPTIONS]`: run a tool's work in-process, without FUSE.
 
-The verbs (simfs.engine.verbs) are the seeds' tools written as the system calls they make, sent
+The verbs (simfs.inprocess.verbs) are the seeds' tools written as the system calls they make, sent
 through a model of the kernel's FUSE client: the image sees the operations a mount of the real
 tool would send, in a tenth of the time or less. Each run is one cold mount: the volume opens
 with empty caches and closes as an unmount does.
@@ -159,7 +159,7 @@ def register(sub) -> None:
 def cmd_verb(a) -> int:
     from simfs import __version__
     from simfs.cli.stats import show_stats
-    from simfs.engine import verbs
+    from simfs.inprocess import verbs
     from simfs.errors import FSError, ImageError, ImageWriteError, OutputError, VerbRefused
     from simfs.fs.operation import Interrupted, deferred_signals, recorded_error
     from simfs.fuse import mountopts
@@ -231,7 +231,7 @@ def _stopped(a, e: Exception) -> int:
 
 def _source(path: str):
     """The tree description of ARCHIVE|DIR (checked now: a bad one is an error before the run)."""
-    from simfs.engine.treedesc import from_directory, from_tarball
+    from simfs.inprocess.treedesc import from_directory, from_tarball
     from simfs.fuse.checks import UsageError
     if os.path.isdir(path):
         return from_directory(path, with_data=True)

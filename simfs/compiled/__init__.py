@@ -34,7 +34,7 @@ BUILD = ROOT / "build" / "compiled"
 MANIFEST = BUILD / "manifest.json"
 #: the packages compiled: every module of the data path (the FUSE layer and the command line
 #: stay Python: they wait on the kernel and the user, not on the CPU)
-PACKAGES = ("simfs/fs", "simfs/blockio", "simfs/ondisk", "simfs/engine", "policies", "disk_models")
+PACKAGES = ("simfs/fs", "simfs/blockio", "simfs/ondisk", "simfs/inprocess", "policies", "disk_models")
 #: Cython's directives: Python semantics throughout - annotations are not C types, and no
 #: local variable gets a C type by inference (Cython's "safe" inference made `v` of
 #: `v = int(x) if ... else float(x)` a C double: an integer parameter came back as 37.0)

@@ -19,7 +19,8 @@ import stat
 import numpy as np
 
 from simfs.errors import FSError
-from simfs.ondisk.constants import FIRST_INO, ROOT_INO
+from simfs.ondisk.constants import EXTENTS_FL, FIRST_INO, ROOT_INO
+from simfs.ondisk.extent import MAX_DEPTH, check_node, root_max, root_of
 
 EUCLEAN = errno.EUCLEAN       # 117: what ext4 answers for EFSCORRUPTED
 
@@ -28,8 +29,10 @@ _FILE_TYPES = frozenset((stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFCHR,
 #: inode flags of formats ext2 has not (extents, inline data, ...): ext4's iget refuses them
 #: where the feature is off
 _FOREIGN_FLAGS = {0x80000: "extents", 0x10000000: "inline data", 0x200000: "EA inode",
-                  0x800: "encrypted", 0x40000000: "casefold", 0x100000: "verity"}
+                  0x800: "encrypted", 0x40000000: "casefold", 0x100000: "verity",
+                  0x40000: "huge file: i_blocks in blocks"}
 _FOREIGN_MASK = sum(_FOREIGN_FLAGS)
+_EXT4_FOREIGN_MASK = _FOREIGN_MASK & ~EXTENTS_FL      # with the extent feature
 
 
 def metadata_zones(geo, descs) -> np.ndarray:
@@ -52,8 +55,11 @@ class Checks:
     calls up); until the volume sets it, reports are kept in `pending` (those found while
     the image is opened, recorded once it is)."""
 
-    def __init__(self, geo, descs, max_size: int = 1 << 63):
+    def __init__(self, geo, descs, max_size: int = 1 << 63, extent_max_size: int | None = None):
         self.geo = geo
+        #: the largest extent-mapped file (ext4_max_size), with the extent feature
+        self.extent_max_size = extent_max_size if extent_max_size is not None else max_size
+        self.foreign = _EXT4_FOREIGN_MASK if getattr(geo, "extents", False) else _FOREIGN_MASK
         self.nblocks = geo.blocks_count
         self.first_data_block = geo.first_data_block
         self.meta = metadata_zones(geo, descs)
@@ -73,6 +79,10 @@ class Checks:
     def bad_block(self, b: int) -> bool:
         """True if b (non-zero) may not be used as a file's block."""
         return b >= self.nblocks or self.is_meta[b]
+
+    def bad_range(self, b: int, n: int) -> bool:
+        """True if blocks b..b+n-1 may not all be a file's (ext4_inode_block_valid)."""
+        return b < self.first_data_block or b + n > self.nblocks or bool(self.meta[b:b + n].any())
 
     def bad_blocks(self, ptrs: np.ndarray) -> np.ndarray:
         """bad_block over an array of non-zero block numbers."""
@@ -99,11 +109,13 @@ class Checks:
         fmt = inode.mode & 0o170000
         size = inode.size
         mapped = True
+        extents = inode.flags & EXTENTS_FL
         if fmt == stat.S_IFREG or fmt == stat.S_IFDIR:
-            if size > self.max_size:
-                return f"i_size {size} beyond what the block map addresses ({self.max_size})"
+            limit = self.extent_max_size if extents else self.max_size
+            if size > limit:
+                return f"i_size {size} beyond what the block map addresses ({limit})"
         elif fmt == stat.S_IFLNK:
-            fast = inode.blocks - (self.spb if inode.file_acl else 0) == 0
+            fast = inode.blocks - (self.spb if inode.file_acl else 0) == 0 and not extents
             if size >= (60 if fast else self.bs) or size == 0:
                 return f"symlink i_size {size}"
             mapped = not fast
@@ -111,13 +123,19 @@ class Checks:
             mapped = False                          # i_block holds a device number
         else:
             return f"bad file type (mode 0o{inode.mode:o})"
-        if inode.flags & _FOREIGN_MASK:
-            names = [n for f, n in _FOREIGN_FLAGS.items() if inode.flags & f]
-            return f"flags 0x{inode.flags:x} ({', '.join(names)}: not ext2)"
+        if inode.flags & self.foreign:
+            names = [n for f, n in _FOREIGN_FLAGS.items() if inode.flags & self.foreign & f]
+            return f"flags 0x{inode.flags:x} ({', '.join(names)}: not supported here)"
         if inode.blocks > self.max_sectors:
             return f"i_blocks {inode.blocks} beyond the file system"
         nblocks, is_meta = self.nblocks, self.is_meta
-        if mapped:
+        if mapped and extents:
+            if fmt not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK):
+                return "extent flag on a device or fifo inode"
+            why = self.extent_root_problem(inode.block)
+            if why:
+                return f"extent tree root: {why}"
+        elif mapped:
             for b in inode.block:
                 if b and (b >= nblocks or is_meta[b]):
                     return f"i_block[] holds block number {b}, out of range"
@@ -125,6 +143,15 @@ class Checks:
         if acl and (acl >= nblocks or is_meta[acl]):
             return f"xattr block number {acl} out of range"
         return ""
+
+    def extent_root_problem(self, words) -> str:
+        """Why an extent root in i_block cannot be used (ext4_ext_check_inode), "" if it can."""
+        node, why = root_of(words)
+        if not why:
+            why = check_node(node, node.depth, root_max(), 0, self.bad_range)
+        if not why and node.depth > MAX_DEPTH:
+            why = f"too large eh_depth {node.depth}"
+        return why
 
     def entry_ino_problem(self, ino: int) -> str:
         """Why a directory entry's inode number cannot be (before the inode is read)."""

@@ -60,7 +60,7 @@ class DelayedAllocation:
         if lblk not in pending:
             space = self.space
             maps = inode.incore.setdefault("maps", set())
-            new = [node for node in self._map_nodes(lblk) if node not in maps]
+            new = [node for node in self.filemap.map_nodes(inode, lblk) if node not in maps]
             if space.free_blocks - space.reserved < 1 + len(new):
                 raise FSError(errno.ENOSPC)
             pending.add(lblk)
@@ -70,16 +70,9 @@ class DelayedAllocation:
                 self.inodes.pin(inode.ino)      # keep the in-core inode until its blocks are placed
         return vkey(inode.ino, lblk)
 
-    def _map_nodes(self, lblk: int) -> list[tuple]:
-        """The indirect blocks lblk maps through, named by their place in the tree. Reserved
-        whether allocated or not (no reads): a sparse file's pages far apart each need their
-        own, and placing them must not run out of room after the writes succeeded."""
-        slot, idx = self.filemap.path(lblk)
-        return [(slot, *idx[:depth]) for depth in range(len(idx))]
-
     def _reserve_maps(self, inode) -> None:
         """Reserve the indirect blocks of the file's pending blocks anew (after some left)."""
-        maps = {node for lblk in inode.incore.get("pending", ()) for node in self._map_nodes(lblk)}
+        maps = {node for lblk in inode.incore.get("pending", ()) for node in self.filemap.map_nodes(inode, lblk)}
         self.space.reserved += len(maps) - len(inode.incore.get("maps", ()))
         inode.incore["maps"] = maps
 

@@ -9,6 +9,12 @@ A damaged directory block does not hide the rest of the directory: a record whos
 name_len breaks the block's chain ends that block only (ext4_check_dir_entry's "skip to the
 next block"), a hole or a block met twice is skipped, each reported as an inconsistency
 (simfs.fs.checks); the entries before the break, and every other block, stay listed and found.
+
+With an `HTree` (the image has dir_index and the volume keeps htrees), a directory with
+INDEX_FL is looked up, added to and listed through its hash index (simfs.fs.htree; the records
+of a block stay this module's job), and a linear directory whose one block is full becomes one
+(make_indexed_dir). An index ext4 would not use is read linearly, as ext4 falls back, with no
+name index kept for it; an insert then drops the index (INDEX_FL cleared).
 """
 
 import errno
@@ -17,6 +23,7 @@ import zlib
 from collections import OrderedDict
 
 from simfs.errors import FSError
+from simfs.fs.htree import BadIndex
 from simfs.ondisk import dirent
 from simfs.ondisk.constants import FT_DIR, INDEX_FL
 
@@ -25,12 +32,14 @@ _HDR = struct.Struct("<IHBB")       # a record's header (simfs.ondisk.dirent)
 
 
 class DirIndex:
-    __slots__ = ("names", "free", "nentries", "bad")
+    __slots__ = ("names", "free", "nentries", "bad", "wild")
 
     def __init__(self):
         self.names: dict[bytes, tuple[int, int, int]] = {}   # name -> (ino, ftype, position)
         self.free: list[int] = []                           # per block: largest insertable record
         self.bad = -1                                       # first block whose chain breaks
+        self.wild = -1                                      # first block with an entry naming an
+                                                            # inode past the inode count
 
 
 def _records(block: bytes, filetype: bool):
@@ -67,7 +76,7 @@ def _slot(block: bytes, need: int, filetype: bool):
 
 class Directories:
     def __init__(self, geometry, cache, filemap, inodes, filetype: bool = True, indexed: bool = False,
-                 capacity_entries: int = 500_000):
+                 capacity_entries: int = 500_000, htree=None):
         self.geo = geometry
         self.bs = geometry.block_size
         self.cache = cache
@@ -80,6 +89,7 @@ class Directories:
         self.indexed_entries = 0
         self.checks = filemap.checks
         self.broken = -1            # the block a walk found damaged last
+        self.htree = htree          # simfs.fs.htree.HTree: dir_index directories kept as htrees
 
     # blocks --------------------------------------------------------------------------------
     def nblocks(self, d) -> int:
@@ -96,7 +106,7 @@ class Directories:
 
     def _dirty(self, d, lidx: int, buf) -> None:
         self.cache.mark_dirty(self.filemap.bmap(d, lidx), buf, "dir", d.ino)
-        if d.flags & INDEX_FL:   # we write linear entries: the htree index no longer holds
+        if d.flags & INDEX_FL and self.htree is None:   # linear entries: the index no longer holds
             d.flags &= ~INDEX_FL
             self.inodes.put(d)
 
@@ -144,6 +154,8 @@ class Directories:
             end = 0
             for off, ino, rec_len, name, ftype in self._records(d, lidx, seen):
                 if ino:
+                    if ino > self.geo.inodes_count and idx.wild < 0:
+                        idx.wild = lidx
                     if name not in idx.names:
                         idx.names[name] = (ino, ftype, lidx * self.bs + off)
                     best = max(best, rec_len - dirent.rec_len_for(len(name)))
@@ -176,6 +188,15 @@ class Directories:
     # operations --------------------------------------------------------------------------
     def lookup(self, d, name: bytes) -> tuple[int, int] | None:
         """(inode, file type) of name in directory d, or None."""
+        if self._dx(d):
+            try:
+                hit = self._dx_find(d, name)
+                return None if hit is None else hit[4:]
+            except BadIndex:
+                return self._unindexed(d, self._lookup, name)
+        return self._lookup(d, name)
+
+    def _lookup(self, d, name: bytes) -> tuple[int, int] | None:
         idx = self._index(d)
         hit = idx.names.get(name)
         if idx.bad >= 0 and (hit is None or hit[2] // self.bs > idx.bad):
@@ -190,6 +211,8 @@ class Directories:
 
     def add(self, d, name: bytes, ino: int, ftype: int) -> None:
         """Insert an entry; the caller checked that the name is new. May grow the directory."""
+        if self.htree is not None and self._dx_add(d, name, ino, ftype):
+            return
         idx = self._index(d)
         need = dirent.rec_len_for(len(name))
         ft = ftype if self.filetype else 0
@@ -201,6 +224,10 @@ class Directories:
             if slot is None:
                 continue
             off, rec_len, used, rest = slot
+            if 0 <= idx.wild < lidx:                 # a block passed over holds it
+                self._check_dest(d, idx.wild, self.read_block(d, idx.wild), self.bs, True)
+            elif idx.wild == lidx:
+                self._check_dest(d, lidx, buf, off, False)
             if not used:                            # an empty record takes it whole
                 dirent.put(buf, off, ino, rec_len, name, ft)
                 pos = off
@@ -212,6 +239,8 @@ class Directories:
             idx.free[lidx] = max(rest, rec_len - used - need)
             self._indexed(idx, name, (ino, ftype, lidx * self.bs + pos))
             return
+        if idx.wild >= 0:
+            self._check_dest(d, idx.wild, self.read_block(d, idx.wild), self.bs, True)
         lidx = self.nblocks(d)
         phys, _ = self.filemap.map_for_write(d, lidx, "dir")
         buf = self.cache.getblk(phys, "dir", d.ino)
@@ -222,6 +251,18 @@ class Directories:
         idx.free.append(self.bs - need)
         self._indexed(idx, name, (ino, ftype, lidx * self.bs))
 
+    def _check_dest(self, d, lidx: int, buf, upto: int, whole: bool) -> None:
+        """EUCLEAN if a record the kernel checks before inserting an entry names an inode past
+        the inode count: ext4_find_dest_de runs ext4_check_dir_entry on every record up to the
+        one it takes (`upto`), and on all of a block it passed over (`whole`)."""
+        for off, ino, _, _ in _records(buf, self.filetype):
+            if off > upto and not whole:
+                return
+            if ino > self.geo.inodes_count:
+                raise self.checks.corrupt(f"directory {d.ino} block {lidx}: the entry at offset {off} "
+                                          f"names inode {ino}, past the inode count", d.ino,
+                                          self.filemap.bmap(d, lidx), "find_dest_de")
+
     def _indexed(self, idx: DirIndex, name: bytes, value) -> None:
         if name not in idx.names:
             self.indexed_entries += 1
@@ -229,6 +270,20 @@ class Directories:
 
     def remove(self, d, name: bytes) -> int:
         """Delete an entry (merging its space into the previous record, as ext2 does)."""
+        if self._dx(d):
+            try:
+                hit = self._dx_find(d, name)
+            except BadIndex:
+                return self._unindexed(d, self._remove, name)
+            if hit is None:
+                raise FSError(errno.ENOENT)
+            lidx, phys, buf, off, ino, _ = hit
+            _unlink(d, lidx, buf, off, self.bs, wipe=True)
+            self.htree.dirty(d, phys, buf)          # a leaf stays, however empty (no merge)
+            return ino
+        return self._remove(d, name)
+
+    def _remove(self, d, name: bytes) -> int:
         idx = self._index(d)
         hit = idx.names.get(name)
         if hit is None:
@@ -236,22 +291,7 @@ class Directories:
         lidx, target = divmod(hit[2], self.bs)
         self._touch_upto(d, lidx)
         buf = self.read_block(d, lidx)
-        prev = None
-        try:
-            for off, eino, rec_len, name_len in _records(buf, self.filetype):
-                if off == target:
-                    if prev is None:
-                        dirent.set_inode(buf, off, 0)
-                        room = rec_len                          # an empty record now
-                    else:
-                        dirent.set_rec_len(buf, prev[0], prev[1] + rec_len)
-                        room = prev[1] + rec_len - prev[2]      # the previous one's slack grew
-                    break
-                prev = (off, rec_len, (8 + name_len + 3) & ~3)
-            else:
-                raise FSError(errno.EIO, f"directory {d.ino}: index and block disagree")
-        except ValueError as e:
-            raise FSError(errno.EIO, f"directory {d.ino} block {lidx}: {e}") from None
+        room = _unlink(d, lidx, buf, target, self.bs)
         self._dirty(d, lidx, buf)
         del idx.names[name]
         self.indexed_entries -= 1
@@ -262,6 +302,20 @@ class Directories:
 
     def replace(self, d, name: bytes, ino: int, ftype: int) -> int:
         """Point an existing entry at another inode; returns the old inode."""
+        if self._dx(d):
+            try:
+                hit = self._dx_find(d, name)
+            except BadIndex:
+                return self._unindexed(d, self._replace, name, ino, ftype)
+            if hit is None:
+                raise FSError(errno.ENOENT)
+            _, phys, buf, off, old, _ = hit
+            dirent.set_inode(buf, off, ino, ftype if self.filetype else None)
+            self.htree.dirty(d, phys, buf)
+            return old
+        return self._replace(d, name, ino, ftype)
+
+    def _replace(self, d, name: bytes, ino: int, ftype: int) -> int:
         idx = self._index(d)
         old = idx.names[name]
         lidx, off = divmod(old[2], self.bs)
@@ -273,6 +327,8 @@ class Directories:
         return old[0]
 
     def is_empty(self, d) -> bool:
+        if self._dx(d):                 # every block read, as ext4_empty_dir reads them
+            return all(name in (b".", b"..") for _, name, _, _ in self.entries(d))
         return all(n in (b".", b"..") for n in self._index(d).names)
 
     def entries(self, d, from_pos: int = 0):
@@ -284,6 +340,25 @@ class Directories:
                 if ino and pos >= from_pos:
                     yield pos, name, ino, ftype
 
+    def listing(self, d):
+        """(position, name, ino, ftype) of every live entry, the blocks read in the order a
+        readdir in hash order reads them: an htree's leaves in index order (dx_readdir), a
+        linear directory's blocks in slot order."""
+        order = None
+        if self._dx(d):
+            try:
+                order = self.htree.leaf_order(d)
+            except BadIndex:
+                pass
+        if order is None:
+            yield from self.entries(d)
+            return
+        seen: set[int] = set()
+        for lidx in order:
+            for off, ino, rec_len, name, ftype in self._records(d, lidx, seen):
+                if ino:
+                    yield lidx * self.bs + off, name, ino, ftype
+
     def init(self, d, parent_ino: int) -> None:
         """Give a new directory its first block with "." and ".."."""
         phys, _ = self.filemap.map_for_write(d, 0, "dir")
@@ -294,3 +369,126 @@ class Directories:
 
     def set_parent(self, d, parent_ino: int) -> None:
         self.replace(d, b"..", parent_ino, FT_DIR)
+
+    # hash-tree directories (simfs.fs.htree) ------------------------------------------------
+    def _dx(self, d) -> bool:
+        return self.htree is not None and bool(d.flags & INDEX_FL)
+
+    def _unindexed(self, d, op, *args):
+        """An operation on a directory whose index ext4 would not use: done linearly, with no
+        name index left behind (the next operation tries the index again)."""
+        try:
+            return op(d, *args)
+        finally:
+            self.forget(d.ino)
+
+    def _dx_find(self, d, name: bytes):
+        """(lidx, phys, data, offset, inode, file type) of name through the index, or None:
+        the root, node and leaf reads of ext4_dx_find_entry ("." and ".." in block 0)."""
+        ht = self.htree
+        frames = None
+        if name in (b".", b".."):
+            leaf = 0
+        else:
+            frames, leaf, h = ht.probe(d, name)
+        while True:
+            phys, buf = ht.read(d, leaf)
+            try:
+                hit = _find_record(buf, name)
+            except ValueError as e:
+                raise self.checks.corrupt(f"directory {d.ino} block {leaf}: {e}", d.ino, phys,
+                                          "check_dir_entry") from None
+            if hit:
+                return leaf, phys, buf, hit[0], hit[1], hit[2] if self.filetype else 0
+            leaf = None if frames is None else ht.next_leaf(d, frames, h)
+            if leaf is None:
+                return None
+
+    def _dx_add(self, d, name: bytes, ino: int, ftype: int) -> bool:
+        """Add through the index (True), or turn a full one-block directory into an htree
+        (make_indexed_dir, True); False leaves it to the linear insert. An index ext4 would
+        not use is dropped first (INDEX_FL cleared, as ext4_add_entry's dx_fallback)."""
+        ht = self.htree
+        ft = ftype if self.filetype else 0
+        if not d.flags & INDEX_FL:
+            idx = self._index(d)
+            if self.nblocks(d) != 1 or idx.bad >= 0 or idx.free[0] >= dirent.rec_len_for(len(name)):
+                return False
+            root = self.read_block(d, 0)
+            self.forget(d.ino)
+            frames, _, phys, leaf = ht.make_root(d, self.filemap.bmap(d, 0), root)
+            h = ht.hasher(ht.def_hash_version)(name)[0]
+        else:
+            try:
+                frames, lidx, h = ht.probe(d, name)
+            except BadIndex:
+                d.flags &= ~INDEX_FL
+                self.inodes.put(d)
+                self.forget(d.ino)
+                return False
+            phys, leaf = ht.read(d, lidx)
+            if self._put(d, phys, leaf, name, ino, ft):
+                return True
+            ht.make_room(d, frames)
+        phys, leaf = ht.split(d, frames, phys, leaf, h)
+        if not self._put(d, phys, leaf, name, ino, ft):
+            raise FSError(errno.EIO, f"directory {d.ino}: no room for a name after a leaf split")
+        return True
+
+    def _put(self, d, phys: int, buf, name: bytes, ino: int, ft: int) -> bool:
+        """add_dirent_to_buf: the name into the first record with room, if one has."""
+        try:
+            slot = _slot(buf, dirent.rec_len_for(len(name)), self.filetype)
+        except ValueError as e:
+            raise self.checks.corrupt(f"directory {d.ino}: {e}", d.ino, phys, "check_dir_entry") from None
+        if slot is None:
+            return False
+        off, rec_len, used, _ = slot
+        if used:
+            dirent.set_rec_len(buf, off, used)
+        dirent.put(buf, off + used, ino, rec_len - used, name, ft)
+        self.htree.dirty(d, phys, buf)
+        return True
+
+
+def _find_record(buf, name: bytes):
+    """(offset, inode, file type byte) of the live record named name in a block, or None; a
+    record the walk cannot pass before it is a ValueError. (Hot: every htree lookup and create
+    runs it on a leaf, so one loop, and a name not in the block's bytes at all needs none.)"""
+    if buf.find(name, 8) < 0:
+        return None
+    off, size, n = 0, len(buf), len(name)
+    unpack = _HDR.unpack_from
+    while off + 8 <= size:
+        ino, rec_len, name_len, ftype = unpack(buf, off)
+        if rec_len < 8 or rec_len % 4 or off + rec_len > size or 8 + name_len > rec_len:
+            raise ValueError(f"corrupt directory record at offset {off} (rec_len {rec_len})")
+        if name_len == n and ino and buf[off + 8:off + 8 + n] == name:
+            return off, ino, ftype
+        off += rec_len
+    if off < size:
+        raise ValueError(f"directory record header at {off} runs off the block")
+    return None
+
+
+def _unlink(d, lidx: int, buf, target: int, bs: int, wipe: bool = False) -> int:
+    """Delete the record at target from a block, merging its space into the previous record
+    (ext2_delete_entry); the room the block has there now. With `wipe` the record's bytes are
+    zeroed as ext4_generic_delete_entry zeroes them (a first record keeps its rec_len)."""
+    prev = None
+    try:
+        for off, eino, rec_len, name_len in _records(buf, True):
+            if off == target:
+                if prev is None:
+                    dirent.set_inode(buf, off, 0)
+                    if wipe:
+                        buf[off + 6:off + rec_len] = bytes(rec_len - 6)
+                    return rec_len                          # an empty record now
+                dirent.set_rec_len(buf, prev[0], prev[1] + rec_len)
+                if wipe:
+                    buf[off:off + rec_len] = bytes(rec_len)
+                return prev[1] + rec_len - prev[2]          # the previous one's slack grew
+            prev = (off, rec_len, (8 + name_len + 3) & ~3)
+    except ValueError as e:
+        raise FSError(errno.EIO, f"directory {d.ino} block {lidx}: {e}") from None
+    raise FSError(errno.EIO, f"directory {d.ino}: index and block disagree")

@@ -12,14 +12,16 @@ import errno
 from simfs.blockio.cache import vkey
 from simfs.errors import FSError
 from simfs.fs.operation import operation
+from simfs.ondisk.constants import EXTENTS_FL
 
-PAGE_SIZE = 4096      # the page a page cache writes back (simfs.engine.pagecache)
+PAGE_SIZE = 4096      # the page a page cache writes back (simfs.inprocess.pagecache)
 
 
 def starts_map(filemap, lblk: int) -> bool:
     """Whether lblk is the first block its map block maps (12, 12 + p, ...): a block-map
     lookup (FreeBSD ext2_bmaparray, ufs_bmaparray) never makes a run across such an edge,
-    so the map block is read only when the read gets there."""
+    so the map block is read only when the read gets there. (An extent lookup maps whole
+    extents: extent files have no such edge.)"""
     idx = filemap.path(lblk)[1]
     return bool(idx) and idx[-1] == 0
 
@@ -85,7 +87,7 @@ class FileIO:
         phys: list[int] = []
         done = 0                                          # phys[:done] have been requested
         for lblk in range(first, stop):
-            if phys and starts_map(self.filemap, lblk):
+            if phys and not inode.flags & EXTENTS_FL and starts_map(self.filemap, lblk):
                 # the map block is read when the read reaches it (ext2_bmaparray's run ends at
                 # the map's edge): the data before it goes first (docs/reference/one-k-blocks.md)
                 self._read_runs(inode, first, last, phys, done)
@@ -180,7 +182,7 @@ class FileIO:
         """A page cache writes these 4 KiB pages of the file back now (writepage): holes get
         their blocks here, in the order given, as the write that dirtied them would have; the
         requests start without waiting. `data` is every page's contents (zeros if None).
-        Returns (finish time, blocks) per request. Used by simfs.engine.pagecache."""
+        Returns (finish time, blocks) per request. Used by simfs.inprocess.pagecache."""
         self._writable()
         inode = self._inode(ino)
         bs = self.block_size
@@ -224,11 +226,20 @@ class FileIO:
         new = self.placement.reallocate(inode, req, cluster)
         if not new:
             return phys
-        for (l, old), nb in zip(cluster, new):
-            if nb == old:
-                continue
-            self.space.take_block(nb, inode.ino)
-            self.filemap.set_pointer(inode, l, nb)
+        moves = [(l, old, nb) for (l, old), nb in zip(cluster, new) if nb != old]
+        early = bool(inode.flags & EXTENTS_FL)   # re-pointing an extent may take a tree block:
+        if early:                                # the new run is taken first, as ffs_reallocblks
+            for _, _, nb in moves:
+                self.space.take_block(nb, inode.ino)
+        for i, (l, old, nb) in enumerate(moves):
+            if not early:
+                self.space.take_block(nb, inode.ino)
+            try:
+                self.filemap.set_pointer(inode, l, nb)
+            except FSError:                      # (no room for a tree block) the rest stays put
+                for _, _, unused in moves[i:] if early else moves[i:i + 1]:
+                    self.space.release_block(unused)
+                raise
             if l != lblk:                        # lblk's own data is not written yet
                 self._move_data(inode.ino, old, nb)
             self.space.release_block(old)

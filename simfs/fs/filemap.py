@@ -1,5 +1,9 @@
 """A file's block map: i_block[0..11] direct, [12] single, [13] double, [14] triple indirect.
 
+An extent-mapped inode (EXTENTS_FL) is handed to simfs.fs.extentmap, which answers the same
+questions from its extent tree; new files of a file system with the extent feature are
+extent-mapped (`init`), so block-mapped files of older images keep their map.
+
 Maps logical to physical blocks, allocates missing data and indirect blocks through the
 block allocator (with the hints FFS and ext2 use: the previous block, the nearest earlier
 pointer in the same map, the indirect block's address), and frees blocks on truncate.
@@ -17,7 +21,8 @@ import struct
 import numpy as np
 
 from simfs.errors import FSError
-from simfs.ondisk.constants import DIND_BLOCK, IND_BLOCK, NDIR_BLOCKS, TIND_BLOCK
+from simfs.fs.extentmap import ExtentMap
+from simfs.ondisk.constants import DIND_BLOCK, EXTENTS_FL, IND_BLOCK, NDIR_BLOCKS, TIND_BLOCK
 
 _U32 = struct.Struct("<I")
 
@@ -38,10 +43,27 @@ class FileMap:
         p = self.p = geometry.ptrs_per_block
         self.limits = (NDIR_BLOCKS, NDIR_BLOCKS + p, NDIR_BLOCKS + p + p * p, NDIR_BLOCKS + p + p * p + p ** 3)
         self.spb = geometry.block_size // 512
+        self.ext = ExtentMap(self)
+        self.extents = geometry.extents      # new inodes extent-mapped (the extent feature)
 
     @property
     def max_blocks(self) -> int:
         return self.limits[3]
+
+    def init(self, inode) -> None:
+        """A new regular file, directory or slow symlink: extent-mapped on an extent file
+        system (ext4_new_inode sets EXTENTS_FL and an empty tree), block-mapped otherwise."""
+        if self.extents:
+            self.ext.init(inode)
+
+    def map_nodes(self, inode, lblk: int) -> list[tuple]:
+        """The map blocks lblk may need, named by their place in the map, for delayed
+        allocation's reservation: the indirect blocks on its path, or for an extent file one
+        leaf per half a leaf's reach (a leaf is at least half full after a split)."""
+        if inode.flags & EXTENTS_FL:
+            return [("extent", lblk // max(self.ext.max // 2, 1))]
+        slot, idx = self.path(lblk)
+        return [(slot, *idx[:depth]) for depth in range(len(idx))]
 
     def path(self, lblk: int) -> tuple[int, list[int]]:
         """(slot in i_block, [index in each indirect level]) for a logical block."""
@@ -62,6 +84,8 @@ class FileMap:
     # lookups -----------------------------------------------------------------------------
     def bmap(self, inode, lblk: int) -> int:
         """Physical block of lblk, 0 for a hole."""
+        if inode.flags & EXTENTS_FL:
+            return self.ext.bmap(inode, lblk)
         slot, idx = self.path(lblk)
         blk = inode.block[slot]
         nblocks, is_meta = self.nblocks, self.is_meta
@@ -92,6 +116,8 @@ class FileMap:
 
     def locate(self, inode, lblk: int) -> tuple[int, int]:
         """(index of lblk's pointer in its map, physical block of that map or 0 for i_block)."""
+        if inode.flags & EXTENTS_FL:
+            return self.ext.locate(inode, lblk)
         slot, idx = self.path(lblk)
         if not idx:
             return slot, 0
@@ -120,6 +146,8 @@ class FileMap:
 
     def set_pointer(self, inode, lblk: int, phys: int) -> None:
         """Point lblk's existing mapping at another block (cluster reallocation)."""
+        if inode.flags & EXTENTS_FL:
+            return self.ext.set_pointer(inode, lblk, phys)
         slot, map_block = self.locate(inode, lblk)
         if not map_block:
             inode.block[slot] = phys
@@ -136,6 +164,8 @@ class FileMap:
         With `phys` (delayed allocation placed the data and took the block already) that
         block is linked; missing indirect blocks are still asked of the allocator. If an
         allocation fails, the indirect blocks this call added are freed before the error goes on."""
+        if inode.flags & EXTENTS_FL:
+            return self.ext.map_for_write(inode, lblk, kind, phys)
         slot, idx = self.path(lblk)
         blk = self._checked(inode, inode.block[slot])
         level = len(idx)
@@ -230,6 +260,8 @@ class FileMap:
     # freeing -----------------------------------------------------------------------------
     def truncate(self, inode, keep_blocks: int) -> None:
         """Free every block mapping lblk >= keep_blocks, and indirect blocks left empty."""
+        if inode.flags & EXTENTS_FL:
+            return self.ext.truncate(inode, keep_blocks)
         for slot in range(NDIR_BLOCKS):
             if slot >= keep_blocks and inode.block[slot]:
                 self._free(inode, inode.block[slot])
@@ -319,7 +351,11 @@ class FileMap:
     # listing -----------------------------------------------------------------------------
     def blocks(self, inode):
         """Yield (lblk, phys) for every mapped data block, and ("IND"|"DIND"|"TIND", phys) for
-        indirect blocks, in the order debugfs's `stat` lists them."""
+        indirect blocks, in the order debugfs's `stat` lists them (for an extent file:
+        ("ETB", phys) for its tree blocks)."""
+        if inode.flags & EXTENTS_FL:
+            yield from self.ext.blocks(inode)
+            return
         for slot in range(NDIR_BLOCKS):
             if inode.block[slot]:
                 yield slot, inode.block[slot]

@@ -5,17 +5,20 @@ default_permissions); a file's last name going frees it only when nothing holds 
 """
 
 import errno
+import hashlib
 import stat
+import struct
 import time
 
 from policies import NoSpace
 from policies.dirorder import BadCookie
 from simfs.errors import FSError
 from simfs.fs.operation import operation
-from simfs.fs.types import RENAME_EXCHANGE, RENAME_NOREPLACE, Attr, StatFS
+from simfs.fs.types import RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT, Attr, StatFS
 from simfs.ondisk.constants import LINK_MAX, MAX_NAME_LEN, ROOT_INO, file_type_of_mode
 
 
+_GEN = struct.Struct("<II")
 _TYPES = (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK)
 
 
@@ -92,6 +95,7 @@ class Namespace:
             self._touch(inode)
         if mode is not None:
             inode.mode = stat.S_IFMT(inode.mode) | stat.S_IMODE(mode)
+            self._chmod_acl(inode)
         if uid is not None:
             inode.uid = uid
         if gid is not None:
@@ -132,6 +136,26 @@ class Namespace:
         is_dir = stat.S_ISDIR(mode)
         if is_dir and d.links >= LINK_MAX:
             raise FSError(errno.EMLINK)
+        inode = self._alloc_inode(d, mode, uid, gid)
+        try:
+            if is_dir:
+                self.dirs.init(inode, parent)
+            self.inodes.put(inode)
+            self.dirs.add(d, name, inode.ino, file_type_of_mode(mode))
+        except FSError:
+            self._unmake(inode, is_dir)
+            raise
+        if is_dir:
+            d.links += 1
+        self._touch(d)
+        self.inodes.put(d)
+        return inode
+
+    def _alloc_inode(self, d, mode: int, uid: int, gid: int):
+        """A new inode in directory `d`'s neighbourhood, owned and stamped, not yet named
+        (ext4's __ext4_new_inode with inode_init_owner)."""
+        is_dir = stat.S_ISDIR(mode)
+        parent = d.ino
         try:
             ino = self._choose_inode(parent, is_dir)
         except NoSpace:
@@ -150,24 +174,28 @@ class Namespace:
             if is_dir:
                 mode |= stat.S_ISGID
         inode.mode, inode.uid, inode.gid = mode, uid, gid
+        if is_dir or stat.S_ISREG(mode):
+            self.filemap.init(inode)         # extent-mapped on an extent file system
         inode.links = 2 if is_dir else 1
         now = self._now()
         inode.atime_ns = inode.mtime_ns = inode.ctime_ns = inode.crtime_ns = now
-        self.generation = (self.generation + 1) & 0xFFFFFFFF
-        inode.generation = self.generation
+        inode.generation = self._next_generation(ino, old.generation)
         try:
-            if is_dir:
-                self.dirs.init(inode, parent)
-            self.inodes.put(inode)
-            self.dirs.add(d, name, ino, file_type_of_mode(mode))
+            self._inherit_acl(d, inode)
         except FSError:
             self._unmake(inode, is_dir)
             raise
-        if is_dir:
-            d.links += 1
-        self._touch(d)
-        self.inodes.put(d)
         return inode
+
+    def _next_generation(self, ino: int, previous: int) -> int:
+        """i_generation for a new inode: ext4 draws a random one (__ext4_new_inode), so that
+        a file handle to a freed inode is stale once its number is used again. Here it is a
+        keyed hash of the number and the generation its slot held last (the key: the image's
+        UUID and hash seed): deterministic, never the slot's last one, and, being stored in
+        the inode, still different after a remount."""
+        h = hashlib.blake2b(_GEN.pack(ino, previous), digest_size=4, key=self.generation_key).digest()
+        gen = int.from_bytes(h, "little")
+        return gen ^ 1 if gen == previous else gen
 
     def _unmake(self, inode, is_dir: bool) -> None:
         """Give back a new inode whose name could not be made (no room for its directory
@@ -175,6 +203,8 @@ class Namespace:
         inode left as a deleted one (no links, dtime set), which e2fsck passes over - an inode
         with links on the image is in use for e2fsck whatever the bitmap says."""
         self.filemap.truncate(inode, 0)
+        if inode.file_acl:
+            self._release_xattr_block(inode)
         inode.links = 0
         inode.size = 0
         inode.dtime = int(time.time())
@@ -216,6 +246,7 @@ class Namespace:
                 raw = target.ljust(60, b"\0")
                 inode.block = [int.from_bytes(raw[i:i + 4], "little") for i in range(0, 60, 4)]
             else:
+                self.filemap.init(inode)     # a slow symlink is extent-mapped, as ext4_symlink makes it
                 phys, _ = self.filemap.map_for_write(inode, 0, "symlink")
                 self.cache.write(phys, target.ljust(self.block_size, b"\0"), "symlink", inode.ino)
             inode.size = len(target)
@@ -354,11 +385,17 @@ class Namespace:
         raise self.checks.corrupt(f"directory {ino}: its \"..\" entries make a loop", ino, 0, "rename")
 
     @operation
-    def rename(self, old_parent: int, old_name: bytes, new_parent: int, new_name: bytes, flags: int = 0) -> None:
+    def rename(self, old_parent: int, old_name: bytes, new_parent: int, new_name: bytes, flags: int = 0,
+               uid: int = 0, gid: int = 0) -> Attr | None:
+        """renameat2. With RENAME_WHITEOUT the old name is left naming a whiteout, a 0:0
+        character device owned by `uid`:`gid`, made in the same operation as ext4's
+        ext4_whiteout_for_rename makes it (its attributes are returned; else None)."""
         self._writable()
         _check_name(old_name)
         _check_name(new_name)
-        if flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE) or flags == RENAME_NOREPLACE | RENAME_EXCHANGE:
+        _check_ints(uid, gid)
+        if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)
+                or flags & RENAME_EXCHANGE and flags & (RENAME_NOREPLACE | RENAME_WHITEOUT)):
             raise FSError(errno.EINVAL)
         if old_name in (b".", b"..") or new_name in (b".", b".."):
             raise FSError(errno.EBUSY)
@@ -371,14 +408,16 @@ class Namespace:
         if flags & RENAME_EXCHANGE:
             if dst is None:
                 raise FSError(errno.ENOENT)
-            return self._exchange(od, old_name, s, nd, new_name, self._named(nd, new_name, dst[0]))
+            self._exchange(od, old_name, s, nd, new_name, self._named(nd, new_name, dst[0]))
+            return None
         if dst is not None and flags & RENAME_NOREPLACE:
             raise FSError(errno.EEXIST)
         if s.is_dir and old_parent != new_parent and self._is_ancestor(s.ino, new_parent):
             raise FSError(errno.EINVAL)
+        t = None
         if dst is not None:
             if dst[0] == s.ino:
-                return            # both names are links to one inode: POSIX says do nothing
+                return None       # both names are links to one inode: POSIX says do nothing
             t = self._named(nd, new_name, dst[0])
             if s.is_dir and not t.is_dir:
                 raise FSError(errno.ENOTDIR)
@@ -386,6 +425,10 @@ class Namespace:
                 raise FSError(errno.EISDIR)
             if t.is_dir and not self.dirs.is_empty(t):
                 raise FSError(errno.ENOTEMPTY)
+        elif s.is_dir and nd.links >= LINK_MAX and old_parent != new_parent:
+            raise FSError(errno.EMLINK)
+        wh = self._whiteout(od, uid, gid) if flags & RENAME_WHITEOUT else None
+        if t is not None:
             self.dirs.replace(nd, new_name, s.ino, file_type_of_mode(s.mode))
             if t.is_dir:
                 t.links = 0
@@ -394,10 +437,16 @@ class Namespace:
             else:
                 self._unref(t)
         else:
-            if s.is_dir and nd.links >= LINK_MAX and old_parent != new_parent:
-                raise FSError(errno.EMLINK)
-            self.dirs.add(nd, new_name, s.ino, file_type_of_mode(s.mode))
-        self.dirs.remove(od, old_name)
+            try:
+                self.dirs.add(nd, new_name, s.ino, file_type_of_mode(s.mode))
+            except FSError:
+                if wh is not None:
+                    self._unmake(wh, False)
+                raise
+        if wh is None:
+            self.dirs.remove(od, old_name)
+        else:       # the old entry now names the whiteout (ext4_setent)
+            self.dirs.replace(od, old_name, wh.ino, file_type_of_mode(wh.mode))
         if s.is_dir and old_parent != new_parent:
             self.dirs.set_parent(s, new_parent)
             self._drop_link(od)
@@ -407,6 +456,15 @@ class Namespace:
         for d in {od.ino: od, nd.ino: nd}.values():
             self._touch(d)
             self.inodes.put(d)
+        return None if wh is None else self._attr(wh)
+
+    def _whiteout(self, d, uid: int, gid: int):
+        """A new, unnamed whiteout inode for directory `d`: a character device 0:0 with
+        mode 0 (the kernel's WHITEOUT_MODE and WHITEOUT_DEV)."""
+        wh = self._alloc_inode(d, stat.S_IFCHR, uid, gid)
+        wh.set_rdev(0)
+        self.inodes.put(wh)
+        return wh
 
     def _exchange(self, od, old_name, s, nd, new_name, t) -> None:
         if od.ino != nd.ino:
@@ -446,7 +504,7 @@ class Namespace:
         if self.dirorder.slot_order:
             return [(name, eino, pos + 1) for pos, name, eino, _ in self.dirs.entries(d, cookie)
                     if 1 < eino <= last or listable(d, eino)]
-        entries = ((name, eino, ftype, pos) for pos, name, eino, ftype in self.dirs.entries(d, 0)
+        entries = ((name, eino, ftype, pos) for pos, name, eino, ftype in self.dirs.listing(d)
                    if 1 < eino <= last or listable(d, eino))
         try:
             # every entry change sets the directory's ctime, which no tool can set back

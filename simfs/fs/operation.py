@@ -9,7 +9,7 @@ anything but an FSError records a file-system error on the image (it may have st
 half-way); a signal an in-process run defers (`deferred_signals`) stops it between operations.
 
 This wrapper runs for every request (tens of them per file a tool touches), so it is written
-for speed: its state lives in one `Operations` object per volume (compiled, its fields are
+for speed: its state lives in one `OperationCharger` object per volume (compiled, its fields are
 reached directly, not through the volume's dictionary), the clock's CPU charge is added in
 place (what SimClock.cpu does), and the commit check is made only when the outermost
 operation ends, and only every COMMIT_CHECK_EVERY of them.
@@ -71,7 +71,7 @@ def deferred_signals(signums=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)):
         _pending.clear()
 
 
-class Operations:
+class OperationCharger:
     """A volume's bookkeeping around its operations: the clock, cache and statistics each
     one charges, how deep the operations in progress are nested, the countdown to the next
     commit check, whether a commit was asked for, and the inodes to free when the outermost
@@ -126,7 +126,7 @@ class Operations:
 
 def operation(fn):
     """Charge an operation: CPU time, its synchronous waits, and policy write-back at the end
-    (Operations.call, through the volume's `ops`)."""
+    (OperationCharger.call, through the volume's `ops`)."""
     name = fn.__name__
 
     @functools.wraps(fn)

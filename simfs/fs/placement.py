@@ -33,6 +33,7 @@ class Placement:
         return inode.incore["alloc"]
 
     def request(self, inode, lblk: int, **hints) -> BlockRequest:
+        hints.setdefault("size", inode.size)        # i_size: mballoc's normalisation reads it
         return BlockRequest(ino=inode.ino, inode_group=self.geo.group_of_inode(inode.ino), lblk=lblk,
                             is_dir=inode.is_dir, **hints)
 

@@ -1,8 +1,9 @@
 """What the volume takes and returns: its options, attributes, statfs, and flag values."""
 
 import errno
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from simfs.fs.optionspec import machine_memory, option
 from simfs.ondisk.constants import MAX_NAME_LEN
 
 #: the longest phase name (Volume.mark, simfs ctl MNT mark), in bytes: a file name's NAME_MAX
@@ -10,41 +11,104 @@ MAX_PHASE_NAME = MAX_NAME_LEN
 
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
+RENAME_WHITEOUT = 4
 XATTR_CREATE = 1
 XATTR_REPLACE = 2
+#: setxattr of an access ACL by a caller neither in the file's group nor privileged: the
+#: set-group-ID bit goes (posix_acl_update_mode; FUSE_SETXATTR_ACL_KILL_SGID)
+XATTR_ACL_KILL_SGID = 1 << 8
+ACL_ACCESS = b"system.posix_acl_access"
+ACL_DEFAULT = b"system.posix_acl_default"
 ENOATTR = errno.ENODATA
+
+
+def _allocators():
+    from policies import ALLOCATORS
+    return ALLOCATORS
+
+
+def _inode_placers():
+    from policies import INODE_PLACERS
+    return INODE_PLACERS
+
+
+def _dir_orders():
+    from policies.dirorder import DIR_ORDERS
+    return DIR_ORDERS
+
+
+def _writeback_policies():
+    from policies.writeback import WRITEBACK
+    return WRITEBACK
+
+
+def _disk_model(spec: str) -> None:
+    """Build the model: catches what only building it finds (a geometry that does not fit)."""
+    from disk_models import make_disk
+    make_disk(spec)
+
+
+def _readahead_blks(n: int | None) -> None:
+    """ext4's parse_options bound for inode_readahead_blks."""
+    if n is not None and (n < 0 or n > 1 << 30 or n & (n - 1)):
+        raise ValueError(f"{n} (give 0 or a power of two up to 2^30, as ext4)")
 
 
 @dataclass
 class VolumeOptions:
-    """Choices that shape a mounted volume; mount options (-o key=value) map onto these fields."""
+    """Choices that shape a mounted volume; mount options (-o key=value) map onto these fields.
+    Each option's type, help, unit, range and check are declared here (simfs.fs.optionspec)."""
 
-    alloc: str = "first-free"            # block allocator (see `simfs policies`)
-    inode_placement: str = ""            # "" = the allocator's own placement policy
-    disk: str = "sata7200"               # disk model preset, with overrides: "sata7200,rpm=5400"
-    cache: int = 128 << 20               # buffer cache size in bytes
-    writeback: str = "sync"              # sync | async | softdep (see simfs.blockio.cache)
-    dirorder: str = "linear"             # readdir order: linear | hash | inode | name
-    maxio: int = 128 << 10               # largest request clustering and read-ahead build, bytes
-    cpu_op_us: float = 10.0              # simulated CPU time charged per operation, microseconds
-    sync_interval: float = 30.0          # the syncer's period, simulated seconds
-    trace: str = ""                      # write a request trace (CSV) to this path
-    stats: str = ""                      # write the final statistics (JSON) here at unmount
-    atime: bool = False                  # update access times on read (noatime by default)
-    relatime: bool = field(default=False, metadata={"help": (
+    alloc: str = option("first-free", "block allocator (see `simfs policies`)", registry=_allocators)
+    inode_placement: str = option("", "inode placement policy; empty: the allocator's own",
+                                  registry=_inode_placers)
+    disk: str = option("sata7200", "disk model preset, with overrides: sata7200,rpm=5400 "
+                                   "(see `simfs disks`)", check=_disk_model, suboptions=True)
+    # cache: the buffer cache keeps at least 64 blocks whatever it is told (64K of 1K blocks)
+    cache: int = option(128 << 20, "buffer cache size", unit="bytes", range=(64 << 10, machine_memory))
+    writeback: str = option("sync", "write-back policy (see simfs.blockio.cache)", registry=_writeback_policies)
+    dirorder: str = option("linear", "readdir order", registry=_dir_orders)
+    # maxio: a number of blocks of any block size (a remainder would be dropped without a word)
+    maxio: int = option(128 << 10, "largest request clustering and read-ahead build", unit="bytes",
+                        range=(4 << 10, 64 << 20), multiple=4 << 10)
+    cpu_op_us: float = option(10.0, "simulated CPU time charged per operation", unit="microseconds",
+                              range=(0.0, 1e6))
+    sync_interval: float = option(30.0, "the syncer's period (it must run)", unit="simulated seconds",
+                                  range=(0.01, 86400.0))
+    trace: str = option("", "write a request trace (CSV) to this path", path=True)
+    stats: str = option("", "write the final statistics (JSON) here at unmount", path=True)
+    atime: bool = option(False, "update access times on read (noatime by default)")
+    relatime: bool = option(False, (
         "with atime: update a file's access time on read only if it is not later than its "
         "modification or change time, or is a day old (Linux's relatime; the flag `relatime` "
-        "sets both, `strictatime` atime alone)")})
-    read_only: bool = False
-    commit: float = 5.0                  # real seconds the image may trail what was written
-    force: bool = False                  # mount read-write although not cleanly unmounted
-    read_batch: bool = field(default=False, metadata={"help": (
+        "sets both, `strictatime` atime alone)"))
+    read_only: bool = option(False, "mount read-only (also: ro / rw)")
+    commit: float = option(5.0, "how long the image may trail what was written", unit="real seconds",
+                           range=(0.05, 86400.0))
+    force: bool = option(False, "mount read-write although not cleanly unmounted")
+    read_batch: bool = option(False, (
         "submit a file read's whole window (the blocks asked for and the read-ahead) at once, in "
         "sector order, as Linux's mpage_readpages under a plug and its elevator do; off: one "
-        "request after another in file order, waiting for those asked for (FreeBSD's cluster_read)")})
-    dataless: bool = field(default=False, metadata={"help": (
+        "request after another in file order, waiting for those asked for (FreeBSD's cluster_read)"))
+    inode_readahead_blks: int | None = option(
+        None, "inode-table blocks read around an inode-table miss (ext4's __ext4_get_inode_loc; "
+              "0 = off; a power of two up to 2^30); default: 32 on an image with ext4's layout "
+              "(extents or flex_bg), 0 on an ext2 image", unit="blocks", range=(0, 1 << 30),
+        check=_readahead_blks)
+    htree: bool | None = option(
+        None, "keep directories past one block as hash trees (ext4's dir_index: root, node and "
+              "leaf blocks, lookups through the index), on an image with the dir_index feature; "
+              "off: ext2's linear directories, whose writes clear an index the image had; default: "
+              "on for an image with ext4's layout (extents or flex_bg), off on an ext2 image")
+    acl: bool = option(False, "POSIX ACLs, as ext2's `acl` mount option: system.posix_acl_access/"
+                              "_default stored in ext2's format, enforced by the kernel, kept in "
+                              "step with the mode, inherited on create (docs/ext2-differences.md: "
+                              "one difference with umask); without it (noacl) they are refused "
+                              "with EOPNOTSUPP")
+    dataless: bool = option(False, (
         "file data is charged and accounted but not stored: it reads as zeros, the image "
-        "keeps only metadata (docs/durability.md: Data-less images)")})
+        "keeps only metadata (docs/durability.md: Data-less images)"))
+
 
 class Attr:
     """A file's attributes, as a GETATTR or LOOKUP reply carries them (os.stat_result's names).

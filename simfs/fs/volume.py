@@ -5,16 +5,8 @@ tests, replays and benchmarks drive a Volume in-process. Names are bytes; errors
 FSError(errno). The volume does no permission checks (the kernel does, with
 default_permissions); ownership, modes, times and link counts are its job.
 
-`Volume.open(path, options)` opens an image. Kernel lookups are "holds" (`hold(ino)` /
-`drop(ino, n)`); an open file is a hold and a handle (`open_file(ino)` / `release_file`). An
-inode whose last name goes is freed when the operation ends unless a handle is open (then at
-its last release): the host kernel evicts an unlinked inode nobody uses at the unlink, as the
-modelled ext2 frees it there, but tells simfs so (FORGET) only asynchronously, so freeing at
-the FORGET would make a mounted run's timing depend on when the host's message came. The
-references the kernel still held are kept as "stale" and its FORGETs are counted off them
-first; until they are gone the number is not handed out again (unless nothing else is free:
-then the kernel tells the two apart by the generation number), and a GETATTR through them (a
-removed working directory, an O_PATH descriptor) sees the last attributes.
+`Volume.open(path, options)` opens an image, after checking the options as the mount checks
+them (simfs.fs.optionspec: an in-process caller gets the mount's one-line OptionError).
 
 The image's clean state follows the kernel's ext2: "not clean" while mounted read-write, and
 at unmount the state found at mount (an unchecked file system stays unchecked). An image that
@@ -24,9 +16,9 @@ was not cleanly unmounted, or has errors recorded, is refused read-write unless
 With `dataless` the image keeps metadata only: file data is charged and counted as usual but
 reads as zeros; the superblock's mount options remember it (a later normal mount warns).
 
-The operations live by job in mixins (namespace, fileio, xattrs, inspect); this module holds
-the parts they share — the image, the cache and clock, the maps, the policies — and opening,
-closing, syncing, holds, and the control operations.
+The operations live by job in mixins (namespace, fileio, xattrs, inspect, holds: the kernel's
+references and open files); this module holds the parts they share — the image, the cache and
+clock, the maps, the policies — and opening, closing, syncing, and the control operations.
 """
 
 import errno
@@ -55,11 +47,14 @@ from simfs.fs.delalloc import DelayedAllocation
 from simfs.fs.directory import Directories
 from simfs.fs.fileio import FileIO
 from simfs.fs.filemap import FileMap
+from simfs.fs.htree import HTree, wanted as htree_wanted
 from simfs.fs.freespace import FreeSpace
-from simfs.fs.inodes import InodeTable
-from simfs.fs.inspect import Inspection
+from simfs.fs.holds import Holds
+from simfs.fs.inodes import InodeTable, readahead_options
+from simfs.fs.inspection import Inspection
 from simfs.fs.namespace import Namespace
-from simfs.fs.operation import Operations
+from simfs.fs.operation import OperationCharger
+from simfs.fs.optionspec import check_options
 from simfs.fs.placement import Placement
 from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them from here)
     ENOATTR, MAX_PHASE_NAME, RENAME_EXCHANGE, RENAME_NOREPLACE, XATTR_CREATE, XATTR_REPLACE, Attr, StatFS,
@@ -68,7 +63,7 @@ from simfs.fs.types import (  # noqa: F401  (re-exported: callers import them fr
 from simfs.fs.xattrs import Xattrs
 from simfs.ondisk.constants import (
     ERRORS_CONTINUE, FIRST_INO, INCOMPAT_FILETYPE, ROOT_INO, RO_COMPAT_LARGE_FILE, STATE_ERROR, STATE_VALID,
-    SUPERBLOCK_OFFSET, ext2_max_size,
+    SUPERBLOCK_OFFSET, ext2_max_size, ext4_max_size,
 )
 from simfs.ondisk.dirhash import DirHasher
 from simfs.ondisk.groupdesc import unpack_table
@@ -120,7 +115,7 @@ def _mount_warnings(sb: Superblock) -> list[str]:
     return out
 
 
-class Volume(Namespace, FileIO, Xattrs, Inspection):
+class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
     root_ino = ROOT_INO
 
     def __init__(self, path, fd, sb: Superblock, options: VolumeOptions):
@@ -146,26 +141,31 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.cache = BufferCache(self.image, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
                                  writeback=writeback, maxio_blocks=options.maxio // geo.block_size,
                                  sync_interval=options.sync_interval)
-        self.ops = Operations(self.clock, self.cache, self.stats, self.cpu_op)
+        self.ops = OperationCharger(self.clock, self.cache, self.stats, self.cpu_op)
         gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
         self.descs = unpack_table(gdt, geo.groups)
         self._check_descs()
         if sb.feature_ro_compat & RO_COMPAT_LARGE_FILE:   # i_blocks counts 512-byte sectors in 32 bits
-            self.max_size = ext2_max_size(geo.block_size)
+            self.max_size = ext2_max_size(geo.block_size, geo.huge_file)
         else:
             self.max_size = 2**31 - 1
-        self.checks = Checks(geo, self.descs, self.max_size)
+        extent_max = ext4_max_size(geo.block_size, geo.huge_file) if geo.extents else self.max_size
+        self.checks = Checks(geo, self.descs, self.max_size, extent_max)
+        self.max_size = extent_max          # (new files are extent-mapped with the feature)
         self.space = FreeSpace(geo, self.descs, self.cache, self.stats, self.checks)
         self.placement = Placement(allocator, self.space, geo)
-        self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks)
+        self.inodes = InodeTable(geo, self.descs, self.cache, checks=self.checks,
+                                 **readahead_options(sb, options.inode_readahead_blks))
         root = self.inodes.peek(ROOT_INO)
         if root.bad or not (root.is_dir and root.blocks and root.size and root.links):     # ext2_fill_super refuses it so
             raise ImageError(f"{self.path}: corrupt root inode: run `simfs fsck --repair {self.path}`")
         self.filemap = FileMap(geo, self.cache, self.space, self.placement, self.inodes)
         self.hasher = DirHasher.from_superblock(sb.def_hash_version, sb.flags, sb.hash_seed)
-        self.dirs = Directories(geo, self.cache, self.filemap, self.inodes,
-                                filetype=bool(sb.feature_incompat & INCOMPAT_FILETYPE),
-                                indexed=not self.dirorder.slot_order)
+        filetype = bool(sb.feature_incompat & INCOMPAT_FILETYPE)
+        htree = (HTree(geo, self.cache, self.filemap, self.inodes, self.checks, sb.def_hash_version, sb.flags,
+                       sb.hash_seed, filetype) if htree_wanted(sb, options.htree) else None)
+        self.dirs = Directories(geo, self.cache, self.filemap, self.inodes, filetype=filetype,
+                                indexed=not self.dirorder.slot_order, htree=htree)
         self.delalloc = DelayedAllocation(geo, self.space, self.filemap, self.placement, self.inodes,
                                           self.cache, self.stats)
         if self.placement.delayed:
@@ -175,7 +175,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.orphans: set[int] = set()          # unlinked here, freed when the last hold goes
         self.stale: dict[int, tuple[int, Attr]] = {}    # freed inode -> (references the kernel
                                                         # still holds, its last attributes)
-        self.generation = sb.wtime
+        self.generation_key = bytes(sb.uuid) + bytes(sb.hash_seed)     # new inodes' i_generation
         self.closed = False
         self._durable_asked = False                     # an fsync waits for the next commit
         #: a run with nobody to free space on the image's host and nothing to wait for (verbs,
@@ -184,6 +184,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
         self.stop_when_unwritable = False
         self.mount_state = sb.state          # written back at unmount, as the kernel does
         self.warnings = _mount_warnings(sb)
+        if options.htree and htree is None:
+            self.warnings.append("htree: the image has no dir_index feature: directories stay linear")
         if sb.dataless and not options.dataless:
             self.warnings.append("image was mounted data-less before: file data written then "
                                  "was not stored (reads as zeros)")
@@ -208,7 +210,10 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
     # opening and closing -----------------------------------------------------------------
     @classmethod
     def open(cls, path, options: VolumeOptions | None = None) -> "Volume":
+        """The volume on the image at `path`. The options are held to what the mount takes
+        first, with its one-line OptionError, before the image is touched."""
         options = options or VolumeOptions()
+        check_options(options)
         name = os.fspath(path)
         try:
             fd = os.open(name, os.O_RDONLY if options.read_only else os.O_RDWR)
@@ -275,13 +280,14 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             corrupt(f"superblock (free inode count {sb.free_inodes_count} > inode count {sb.inodes_count})")
         for g, d in enumerate(self.descs):
             start, end = geo.group_start(g), geo.group_start(g) + geo.group_blocks(g)
-            first = start + geo.super_and_gdt_blocks(g)
+            first, last = geo.table_bounds(g)
+            zone = "blocks flex_bg allows," if geo.flex_bg else "group's blocks"
             spans = sorted([(d.block_bitmap, 1, "block bitmap"), (d.inode_bitmap, 1, "inode bitmap"),
                             (d.inode_table, geo.inode_table_blocks, "inode table")])
             for b, n, what in spans:
-                if not (first <= b and b + n <= end):
-                    corrupt(f"group descriptor {g} ({what} at block {b}, outside the group's "
-                            f"blocks {first}..{end - 1})")
+                if not (first <= b and b + n <= last):
+                    corrupt(f"group descriptor {g} ({what} at block {b}, outside the "
+                            f"{zone} {first}..{last - 1})")
             for (b, n, what), (b2, _, what2) in zip(spans, spans[1:]):
                 if b + n > b2:
                     corrupt(f"group descriptor {g} ({what} at block {b} overlaps the {what2} at block {b2})")
@@ -541,80 +547,3 @@ class Volume(Namespace, FileIO, Xattrs, Inspection):
             inode.mtime_ns = now
         if c:
             inode.ctime_ns = now
-
-    # holds: kernel references and open files ---------------------------------------------
-    def hold(self, ino: int, n: int = 1) -> None:
-        if ino not in self.holds:
-            self.inodes.pin(ino)
-        self.holds[ino] = self.holds.get(ino, 0) + n
-
-    def open_file(self, ino: int) -> None:
-        """A file is opened (FUSE OPEN or CREATE): a hold, and a handle that keeps the inode
-        if its last name goes."""
-        self.hold(ino)
-        self.handles[ino] = self.handles.get(ino, 0) + 1
-
-    def release_file(self, ino: int, writer: bool) -> None:
-        """An open file is released (FUSE RELEASE). Linux's ext2_release_file drops the file's
-        block reservation whenever a file open for writing is closed, however many lookups
-        still hold the inode; then the handle's hold goes, and an unlinked file's last close
-        frees it (the kernel evicts it then)."""
-        left = self.handles.get(ino, 0) - 1
-        if left > 0:
-            self.handles[ino] = left
-        else:
-            self.handles.pop(ino, None)
-        if writer and ino in self.holds and not self.options.read_only and self.space.inode_used[ino - 1]:
-            self.placement.release(self.inodes.get(ino))
-        self.drop(ino)
-        if left <= 0 and not self.options.read_only:
-            self._evict_one(ino)            # the last close of an unlinked file evicts it
-
-    def drop(self, ino: int, n: int = 1) -> None:
-        if ino in self.stale:               # references to the freed inode go first
-            refs, attr = self.stale[ino]
-            taken = min(refs, n)
-            if refs > taken:
-                self.stale[ino] = (refs - taken, attr)
-            else:
-                del self.stale[ino]
-            n -= taken
-            if not n:
-                return
-        if ino not in self.holds:           # nothing held (a forget of an unknown node)
-            return
-        left = self.holds.get(ino, 0) - n
-        if left > 0:
-            self.holds[ino] = left
-            return
-        self.holds.pop(ino, None)
-        if self.options.read_only or not self.space.inode_used[ino - 1]:
-            self.inodes.forget(ino)
-            return
-        inode = self.inodes.get(ino)
-        self.inodes.unpin(ino)
-        self.placement.release(inode)     # last close: ext2_discard_reservation and the like
-        if inode.links == 0 and ino in self.orphans:    # (not one the image had at 0 links:
-            self._free_inode(inode)                      # a damaged inode is e2fsck's to free)
-
-    def evict_unlinked(self) -> None:
-        """After an operation: free the inodes it unlinked that no open file holds."""
-        pending, self.ops.evict = self.ops.evict, []
-        for ino in pending:
-            self._evict_one(ino)
-
-    def _evict_one(self, ino: int) -> None:
-        """Free an unlinked inode the kernel has evicted (no name, no open file), keeping its
-        references as stale. What still reaches it without opening it (fstat of an O_PATH
-        descriptor, stat of a removed working directory) gets its last attributes, as from
-        ext2's orphan, until those references go."""
-        held = self.holds.get(ino)
-        if not held or self.handles.get(ino) or not self.space.inode_used[ino - 1]:
-            return
-        inode = self.inodes.get(ino)
-        if inode.links:
-            return
-        attr = self._attr(inode)
-        self.holds[ino] = 1
-        self.drop(ino)
-        self.stale[ino] = (self.stale[ino][0] + held if ino in self.stale else held, attr)

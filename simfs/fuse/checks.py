@@ -131,10 +131,9 @@ def check_output(path: str, what: str, keep: bool = False, hint: str = "") -> No
 
 
 def _path_options(vopts) -> dict:
-    from simfs.fuse.mountopts import PATH_FIELDS
     import dataclasses
     return {f.name: getattr(vopts, f.name) for f in dataclasses.fields(vopts)
-            if (f.metadata.get("path") or f.name in PATH_FIELDS) and getattr(vopts, f.name)}
+            if f.metadata.get("path") and getattr(vopts, f.name)}
 
 
 def _check_outside(mnt: str, **paths) -> None:

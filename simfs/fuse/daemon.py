@@ -119,10 +119,40 @@ async def _watch_signals(mnt: str, nursery) -> None:
                 pyfuse3.terminate()
 
 
+def init_fuse(pyfuse3, ops, mnt: str, fuse_opts: set[str]) -> None:
+    """pyfuse3.init, with a refusal said in one line (UsageError) that names the options
+    handed to libfuse and what libfuse said of them: pyfuse3 raises only
+    RuntimeError("fuse_session_new() failed") (or "fuse_session_mount failed"), and libfuse
+    writes its reason ("fuse: unknown option(s): `-o x'") to file descriptor 2, which is
+    caught here for the message (and, after a mount, passed on to where fd 2 went: the log)."""
+    import tempfile
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as said:
+        saved = os.dup(2)
+        try:
+            os.dup2(said.fileno(), 2)
+            try:
+                pyfuse3.init(ops, mnt, fuse_opts)
+                refusal = None
+            except RuntimeError as e:
+                refusal = e
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        said.seek(0)
+        text = said.read().decode(errors="replace")
+    if text and refusal is None:
+        os.write(2, text.encode())
+    if refusal is not None:
+        why = "; ".join(line.strip() for line in text.splitlines() if line.strip()) or str(refusal)
+        raise UsageError(f"libfuse refused the mount ({why}); the options simfs passed to it: "
+                         f"{','.join(sorted(fuse_opts))}")
+
+
 def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, recorder=None) -> int:
     """Open, mount, run until unmounted, close. Raises UsageError for bad input. With
     -o oplog=PATH, `recorder(vol, PATH)` wraps the volume in one that records its operations
-    (simfs.engine.oplog, handed in by the command: the FUSE layer does not import the engine)."""
+    (simfs.inprocess.oplog, handed in by the command: the FUSE layer does not import the engine)."""
     import pyfuse3
     import trio
 
@@ -154,9 +184,9 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, reco
                 "given": mopts.given}
         ops = Operations(vol, info=info, debug_faults=mopts.debug_faults)
         fuse_opts = mopts.fuse_options(image)
+        init_fuse(pyfuse3, ops, mnt, fuse_opts)
         log.info("mounting %s on %s (fuse options %s, volume options %s)", image, mnt,
                  ",".join(sorted(fuse_opts)), mopts.volume)
-        pyfuse3.init(ops, mnt, fuse_opts)
     except BaseException:
         vol.close()
         raise

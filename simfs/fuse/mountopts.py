@@ -2,15 +2,14 @@
 
 Every field of `VolumeOptions` is a mount option, found generically through
 `dataclasses.fields` and converted by its type annotation (bool, int, float, str, Literal,
-Enum, Optional; integers take K/M/G/T suffixes). A field may carry metadata:
-`choices` (list or callable) and `check` (callable raising ValueError) validate its value
-here, `help` describes it, and `suboptions=True` lets its value hold commas, as in
-`-o disk=sata7200,rpm=5400,alloc=cg`: items with keys that are not options continue the
-previous value; `path=True` makes a relative path absolute (the daemon runs in /);
-`range=(low, high)` bounds a number (either may be a callable, evaluated when parsing).
-Front-end keys (`log=`, `fsname=`, ...) are handled by the
-mount itself and never reach the volume. Unknown keys or values raise `OptionError`, whose
-message is one line and names what is valid.
+Enum, Optional; integers take K/M/G/T suffixes); what else it takes (range, multiple,
+choices, registry, check, suboptions, path, help) is declared on the field and checked by
+simfs.fs.optionspec, as `Volume.open` checks it. A `suboptions` field's value may hold
+commas, as in `-o disk=sata7200,rpm=5400,alloc=cg`: items with keys that are not options
+continue the previous value; a `path` field's relative path is made absolute (the daemon
+runs in /). Front-end keys (`log=`, `fsname=`, ...) are handled by the mount itself and
+never reach the volume. Unknown keys or values raise `OptionError`, whose message is one
+line and names what is valid.
 """
 
 from __future__ import annotations
@@ -19,15 +18,14 @@ import dataclasses
 import enum
 import math
 import os
-import types
-import typing
 from dataclasses import dataclass, field
 
 from simfs import units
-
-
-class OptionError(ValueError):
-    """A mount option is unknown or has a bad value (message meant for the user)."""
+from simfs.fs.optionspec import (  # noqa: F401  (machine_memory, OptionError: re-exported)
+    OptionError, check_choice, check_named, check_number, choices, hints as hints_of, machine_memory, registered,
+    unoptional, valid_range,
+)
+from plugin_registry import did_you_mean
 
 
 @dataclass
@@ -70,35 +68,6 @@ SHOWN = ("disk", "alloc", "inode_placement", "dirorder", "writeback", "cache")
 ALIASES = {"ro": (("read_only", True),), "rw": (("read_only", False),),
            "strictatime": (("atime", True), ("relatime", False)),
            "relatime": (("atime", True), ("relatime", True))}
-
-# Defaults for fields that do not (yet) say so in their metadata.
-SUBOPTION_FIELDS = {"disk"}
-PATH_FIELDS = {"trace", "stats"}     # made absolute here: the daemon runs in /
-CHECKS = {"disk": ("disk_models", "make_disk")}   # builds the model: catches what only that finds
-
-
-def machine_memory() -> int:
-    """Physical memory in bytes: a buffer cache larger than this cannot be what was meant."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 1 << 40
-
-
-# Valid ranges (inclusive) of numeric fields, for fields whose metadata has no "range".
-# cache: the buffer cache keeps at least 64 blocks (256K of 4K blocks) whatever it is told;
-# maxio: at least one block of the largest block size; sync_interval: the syncer must run.
-RANGES = {
-    "cache": (256 << 10, machine_memory),
-    "maxio": (4 << 10, 64 << 20),
-    "cpu_op_us": (0.0, 1e6),
-    "sync_interval": (0.01, 86400.0),
-    "commit": (0.05, 86400.0),
-}
-
-# Fields that must be whole multiples: maxio is a number of blocks of any block size (a
-# remainder would be dropped without a word).
-MULTIPLES = {"maxio": 4 << 10}
 
 _TRUE = {"1", "yes", "y", "true", "on"}
 _FALSE = {"0", "no", "n", "false", "off"}
@@ -174,36 +143,6 @@ def _volume_cls():
     return VolumeOptions
 
 
-def _hints(cls) -> dict:
-    try:
-        return typing.get_type_hints(cls)
-    except Exception:  # unresolvable annotations: fall back to the defaults' types
-        return {f.name: (type(f.default) if f.default is not dataclasses.MISSING else str)
-                for f in dataclasses.fields(cls)}
-
-
-def _choices(f: dataclasses.Field, typ) -> list | None:
-    ch = f.metadata.get("choices") if f is not None else None
-    if callable(ch):
-        ch = ch()
-    if ch is not None:
-        return list(ch)
-    if typing.get_origin(typ) is typing.Literal:
-        return list(typing.get_args(typ))
-    if isinstance(typ, type) and issubclass(typ, enum.Enum):
-        return [m.value for m in typ]
-    return None
-
-
-def _unoptional(typ):
-    """(inner type, accepts None) for Optional[X] / X | None."""
-    if typing.get_origin(typ) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(typ) if a is not type(None)]
-        if len(args) == 1 and len(typing.get_args(typ)) == 2:
-            return args[0], True
-    return typ, False
-
-
 def parse_bool(key: str, text: str) -> bool:
     t = text.strip().lower()
     if t in _TRUE:
@@ -220,56 +159,15 @@ def parse_int(text: str) -> int:
     return -units.parse_size(t[1:]) if t.startswith("-") else units.parse_size(t)
 
 
-def _range(key: str, f: dataclasses.Field | None):
-    """(low, high, text) of a numeric field's valid range, or None; text like '256K to 64M'."""
-    rng = (f.metadata.get("range") if f is not None else None) or RANGES.get(key)
-    if rng is None:
-        return None
-    low, high = (b() if callable(b) else b for b in rng)
-    show = units.option_size if isinstance(low, int) and isinstance(high, int) else (lambda v: f"{v:.15g}")
-    note = ", the machine's memory" if rng[1] is machine_memory else ""
-    if key in MULTIPLES:
-        note += f", a multiple of {units.option_size(MULTIPLES[key])}"
-    return low, high, f"{show(low)} to {show(high)}{note}"
-
-
-def _check_range(key: str, text: str, val, f: dataclasses.Field | None) -> None:
-    """Refuse a number outside the field's range (nan included), naming the range."""
-    rng = _range(key, f)
-    if rng is not None and not rng[0] <= val <= rng[1]:
-        raise OptionError(f"bad value for mount option {key}: {text!r} (valid: {rng[2]})")
-    step = MULTIPLES.get(key)
-    if step and val % step:
-        raise OptionError(f"bad value for mount option {key}: {text!r} (give a multiple of "
-                          f"{units.option_size(step)}, e.g. {units.option_size(max(step, val // step * step))})")
-
-
-def _check(key: str, value, f: dataclasses.Field | None) -> None:
-    check = f.metadata.get("check") if f is not None else None
-    if check is None and key in CHECKS:
-        import importlib
-        mod, name = CHECKS[key]
-        try:
-            check = getattr(importlib.import_module(mod), name)
-        except (ImportError, AttributeError):
-            check = None
-    if check is not None:
-        try:
-            check(value)
-        except (ValueError, KeyError) as e:
-            msg = e.args[0] if e.args else str(e)
-            raise OptionError(f"bad value for mount option {key}: {msg}") from None
-
-
 def _convert(key: str, text: str | None, typ, f: dataclasses.Field | None):
-    typ, nullable = _unoptional(typ)
+    """The value of `key=text` as the field's type, range and choices take it."""
+    typ, nullable = unoptional(typ)
     if nullable and text is not None and text.lower() in ("none", "default"):
         return None
     if typ is bool:
         return True if text is None else parse_bool(key, text)
     if text is None:
         raise OptionError(f"mount option {key} needs a value ({key}=...)")
-    choices = _choices(f, typ)
     if typ is int:
         try:
             val = parse_int(text)
@@ -292,38 +190,27 @@ def _convert(key: str, text: str | None, typ, f: dataclasses.Field | None):
     else:
         val = text
     if typ in (int, float):
-        _check_range(key, text, val, f)
-    if choices is not None:
-        norm = [str(c) for c in choices]
-        if str(val) not in norm:
-            raise OptionError(f"bad value for mount option {key}: {text!r} (valid: {', '.join(norm)})")
-        val = choices[norm.index(str(val))]
-    return val
+        check_number(key, text, val, f)
+    return check_choice(key, text, val, f, typ)
 
 
 def valid_keys(volume_cls=None) -> list[str]:
     """All accepted keys (volume fields, their no- forms for booleans, aliases, front end)."""
     cls = volume_cls or _volume_cls()
-    hints = _hints(cls)
+    hints = hints_of(cls)
     keys = []
     for f in dataclasses.fields(cls):
         keys.append(f.name)
-        if _unoptional(hints.get(f.name, str))[0] is bool:
+        if unoptional(hints.get(f.name, str))[0] is bool:
             keys.append("no" + f.name)
     keys += list(ALIASES) + list(FRONTEND) + list(KERNEL_FLAGS)
     return keys
 
 
-def _suggest(key: str, keys) -> str:
-    import difflib
-    close = difflib.get_close_matches(key, keys, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def parse(specs, volume_cls=None) -> MountOptions:
     """Parse `-o` strings (each "a=1,b,noc") into MountOptions; later keys win."""
     cls = volume_cls or _volume_cls()
-    hints = _hints(cls)
+    hints = hints_of(cls)
     vfields = {f.name: f for f in dataclasses.fields(cls)}
     vol_kw: dict = {}
     front: dict = {}
@@ -346,7 +233,7 @@ def parse(specs, volume_cls=None) -> MountOptions:
             absorbing = None
             given[key] = text
             if key in vfields and text is not None and (
-                    vfields[key].metadata.get("suboptions") or key in SUBOPTION_FIELDS):
+                    vfields[key].metadata.get("suboptions")):
                 raw_sub[key] = text
                 absorbing = key
                 continue
@@ -357,7 +244,7 @@ def parse(specs, volume_cls=None) -> MountOptions:
                 vol_kw[key] = _convert(key, text, hints.get(key, str), vfields[key])
                 continue
             if key.startswith("no") and key[2:] in vfields and \
-                    _unoptional(hints.get(key[2:], str))[0] is bool and text is None:
+                    unoptional(hints.get(key[2:], str))[0] is bool and text is None:
                 vol_kw[key[2:]] = False
                 continue
             if key in KERNEL_FLAGS and text is None:
@@ -380,13 +267,13 @@ def parse(specs, volume_cls=None) -> MountOptions:
                 continue
             if text is not None and key in valid_keys(cls):      # noatime=yes, ro=1
                 raise OptionError(f"mount option {key} takes no value: give {key}, not {key}={text}")
-            raise OptionError(f"unknown mount option {key!r}{_suggest(key, valid_keys(cls))}; "
+            raise OptionError(f"unknown mount option {key!r}{did_you_mean(key, valid_keys(cls))}; "
                               f"valid options: {', '.join(valid_keys(cls))}")
     for key, text in raw_sub.items():
         vol_kw[key] = _convert(key, text, hints.get(key, str), vfields[key])
     for key, val in vol_kw.items():
-        _check(key, val, vfields[key])
-        if isinstance(val, str) and val and (vfields[key].metadata.get("path") or key in PATH_FIELDS):
+        check_named(key, val, vfields[key])
+        if isinstance(val, str) and val and vfields[key].metadata.get("path"):
             vol_kw[key] = os.path.abspath(val)
     try:
         volume = cls(**vol_kw)
@@ -398,6 +285,25 @@ def parse(specs, volume_cls=None) -> MountOptions:
     return MountOptions(volume=volume, given=given, **front)
 
 
+def _describe_field(f: dataclasses.Field, typ) -> str:
+    """`name=default (valid values)  help`: one volume option for --help."""
+    unit = f.metadata.get("unit", "")
+    default = f.default if f.default is not dataclasses.MISSING else (
+        f.default_factory() if f.default_factory is not dataclasses.MISSING else "")
+    if isinstance(default, bool):
+        default = "yes" if default else "no"
+    elif unit == "bytes" and isinstance(default, int):
+        default = units.option_size(default)
+    ch = choices(f, unoptional(typ)[0])
+    names = registered(f)
+    extra = f" (one of: {', '.join(map(str, ch))})" if ch else ""
+    extra += f" (one of: {', '.join(names)}; or package.module:Class)" if names else ""
+    rng = valid_range(f)
+    extra += (f" ({unit}: {rng[2]})" if unit else f" ({rng[2]})") if rng else ""
+    help_ = f.metadata.get("help", "")
+    return f"{f.name}={default}{extra}" + (f"  {help_}" if help_ else "")
+
+
 def describe(volume_cls=None) -> str:
     """Help text: every option with its default (for `simfs mount --help`)."""
     try:
@@ -406,20 +312,10 @@ def describe(volume_cls=None) -> str:
         cls = None
     lines = []
     if cls is not None:
-        hints = _hints(cls)
+        hints = hints_of(cls)
         lines.append("volume options:")
         for f in dataclasses.fields(cls):
-            typ = hints.get(f.name, str)
-            default = f.default if f.default is not dataclasses.MISSING else (
-                f.default_factory() if f.default_factory is not dataclasses.MISSING else "")
-            if isinstance(default, bool):
-                default = "yes" if default else "no"
-            ch = _choices(f, _unoptional(typ)[0])
-            extra = f" (one of: {', '.join(map(str, ch))})" if ch else ""
-            rng = _range(f.name, f)
-            extra += f" ({rng[2]})" if rng else ""
-            help_ = f.metadata.get("help", "")
-            lines.append(f"  {f.name}={default}{extra}" + (f"  {help_}" if help_ else ""))
+            lines.append("  " + _describe_field(f, hints.get(f.name, str)))
         lines.append("  ro / rw  = read_only=yes / no; noX = X=no for yes/no options; "
                      "numbers take K/M/G suffixes")
     lines.append("front-end options:")

@@ -1,8 +1,8 @@
 """pyfuse3 Operations: a thin translation of FUSE requests onto a `Volume`.
 
-(Over 500 lines because pyfuse3 wants one Operations class with a handler per request type,
-about forty of them; each is a few lines of translation, and the control directory's
-requests are routed in the same handlers.)
+(pyfuse3 wants one Operations class with a handler per request type, about forty of them;
+the extended-attribute handlers are a mixin of their own, simfs.fuse.xattrops, and the wrapper
+every handler goes through is simfs.fuse.handler.)
 
 Fidelity contract (docs/design.md): entry and attribute timeouts are 0, files are opened
 with keep_cache off and without direct_io (so shared writable mmap works), and the kernel
@@ -15,19 +15,14 @@ gives them back with `vol.drop`; an open file is `vol.open_file` / `vol.release_
 unlinked file stays readable while it is open; one nobody has open is freed at the unlink, as
 the kernel evicts it there (Volume's docstring: why not at the FORGET).
 
-Every handler is wrapped (`_handler`): FSError becomes FUSEError(errno); any other exception
-is logged with its traceback and answered EIO, and the mount stays up (pyfuse3 would
-otherwise die). Requests are counted by type for /.simfs/stats, except those that touch the
-control directory itself (see control.py).
-
-FUSE's root node id is 1, ext2's root inode is 2: node 1 <-> inode 2, every other number is
-the ext2 inode number (ext2 inode 1 is the bad-blocks inode and is never reachable).
+With `-o acl` the kernel enforces POSIX ACLs (`enable_acl`, FUSE_POSIX_ACL) and the volume
+keeps them (simfs.fs.xattrs); without it they are refused, as on ext2 mounted noacl, so cp -a,
+tar and rsync fall back to chmod.
 """
 
 from __future__ import annotations
 
 import errno
-import functools
 import json
 import logging
 import os
@@ -37,125 +32,23 @@ from collections import Counter
 import pyfuse3
 
 from simfs import __version__
+from simfs.errors import FSError
+from simfs.fs.types import RENAME_WHITEOUT
 from simfs.fuse import control
-from simfs.errors import FSError, ImageWriteError
-from simfs.fs.operation import recorded_error
+from simfs.fuse.handler import FUSE_ROOT, InjectedFault  # noqa: F401  (re-exported)
+from simfs.fuse.handler import caller_in_group, handler as _handler, vino as _vino
+from simfs.fuse.xattrops import XattrHandlers, extents_page  # noqa: F401  (extents_page: re-exported)
 
 log = logging.getLogger("simfs.fuse")
 
-FUSE_ROOT = pyfuse3.ROOT_INODE      # 1
-# POSIX ACLs are not supported (like ext2 mounted noacl): refusing them makes cp -a, tar and
-# rsync fall back to chmod, where a stored-but-ignored ACL would leave the mode unset.
-ACL_XATTRS = (b"system.posix_acl_access", b"system.posix_acl_default")
 NAME_MAX = 255
 # A file handle is the inode number, with WRITER set when the file was opened for writing:
 # its release drops the allocator's reservation (ext2_release_file). Below control.BASE.
 WRITER = 1 << 40
 INO_MASK = WRITER - 1
-# Virtual extended attributes, computed when read, never stored and never listed by listxattr
-# (so cp -a, tar and rsync do not copy them); setting or removing them is refused (EPERM).
-#   user.simfs.extents     where the file's blocks are (JSON, simfs-extents-1; read by
-#                          `simfs frag`): block size, size, i_blocks, geometry, and pages of
-#                          runs [lblk, phys, n], indirect blocks [level, phys] and unplaced
-#                          delayed blocks [lblk, n]; `user.simfs.extents.K` is page K
-#                          (an xattr value is at most 64 KiB), "pages" says how many.
-VIRTUAL_XATTR_PREFIX = b"user.simfs."
-EXTENTS_XATTR = b"user.simfs.extents"
-EXTENTS_PER_PAGE = 512
 
 
-class InjectedFault(RuntimeError):
-    """Raised by a handler armed through /.simfs/fault (tests only, -o debug_faults)."""
-
-
-def _errname(e: int) -> str:
-    return errno.errorcode.get(e, str(e))
-
-
-def _is_ctl_request(op: str, args: tuple) -> bool:
-    """Whether a request addresses the control directory (then it is not counted)."""
-    if not args:
-        return False
-    a0 = args[0]
-    if op == "forget":
-        return bool(a0) and all(control.is_control(i) for i, _ in a0)
-    if isinstance(a0, int) and control.is_control(a0):
-        return True
-    return (op == "lookup" and a0 == FUSE_ROOT and args[1] == control.NAME)
-
-
-def _handler(fn):
-    """Wrap a synchronous handler body as a pyfuse3 async handler (see module docstring)."""
-    op = fn.__name__
-
-    @functools.wraps(fn)
-    async def wrapper(self, *args):
-        ctl = _is_ctl_request(op, args)
-        (self.ctl_ops if ctl else self.ops)[op] += 1
-        try:
-            if self.faults and not ctl and self.faults.get(op, 0) > 0:
-                self.faults[op] -= 1
-                raise InjectedFault(f"simfs: injected fault in {op} (via /.simfs/fault)")
-            return fn(self, *args)
-        except pyfuse3.FUSEError as e:
-            self.errors[_errname(e.errno)] += 1
-            if op == "forget":
-                return None
-            raise
-        except (FSError, ImageWriteError) as e:   # (the image's host full: not the file system's fault)
-            self.errors[_errname(e.errno)] += 1
-            if op == "forget":
-                return None
-            raise pyfuse3.FUSEError(e.errno or errno.EIO) from None
-        except Exception as e:
-            self.errors["EIO"] += 1
-            self.unexpected += 1
-            log.exception("unexpected exception in %s%r; answering EIO", op, _brief(args))
-            if not isinstance(e, InjectedFault) and not recorded_error(e):   # a real one, outside any
-                self.vol.fs_error(f"unexpected {type(e).__name__} in {op}")    # operation's own record
-            if op == "forget":
-                return None
-            raise pyfuse3.FUSEError(errno.EIO) from None
-
-    wrapper.simfs_op = op
-    return wrapper
-
-
-def _brief(args: tuple) -> tuple:
-    """Arguments for a log line: no contexts, no large buffers."""
-    out = []
-    for a in args:
-        if isinstance(a, (bytes, bytearray)) and len(a) > 64:
-            out.append(f"<{len(a)} bytes>")
-        elif isinstance(a, (pyfuse3.RequestContext, pyfuse3.ReaddirToken)):
-            continue
-        elif isinstance(a, (int, bytes, str, float, bool, type(None))):
-            out.append(a)
-        else:
-            out.append(type(a).__name__)
-    return tuple(out)
-
-
-def extents_page(ext: dict, page: int) -> bytes:
-    """Page `page` of a Volume.extents() result as the user.simfs.extents value."""
-    n = EXTENTS_PER_PAGE
-    lists = {"runs": ext["runs"], "indirect": ext["indirect"], "delalloc": ext["delalloc"]}
-    pages = max(1, *(-(-len(v) // n) for v in lists.values()))
-    if not 0 <= page < pages:
-        raise FSError(pyfuse3.ENOATTR)
-    doc = {"format": "simfs-extents-1"}
-    doc.update((k, v) for k, v in ext.items() if k not in lists)
-    doc.update(page=page, pages=pages)
-    doc.update((k, [list(x) for x in v[page * n:(page + 1) * n]]) for k, v in lists.items())
-    return json.dumps(doc, separators=(",", ":")).encode()
-
-
-def _vino(ino: int) -> int:
-    """FUSE node id -> volume inode."""
-    return 2 if ino == FUSE_ROOT else ino
-
-
-class Operations(pyfuse3.Operations):
+class Operations(XattrHandlers, pyfuse3.Operations):
     """FUSE requests -> Volume calls. `info` is shown in /.simfs/info."""
 
     enable_writeback_cache = False
@@ -164,6 +57,7 @@ class Operations(pyfuse3.Operations):
     def __init__(self, vol, *, info: dict | None = None, debug_faults: bool = False):
         super().__init__()
         self.vol = vol
+        self.enable_acl = bool(getattr(getattr(vol, "options", None), "acl", False))   # read by pyfuse3.init
         self.root = vol.root_ino
         self.info = dict(info or {})
         self.ops: Counter = Counter()
@@ -246,11 +140,7 @@ class Operations(pyfuse3.Operations):
                 (mode & (stat.S_ISGID | stat.S_IXGRP)) == (stat.S_ISGID | stat.S_IXGRP)):
             pattr = self.vol.getattr(_vino(parent))
             owner_gid = pattr.st_gid if pattr.st_mode & stat.S_ISGID else gid
-            try:
-                groups = set(pyfuse3.get_sup_groups(ctx.pid))
-            except Exception:
-                groups = set()
-            if owner_gid != ctx.gid and owner_gid not in groups:
+            if not caller_in_group(ctx, owner_gid):
                 mode &= ~stat.S_ISGID
         return mode, uid, gid
 
@@ -421,7 +311,9 @@ class Operations(pyfuse3.Operations):
         self._no_ctl_name(parent_old, name_old, errno.EPERM)
         self._no_ctl_name(parent_new, name_new, errno.EPERM)
         self._check_name(name_new)
-        self.vol.rename(_vino(parent_old), name_old, _vino(parent_new), name_new, flags)
+        # RENAME_WHITEOUT (the kernel checked CAP_MKNOD): the whiteout is the caller's, as a mknod
+        owner = {"uid": ctx.uid, "gid": ctx.gid} if flags & RENAME_WHITEOUT and ctx is not None else {}
+        self.vol.rename(_vino(parent_old), name_old, _vino(parent_new), name_new, flags, **owner)
 
     @_handler
     def link(self, ino, new_parent, new_name, ctx=None):
@@ -556,53 +448,6 @@ class Operations(pyfuse3.Operations):
             setattr(out, k, getattr(s, k))
         out.f_namemax = NAME_MAX
         return out
-
-    # extended attributes ------------------------------------------------------------------------
-    def _virtual_xattr(self, vino: int, name: bytes) -> bytes:
-        """user.simfs.*: an observation of the volume, charged nothing."""
-        if name == EXTENTS_XATTR or name.startswith(EXTENTS_XATTR + b"."):
-            extents = getattr(self.vol, "extents", None)
-            suffix = name[len(EXTENTS_XATTR) + 1:]
-            if extents is None or (suffix and not suffix.isdigit()):
-                raise FSError(pyfuse3.ENOATTR)
-            return extents_page(extents(vino), int(suffix or 0))
-        raise FSError(pyfuse3.ENOATTR)
-
-    @_handler
-    def setxattr(self, ino, name, value, ctx=None):
-        if control.is_control(ino):
-            raise FSError(errno.ENOTSUP)
-        if name.startswith(VIRTUAL_XATTR_PREFIX):
-            raise FSError(errno.EPERM)
-        if name in ACL_XATTRS:
-            raise FSError(errno.EOPNOTSUPP)
-        self.vol.setxattr(_vino(ino), name, value, 0)
-
-    @_handler
-    def getxattr(self, ino, name, ctx=None):
-        if control.is_control(ino):
-            raise FSError(pyfuse3.ENOATTR)
-        if name in ACL_XATTRS:
-            raise FSError(errno.EOPNOTSUPP)
-        if name.startswith(VIRTUAL_XATTR_PREFIX):
-            return self._virtual_xattr(_vino(ino), name)
-        return self.vol.getxattr(_vino(ino), name)
-
-    @_handler
-    def listxattr(self, ino, ctx=None):
-        if control.is_control(ino):
-            return []
-        return self.vol.listxattr(_vino(ino))
-
-    @_handler
-    def removexattr(self, ino, name, ctx=None):
-        if control.is_control(ino):
-            raise FSError(pyfuse3.ENOATTR)
-        if name.startswith(VIRTUAL_XATTR_PREFIX):
-            raise FSError(errno.EPERM)
-        if name in ACL_XATTRS:
-            raise FSError(errno.EOPNOTSUPP)
-        self.vol.removexattr(_vino(ino), name)
 
     @_handler
     def access(self, ino, mode, ctx=None):

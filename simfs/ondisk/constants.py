@@ -36,6 +36,8 @@ HASH_LEGACY, HASH_HALF_MD4, HASH_TEA = 0, 1, 2
 
 # inode flags
 INDEX_FL = 0x1000
+HUGE_FILE_FL = 0x40000       # i_blocks counts file-system blocks (huge_file): not written by simfs
+EXTENTS_FL = 0x80000         # i_block holds an extent tree (simfs.ondisk.extent)
 
 # features ------------------------------------------------------------------------------
 COMPAT = {
@@ -64,13 +66,19 @@ RO_COMPAT = {
 COMPAT_EXT_ATTR = 0x0008
 COMPAT_DIR_INDEX = 0x0020
 INCOMPAT_FILETYPE = 0x0002
+INCOMPAT_EXTENT = 0x0040
+INCOMPAT_FLEX_BG = 0x0200
 RO_COMPAT_SPARSE_SUPER = 0x0001
 RO_COMPAT_LARGE_FILE = 0x0002
+RO_COMPAT_HUGE_FILE = 0x0008
+RO_COMPAT_DIR_NLINK = 0x0020
+RO_COMPAT_EXTRA_ISIZE = 0x0040
 
 # What simfs understands. Compat features may be ignored by definition; an incompat or
 # ro_compat feature outside these sets makes the image unusable for writing.
-SUPPORTED_INCOMPAT = INCOMPAT_FILETYPE
-SUPPORTED_RO_COMPAT = RO_COMPAT_SPARSE_SUPER | RO_COMPAT_LARGE_FILE
+SUPPORTED_INCOMPAT = INCOMPAT_FILETYPE | INCOMPAT_EXTENT | INCOMPAT_FLEX_BG
+SUPPORTED_RO_COMPAT = (RO_COMPAT_SPARSE_SUPER | RO_COMPAT_LARGE_FILE | RO_COMPAT_HUGE_FILE
+                       | RO_COMPAT_DIR_NLINK | RO_COMPAT_EXTRA_ISIZE)
 
 
 
@@ -83,6 +91,16 @@ def feature_names(mask: int, table: dict) -> list[str]:
             out.append(table.get(bit, f"FEATURE_0x{bit:x}"))
         bit <<= 1
     return out
+
+
+def ext4_max_size(block_size: int, huge_file: bool) -> int:
+    """The largest extent-mapped file (fs/ext4/super.c ext4_max_size): 2^32 - 1 blocks (the
+    extent's 32-bit first block), and without huge_file no more than 2^32 - 1 sectors."""
+    bits = block_size.bit_length() - 1
+    res = ((1 << 32) - 1) << bits
+    if not huge_file:
+        res = min(res, (((1 << 32) - 1) >> (bits - 9)) << bits)
+    return res
 
 
 # directory entry file types ---------------------------------------------------------------
@@ -98,15 +116,16 @@ def file_type_of_mode(mode: int) -> int:
     return _FT_OF_MODE.get(stat.S_IFMT(mode), FT_UNKNOWN)
 
 
-def ext2_max_size(block_size: int) -> int:
+def ext2_max_size(block_size: int, huge_file: bool = False) -> int:
     """The largest file (bytes) Linux accepts on ext2 with large_file and without huge_file
     (fs/ext2/super.c ext2_max_size; ext4_max_bitmap_size, which mounts ext2 images, is the same
     for them): the block tree's reach, unless the file's data and indirect blocks would pass
     2^32 - 1 sectors in i_blocks (4 KiB blocks), in which case that bound less the indirect
-    blocks needed to address it. A larger i_size makes the kernel call the inode corrupt."""
+    blocks needed to address it. A larger i_size makes the kernel call the inode corrupt.
+    With huge_file i_blocks has 48 bits (ext4_max_bitmap_size): the tree's reach."""
     bits = block_size.bit_length() - 1
     ppb = 1 << (bits - 2)
-    upper = ((1 << 32) - 1) >> (bits - 9)
+    upper = (1 << 48) - 1 if huge_file else ((1 << 32) - 1) >> (bits - 9)
     res = NDIR_BLOCKS + ppb + ppb ** 2 + ppb ** 3
     meta = 1 + (1 + ppb) + (1 + ppb + ppb ** 2)
     if res + meta > upper:

@@ -1,8 +1,9 @@
-"""mkfs: write a fresh ext2 revision-1 file system into a (sparse) image file.
+"""mkfs: write a fresh ext2 revision-1 file system (or the ext4 profile) into a (sparse) image file.
 
 The layout follows mke2fs: superblock and descriptor-table copies in groups 0, 1 and powers
-of 3, 5, 7 (sparse_super), then block bitmap, inode bitmap and inode table in every group;
-root directory (inode 2) and lost+found (inode 11, 16 KiB or 12 blocks like mke2fs).
+of 3, 5, 7 (sparse_super), then block bitmap, inode bitmap and inode table in every group, or
+with flex_bg those of each flex group packed at its start; root directory (inode 2) and
+lost+found (inode 11, 16 KiB or 12 blocks like mke2fs).
 """
 
 import os
@@ -14,11 +15,13 @@ import numpy as np
 
 from simfs.errors import ImageError
 from simfs.ondisk.constants import (
-    COMPAT_EXT_ATTR, DYNAMIC_REV, ERRORS_CONTINUE, EXT2_MAGIC, FIRST_INO, FLAGS_SIGNED_HASH,
-    GROUP_DESC_SIZE, HASH_HALF_MD4, INCOMPAT_FILETYPE, LOST_FOUND_INO, OS_LINUX, ROOT_INO,
-    RO_COMPAT_LARGE_FILE, RO_COMPAT_SPARSE_SUPER, STATE_VALID, SUPERBLOCK_OFFSET,
+    DYNAMIC_REV, ERRORS_CONTINUE, EXT2_MAGIC, EXTENTS_FL, FIRST_INO, FLAGS_SIGNED_HASH,
+    GROUP_DESC_SIZE, HASH_HALF_MD4, LOST_FOUND_INO, OS_LINUX, ROOT_INO, STATE_VALID, SUPERBLOCK_OFFSET,
 )
 from simfs.ondisk.dirent import new_dir_block, put, empty_block
+from simfs.ondisk.extent import extent_root
+from simfs.ondisk.features import choose
+from simfs.ondisk.flexbg import DEFAULT_GROUPS_PER_FLEX, flexbg_tables
 from simfs.ondisk.groupdesc import GroupDesc, pack_table
 from simfs.ondisk.inode import Inode
 from simfs.ondisk.superblock import Geometry, Superblock
@@ -31,13 +34,15 @@ def _lost_found_blocks(block_size: int) -> int:
 
 def plan(size_bytes: int, *, block_size: int = 4096, blocks_per_group: int | None = None,
          inode_size: int = 256, bytes_per_inode: int | None = None, inodes_per_group: int | None = None,
-         reserved_ratio: float = 0.05, label: bytes = b"") -> tuple[int, int, int, int]:
+         reserved_ratio: float = 0.05, label: bytes = b"", profile: str = "ext2",
+         features: str | None = None, groups_per_flex: int | None = None) -> tuple[int, int, int, int]:
     """(blocks, blocks per group, groups, inodes per group) for these arguments, or ImageError
     saying which argument is wrong; writes nothing, so callers can check before creating a file.
     The limits are mke2fs's, and the first group must hold its metadata, root and lost+found
     (an image that does not was e2fsck-corrupt)."""
     if block_size not in (1024, 4096):
         raise ImageError(f"block size must be 1024 or 4096, not {block_size}")
+    _features(profile, features, inode_size, groups_per_flex)
     if inode_size not in (128, 256):
         raise ImageError(f"inode size must be 128 or 256, not {inode_size}")
     if not 0 <= reserved_ratio <= 0.5:
@@ -93,20 +98,67 @@ def mkfs(path, size_bytes: int, *, block_size: int = 4096, blocks_per_group: int
          inode_size: int = 256, bytes_per_inode: int | None = None, inodes_per_group: int | None = None,
          uuid: bytes | str | None = None, hash_seed: bytes | str | None = None, label: bytes = b"",
          reserved_ratio: float = 0.05, now: int | None = None, uid: int | None = None,
-         gid: int | None = None, writer=None) -> Superblock:
+         gid: int | None = None, profile: str = "ext2", features: str | None = None,
+         groups_per_flex: int | None = None, writer=None) -> Superblock:
     """Create the file system; returns its superblock.
 
+    `profile` ("ext2" or "ext4", simfs.ondisk.features) and `features` (mke2fs -O edits of
+    it) choose the feature set; `groups_per_flex` is mke2fs -G (16 by default with flex_bg).
     `writer(blkno, data)` receives every block mkfs writes, in order (the timing layer charges
     them); by default blocks are written straight into the image, which is made sparse.
     """
     blocks, bpg, groups, ipg = plan(size_bytes, block_size=block_size, blocks_per_group=blocks_per_group,
                                     inode_size=inode_size, bytes_per_inode=bytes_per_inode,
                                     inodes_per_group=inodes_per_group, reserved_ratio=reserved_ratio,
-                                    label=label)
+                                    label=label, profile=profile, features=features,
+                                    groups_per_flex=groups_per_flex)
+    feats = _features(profile, features, inode_size, groups_per_flex)
     now = int(time.time()) if now is None else now
     uid = os.getuid() if uid is None else uid
     gid = os.getgid() if gid is None else gid
+    sb = _superblock(blocks, bpg, groups, ipg, block_size, inode_size, reserved_ratio, now, feats,
+                     groups_per_flex, uuid, hash_seed, label)
+    geo = Geometry(sb)
+    used, descs = _layout(geo)
+    inode_used = np.zeros(ipg * groups, dtype=bool)
+    inode_used[: FIRST_INO - 1] = True           # inodes 1..10 are reserved
+    inode_used[LOST_FOUND_INO - 1] = True
+    dirs = _root_and_lost_found(geo, used, now, uid, gid, extents=feats.has("extent"))
+    for g, d in enumerate(descs):
+        start, n = geo.group_start(g), geo.group_blocks(g)
+        d.free_blocks = int(n - used[start:start + n].sum())
+        d.free_inodes = int(ipg - inode_used[g * ipg:(g + 1) * ipg].sum())
+    descs[0].used_dirs = 2
+    sb.free_blocks_count = sum(d.free_blocks for d in descs)
+    sb.free_inodes_count = sum(d.free_inodes for d in descs)
+    own = writer is None
+    if own:
+        fd = _create_image(path, blocks * block_size)
+        writer = lambda blkno, data: write_sparse(fd, data, blkno * block_size)  # noqa: E731
+    try:
+        _write(writer, sb, geo, descs, used, inode_used, dirs)
+    finally:
+        if own:
+            os.close(fd)
+    return sb
 
+
+def _features(profile: str, edits: str | None, inode_size: int, groups_per_flex: int | None):
+    """The feature set, or ImageError: -G only with flex_bg and a power of two (as mke2fs);
+    extra_isize dropped with 128-byte inodes, which have no room for it (as mke2fs drops it)."""
+    feats = choose(profile, edits)
+    if groups_per_flex is not None:
+        if not feats.has("flex_bg"):
+            raise ImageError("flex_bg is not enabled, so the flex group size may not be given")
+        if groups_per_flex < 1 or groups_per_flex & (groups_per_flex - 1) or groups_per_flex > 1 << 30:
+            raise ImageError(f"the flex group size must be a power of 2, not {groups_per_flex}")
+    if inode_size == 128:
+        feats.set("extra_isize", False)
+    return feats
+
+
+def _superblock(blocks, bpg, groups, ipg, block_size, inode_size, reserved_ratio, now, feats,
+                groups_per_flex, uuid, hash_seed, label) -> Superblock:
     sb = Superblock()
     sb.inodes_count = ipg * groups
     sb.blocks_count = blocks
@@ -124,9 +176,11 @@ def mkfs(path, size_bytes: int, *, block_size: int = 4096, blocks_per_group: int
     sb.rev_level = DYNAMIC_REV
     sb.first_ino = FIRST_INO
     sb.inode_size = inode_size
-    sb.feature_compat = COMPAT_EXT_ATTR
-    sb.feature_incompat = INCOMPAT_FILETYPE
-    sb.feature_ro_compat = RO_COMPAT_SPARSE_SUPER | RO_COMPAT_LARGE_FILE
+    sb.feature_compat = feats.compat
+    sb.feature_incompat = feats.incompat
+    sb.feature_ro_compat = feats.ro_compat
+    if feats.has("flex_bg"):
+        sb.log_groups_per_flex = (groups_per_flex or DEFAULT_GROUPS_PER_FLEX).bit_length() - 1
     sb.uuid = _as_uuid(uuid)
     sb.hash_seed = _as_uuid(hash_seed)
     sb.def_hash_version = HASH_HALF_MD4
@@ -134,96 +188,101 @@ def mkfs(path, size_bytes: int, *, block_size: int = 4096, blocks_per_group: int
     sb.volume_name = label
     if inode_size > 128:
         sb.min_extra_isize = sb.want_extra_isize = 32
-    geo = Geometry(sb)
+    return sb
 
-    # group layout and bitmaps ------------------------------------------------------------
-    used = np.zeros(blocks, dtype=bool)
+
+def _layout(geo) -> tuple[np.ndarray, list[GroupDesc]]:
+    """The blocks in use (superblock copies, descriptor tables, bitmaps, inode tables) and each
+    group's descriptor with its tables' places: in the group after its descriptors, or with
+    flex_bg packed at the start of the flex group (simfs.ondisk.flexbg)."""
+    used = np.zeros(geo.blocks_count, dtype=bool)
     used[: geo.first_data_block] = True
-    descs = []
-    for g in range(groups):
+    for g in range(geo.groups):
         start = geo.group_start(g)
-        b = start + geo.super_and_gdt_blocks(g)
-        d = GroupDesc(block_bitmap=b, inode_bitmap=b + 1, inode_table=b + 2)
-        meta_end = b + 2 + geo.inode_table_blocks
-        used[start:meta_end] = True
-        d.free_inodes = ipg
-        descs.append(d)
-    inode_used = np.zeros(ipg * groups, dtype=bool)
-    inode_used[: FIRST_INO - 1] = True           # inodes 1..10 are reserved
+        used[start:start + geo.super_and_gdt_blocks(g)] = True
+    if geo.flex_bg:
+        tables = flexbg_tables(geo, used)
+    else:
+        tables = []
+        for g in range(geo.groups):
+            b = geo.group_start(g) + geo.super_and_gdt_blocks(g)
+            tables.append((b, b + 1, b + 2))
+            used[b:b + 2 + geo.inode_table_blocks] = True
+    return used, [GroupDesc(block_bitmap=bb, inode_bitmap=ib, inode_table=it, free_inodes=geo.inodes_per_group)
+                  for bb, ib, it in tables]
 
-    # root and lost+found: blocks right after group 0's inode table
-    next_free = int(np.argmin(used))
-    root_blk = next_free
+
+class _Dirs:
+    """root and lost+found: their inodes and the blocks of their directories."""
+
+    def __init__(self, root, lpf, blocks):
+        self.root, self.lpf, self.blocks = root, lpf, blocks
+
+
+def _root_and_lost_found(geo, used, now: int, uid: int, gid: int, extents: bool) -> _Dirs:
+    """Root (inode 2) and lost+found (inode 11) in the first free blocks (after group 0's
+    tables, or the flex group's), extent-mapped with the extent feature as mke2fs makes them."""
+    block_size, inode_size = geo.block_size, geo.inode_size
     lpf_nblocks = _lost_found_blocks(block_size)
-    lpf_blks = list(range(root_blk + 1, root_blk + 1 + lpf_nblocks))
-    used[root_blk:root_blk + 1 + lpf_nblocks] = True
-    inode_used[LOST_FOUND_INO - 1] = True
-
+    free = np.flatnonzero(~used[: geo.blocks_count])[: 1 + lpf_nblocks]   # the first free blocks
+    root_blk, lpf_blks = int(free[0]), [int(b) for b in free[1:]]
+    used[free] = True
     spb = block_size // 512
     root = Inode(ROOT_INO, inode_size)
     root.mode = stat.S_IFDIR | 0o755
     root.uid, root.gid = uid, gid
     root.size, root.links, root.blocks = block_size, 3, spb
-    root.atime_ns = root.ctime_ns = root.mtime_ns = root.crtime_ns = now * 10**9
-    root.block[0] = root_blk
     lpf = Inode(LOST_FOUND_INO, inode_size)
     lpf.mode = stat.S_IFDIR | 0o700
     lpf.uid, lpf.gid = 0, 0
     lpf.size, lpf.links, lpf.blocks = block_size * lpf_nblocks, 2, spb * lpf_nblocks
-    lpf.atime_ns = lpf.ctime_ns = lpf.mtime_ns = lpf.crtime_ns = now * 10**9
-    lpf.block[:lpf_nblocks] = lpf_blks
-
+    for inode in (root, lpf):
+        inode.atime_ns = inode.ctime_ns = inode.mtime_ns = inode.crtime_ns = now * 10**9
+    if extents:
+        root.flags = lpf.flags = EXTENTS_FL
+        root.block = extent_root([root_blk])
+        lpf.block = extent_root(lpf_blks)
+    else:
+        root.block[0] = root_blk
+        lpf.block[:lpf_nblocks] = lpf_blks
     root_dir = new_dir_block(block_size, ROOT_INO, ROOT_INO)
     put(root_dir, 12, ROOT_INO, 12, b"..", 2)
     put(root_dir, 24, LOST_FOUND_INO, block_size - 24, b"lost+found", 2)
-    lpf_first = new_dir_block(block_size, LOST_FOUND_INO, ROOT_INO)
+    blocks = [(root_blk, bytes(root_dir)),
+              (lpf_blks[0], bytes(new_dir_block(block_size, LOST_FOUND_INO, ROOT_INO)))]
+    blocks += [(b, bytes(empty_block(block_size))) for b in lpf_blks[1:]]
+    return _Dirs(root, lpf, blocks)
 
+
+def _write(writer, sb, geo, descs, used, inode_used, dirs: _Dirs) -> None:
+    """Every block mkfs makes, group by group, then the two directories' inodes and blocks."""
+    block_size, ipg = geo.block_size, geo.inodes_per_group
+    gdt = pack_table(descs, block_size)
+    zero_itable = bytes(geo.inode_table_blocks * block_size)
     for g, d in enumerate(descs):
         start, n = geo.group_start(g), geo.group_blocks(g)
-        d.free_blocks = int(n - used[start:start + n].sum())
-        d.free_inodes = int(ipg - inode_used[g * ipg:(g + 1) * ipg].sum())
-    descs[0].used_dirs = 2
-    sb.free_blocks_count = sum(d.free_blocks for d in descs)
-    sb.free_inodes_count = sum(d.free_inodes for d in descs)
-
-    # write -------------------------------------------------------------------------------
-    own = writer is None
-    if own:
-        fd = _create_image(path, blocks * block_size)
-        writer = lambda blkno, data: write_sparse(fd, data, blkno * block_size)  # noqa: E731
-    try:
-        gdt = pack_table(descs, block_size)
-        zero_itable = bytes(geo.inode_table_blocks * block_size)
-        for g, d in enumerate(descs):
-            start, n = geo.group_start(g), geo.group_blocks(g)
-            if geo.has_super(g):
-                sb.block_group_nr = g
-                if block_size == 1024:
-                    writer(start, sb.pack())
-                else:  # block 0 of a 4K group: superblock at byte 1024
-                    blk = bytearray(block_size)
-                    blk[SUPERBLOCK_OFFSET:SUPERBLOCK_OFFSET + 1024] = sb.pack()
-                    writer(start, bytes(blk))
-                writer(start + 1, gdt)
-            writer(d.block_bitmap, bitmap_bytes(used[start:start + n], block_size))
-            writer(d.inode_bitmap, bitmap_bytes(inode_used[g * ipg:(g + 1) * ipg], block_size))
-            writer(d.inode_table, zero_itable)
-        sb.block_group_nr = 0
-        tables: dict[int, bytearray] = {}        # inode-table blocks holding root and lost+found
-        for inode in (root, lpf):
-            blk = descs[0].inode_table + (inode.ino - 1) // geo.inodes_per_block
-            off = ((inode.ino - 1) % geo.inodes_per_block) * inode_size
-            tables.setdefault(blk, bytearray(block_size))[off:off + inode_size] = inode.pack()
-        for blk, data in sorted(tables.items()):
-            writer(blk, bytes(data))
-        writer(root_blk, bytes(root_dir))
-        writer(lpf_blks[0], bytes(lpf_first))
-        for b in lpf_blks[1:]:
-            writer(b, bytes(empty_block(block_size)))
-    finally:
-        if own:
-            os.close(fd)
-    return sb
+        if geo.has_super(g):
+            sb.block_group_nr = g
+            if block_size == 1024:
+                writer(start, sb.pack())
+            else:  # block 0 of a 4K group: superblock at byte 1024
+                blk = bytearray(block_size)
+                blk[SUPERBLOCK_OFFSET:SUPERBLOCK_OFFSET + 1024] = sb.pack()
+                writer(start, bytes(blk))
+            writer(start + 1, gdt)
+        writer(d.block_bitmap, bitmap_bytes(used[start:start + n], block_size))
+        writer(d.inode_bitmap, bitmap_bytes(inode_used[g * ipg:(g + 1) * ipg], block_size))
+        writer(d.inode_table, zero_itable)
+    sb.block_group_nr = 0
+    tables: dict[int, bytearray] = {}        # inode-table blocks holding root and lost+found
+    for inode in (dirs.root, dirs.lpf):
+        blk = descs[0].inode_table + (inode.ino - 1) // geo.inodes_per_block
+        off = ((inode.ino - 1) % geo.inodes_per_block) * geo.inode_size
+        tables.setdefault(blk, bytearray(block_size))[off:off + geo.inode_size] = inode.pack()
+    for blk, data in sorted(tables.items()):
+        writer(blk, bytes(data))
+    for blk, data in dirs.blocks:
+        writer(blk, data)
 
 
 def write_sparse(fd: int, data: bytes, offset: int) -> None:

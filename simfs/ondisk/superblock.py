@@ -4,8 +4,9 @@ import uuid as _uuid
 
 from simfs.errors import ImageError
 from simfs.ondisk.constants import (
-    COMPAT, EXT2_MAGIC, GROUP_DESC_SIZE, INCOMPAT, RO_COMPAT, RO_COMPAT_SPARSE_SUPER,
-    SUPERBLOCK_SIZE, SUPPORTED_INCOMPAT, SUPPORTED_RO_COMPAT, feature_names,
+    COMPAT, EXT2_MAGIC, GROUP_DESC_SIZE, INCOMPAT, INCOMPAT_EXTENT, INCOMPAT_FLEX_BG, RO_COMPAT,
+    RO_COMPAT_HUGE_FILE, RO_COMPAT_SPARSE_SUPER, SUPERBLOCK_SIZE, SUPPORTED_INCOMPAT,
+    SUPPORTED_RO_COMPAT, feature_names,
 )
 from simfs.ondisk.rawstruct import Bytes, Field
 
@@ -48,12 +49,14 @@ class Superblock:
     volume_name = Bytes(120, 16)
     last_mounted = Bytes(136, 64)
     reserved_gdt_blocks = Field(206, "H")
+    desc_size = Field(254, "H")          # s_desc_size: 0 or 32 without 64bit
     hash_seed = Bytes(236, 16)
     def_hash_version = Field(252, "B")
     mkfs_time = Field(264, "I")
     min_extra_isize = Field(348, "H")
     want_extra_isize = Field(350, "H")
     flags = Field(352, "I")
+    log_groups_per_flex = Field(0x174, "B")     # s_log_groups_per_flex (flex_bg)
     # the error record ext4 keeps (ext4_super_block s_error_count .. s_last_error_func), which
     # e2fsck and dumpe2fs read for ext2 images too and e2fsck clears when it has checked
     error_count = Field(0x194, "I")
@@ -149,6 +152,12 @@ class Superblock:
             names = ", ".join(feature_names(bad_ro, RO_COMPAT))
             raise ImageError(f"{image_name}: unsupported read-only-compatible feature(s): {names} "
                              "(simfs writes, so it refuses these)")
+        if self.desc_size not in (0, GROUP_DESC_SIZE):
+            raise ImageError(f"{image_name}: corrupt superblock (group descriptor size {self.desc_size} "
+                             "without the 64bit feature)")
+        if self.feature_incompat & INCOMPAT_FLEX_BG and self.log_groups_per_flex > 31:
+            raise ImageError(f"{image_name}: corrupt superblock (log groups per flex "
+                             f"{self.log_groups_per_flex})")
 
     def feature_list(self) -> list[str]:
         return (feature_names(self.feature_compat, COMPAT) + feature_names(self.feature_incompat, INCOMPAT)
@@ -180,6 +189,13 @@ class Geometry:
         self.inode_table_blocks = -(-self.inodes_per_group * self.inode_size // self.block_size)
         self.ptrs_per_block = self.block_size // 4
         self.sectors_per_block = self.block_size // 512
+        self.flex_bg = bool(sb.feature_incompat & INCOMPAT_FLEX_BG)
+        #: groups whose bitmaps and inode tables are packed together (ext4's flex group); 1
+        #: without flex_bg. The allocators' flex-group scans read this, the metadata's place
+        #: is always read from the descriptors.
+        self.groups_per_flex = 1 << sb.log_groups_per_flex if self.flex_bg else 1
+        self.extents = bool(sb.feature_incompat & INCOMPAT_EXTENT)   # new files extent-mapped
+        self.huge_file = bool(sb.feature_ro_compat & RO_COMPAT_HUGE_FILE)
 
     def group_start(self, g: int) -> int:
         return self.first_data_block + g * self.blocks_per_group
@@ -205,6 +221,15 @@ class Geometry:
         if not self.has_super(g):
             return 0
         return 1 + self.gdt_blocks + self.reserved_gdt_blocks
+
+    def table_bounds(self, g: int) -> tuple[int, int]:
+        """[lo, hi): where group g's bitmaps and inode table may lie, as ext4_check_descriptors
+        allows: inside the group after its superblock copy and descriptors, or with flex_bg
+        anywhere after the primary descriptor table."""
+        if self.flex_bg:
+            return self.first_data_block + self.super_and_gdt_blocks(0), self.blocks_count
+        start = self.group_start(g)
+        return start + self.super_and_gdt_blocks(g), start + self.group_blocks(g)
 
     def gdt_block(self, g: int) -> int:
         """Block holding group g's descriptor in the primary table."""

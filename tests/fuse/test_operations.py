@@ -194,6 +194,18 @@ def test_namespace_handlers_take_references(ops_vol):
     assert vol.holds == {}
 
 
+def test_rename_whiteout_is_the_callers_and_takes_no_reference(ops_vol):
+    """RENAME_WHITEOUT (4): the whiteout is owned by the caller (the kernel let it through
+    with CAP_MKNOD), as its mknod would be; the kernel holds no reference to it."""
+    ops, vol = ops_vol
+    f = create(ops, FUSE_ROOT, b"f")
+    call(ops, "forget", [(f.st_ino, 1)])
+    call(ops, "rename", FUSE_ROOT, b"f", FUSE_ROOT, b"g", 4, USER_CTX)
+    wh = vol.lookup(vol.root_ino, b"f")
+    assert stat.S_ISCHR(wh.st_mode) and wh.st_rdev == 0 and (wh.st_uid, wh.st_gid) == (1000, 1000)
+    assert vol.holds == {}
+
+
 def test_readdir_skips_the_control_dir_and_holds_each_entry(ops_vol, monkeypatch):
     ops, vol = ops_vol
     inos = {b"file%02d" % i: create(ops, FUSE_ROOT, b"file%02d" % i).st_ino for i in range(12)}

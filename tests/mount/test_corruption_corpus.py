@@ -356,12 +356,7 @@ def test_corpus_size_and_determinism(corpus_base):
 
 #: corruptions simfs does not contain yet for want of a mechanism: name -> what is missing
 #: (strict: one that starts passing must leave this list)
-MISSING: dict[str, str] = {
-    "de-root-dotdot-inode-beyond":
-        "a directory block is not checked record by record before a name is inserted into it "
-        "(the kernel's ext4_find_dest_de -> ext4_check_dir_entry refuses mkdir/create in root "
-        "whose '..' names inode 99999; simfs inserts)",
-}
+MISSING: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [

@@ -13,7 +13,7 @@ import pytest
 from experiments import catalog, phases, report, runner
 from experiments.cli import run_one
 from experiments.spec import Compare, Config, Experiment
-from simfs.fs.inspect import fibmap_extents
+from simfs.fs.inspection import fibmap_extents
 
 from tests.conftest import fuse_mounts, run_simfs
 

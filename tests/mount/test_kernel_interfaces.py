@@ -1,7 +1,8 @@
 """System calls xfstests exercises where ext2 has the feature and FUSE carries it, through the
 real calls (os, ctypes): open_by_handle_at, renameat2's flags, copy_file_range's errors.
 
-(O_TMPFILE and POSIX ACLs are not carried: README's list of differences says why.)
+(O_TMPFILE is not carried: the manual's list of differences says why. RENAME_WHITEOUT and
+reused inodes' handles: test_whiteout_and_handles.py; POSIX ACLs: test_acl_mount.py.)
 """
 
 from __future__ import annotations

@@ -148,16 +148,17 @@ def compare(expected: dict[str, str], results: dict[str, str], notes: dict[str, 
     return problems, improved
 
 
-@pytest.fixture
-def short_mount(tmp_path):
+@pytest.fixture(params=["ext2", "ext4"], ids=lambda p: f"profile={p}")
+def short_mount(tmp_path, request):
     """A default simfs mount at /tmp/pjdXXXXXXXX/mnt: every directory above it searchable by
     the dummy users (pytest's tmp_path is not: its top directory is 0700), and the path short
     enough for pjdfstest's socket names in nested temporary directories (bind(2) takes at
-    most 107 bytes). Teardown unmounts and checks e2fsck -fn, as simfs_factory does."""
+    most 107 bytes); on an image of each mkfs profile (the expected results are the same).
+    Teardown unmounts and checks e2fsck -fn, as simfs_factory does."""
     top = Path(tempfile.mkdtemp(prefix="pjd", dir="/tmp"))
     top.chmod(0o755)
     (top / "mnt").mkdir()
-    m = SimfsMount(make_image(tmp_path / "a.img", "512M"), top / "mnt")
+    m = SimfsMount(make_image(tmp_path / "a.img", "512M", "--profile", request.param), top / "mnt")
     try:
         m.mount()
         yield m

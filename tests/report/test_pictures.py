@@ -18,8 +18,8 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def traced(tmp_path_factory):
     """(image, trace): phases all (mount), unpack, readback (after drop_caches)."""
     from experiments.workload.describe import describe
-    from simfs.engine.kernel import Kernel
-    from simfs.engine.verbs import _mkdir_p, tar_read, unpack
+    from simfs.inprocess.kernel import Kernel
+    from simfs.inprocess.verbs import _mkdir_p, tar_read, unpack
     from simfs.fs.volume import Volume, VolumeOptions
     from simfs.ondisk.mkfs import mkfs
     d = tmp_path_factory.mktemp("pics")
@@ -63,7 +63,7 @@ def test_plot_phases_each_from_its_own_origin(traced, tmp_path):
 def test_reads_and_writes_have_their_own_colours(traced, tmp_path):
     """The unpack phase has reads and writes: both legend colours are in the picture."""
     from PIL import Image
-    from simfs.cli.seekplot import READ_WRITE
+    from simfs.pictures.seekplot import READ_WRITE
     _, trace = traced
     out = tmp_path / "rw.png"
     run_simfs("plot", trace, "--phase", "unpack", "-o", out)
@@ -108,12 +108,12 @@ def test_movie_gif_and_mp4(traced, tmp_path):
 
 
 def test_layout_colours_a_single_tree_by_directory(traced, tmp_path):
-    from simfs.cli import layout
+    from simfs.pictures import blockmap
     img, _ = traced
-    m = layout.block_owners(str(img))
+    m = blockmap.block_owners(str(img))
     # one untarred tree: coloured by top-level directory it would be one colour
-    assert [t for i, t in enumerate(m.tops) if m.files.get(layout.TOP0 + i)] == ["tree"]
-    assert layout.resolve_color_by(m, "auto") == "dir"
+    assert [t for i, t in enumerate(m.tops) if m.files.get(blockmap.TOP0 + i)] == ["tree"]
+    assert blockmap.resolve_color_by(m, "auto") == "dir"
     # depth: one more than the slashes in the path of the directory a file is in
     files = np.flatnonzero(m.depth > 0)
     for ino in files[:200]:
@@ -146,7 +146,7 @@ def test_experiment_blockmap_shares_its_scale_and_has_a_legend(tmp_path, monkeyp
     from experiments import fsscan, plots
     from experiments.spec import Config
     from experiments.workload.describe import describe
-    from simfs.engine import verbs
+    from simfs.inprocess import verbs
     from simfs.fs.volume import VolumeOptions
     from simfs.ondisk.mkfs import mkfs
     layouts = {}

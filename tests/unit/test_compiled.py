@@ -62,8 +62,8 @@ RUN = """
 import json, sys
 import simfs.fs.volume
 from experiments.workload import generate_tree
-from simfs.engine import verbs
-from simfs.engine.treedesc import from_directory
+from simfs.inprocess import verbs
+from simfs.inprocess.treedesc import from_directory
 from simfs.fuse import mountopts
 from simfs.ondisk.mkfs import mkfs
 src, img = sys.argv[1], sys.argv[2]

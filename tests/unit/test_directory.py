@@ -259,7 +259,13 @@ class DirMachine(RuleBasedStateMachine):
         self.vol = Volume.open(img, VolumeOptions(disk="ideal"))
         self.d = new_dir(self.vol)
         self.model = {b".": (self.d.ino, FT_DIR), b"..": (2, FT_DIR)}
-        self.next_ino = 2000
+        self.next_ino = 20
+
+    def _ino(self) -> int:
+        """Another inode number, within the inode count (an insertion checks the records it
+        passes: one naming an inode past the count is EUCLEAN)."""
+        self.next_ino = self.next_ino % self.vol.geo.inodes_count + 1
+        return self.next_ino
 
     def teardown(self):
         self.vol.close()
@@ -273,10 +279,10 @@ class DirMachine(RuleBasedStateMachine):
     def add(self, name, ft):
         if name in self.model:
             return
-        self.next_ino += 1
+        ino = self._ino()
         size, room = self.d.size, best_room(self.vol, self.d)
-        self.vol.dirs.add(self.d, name, self.next_ino, ft)
-        self.model[name] = (self.next_ino, ft)
+        self.vol.dirs.add(self.d, name, ino, ft)
+        self.model[name] = (ino, ft)
         # a new block only when no record had room for this one
         assert self.d.size == (size if room >= dirent.rec_len_for(len(name)) else size + BS)
 
@@ -290,9 +296,9 @@ class DirMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def replace(self, data):
         name = data.draw(st.sampled_from(sorted(n for n in self.model if n not in (b".", b".."))))
-        self.next_ino += 1
-        assert self.vol.dirs.replace(self.d, name, self.next_ino, FT_REG) == self.model[name][0]
-        self.model[name] = (self.next_ino, FT_REG)
+        ino = self._ino()
+        assert self.vol.dirs.replace(self.d, name, ino, FT_REG) == self.model[name][0]
+        self.model[name] = (ino, FT_REG)
 
     @rule()
     def drop_index(self):

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disk_models import PRESETS, make_disk, resolve
-from disk_models.disksim import DATA, DRIVES, PARAMETERS, DiskSimDrive, drive_files
+from disk_models.disksim import PARAMETERS, DiskSimDrive
+from disk_models.disksim_drives import DATA, DRIVES, drive_files
 from disk_models.disksim_files import Block, DiskSimFileError, read_param_file, read_seek_file
 from disk_models.seek import SeekTable
 from disk_models.validate import (distribution, read_disksim_output, read_trace, rms_distance,

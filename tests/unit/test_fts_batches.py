@@ -1,4 +1,4 @@
-"""gnulib fts's reading of a directory (simfs.engine.verbs.fts.batches): readdir order up to
+"""gnulib fts's reading of a directory (simfs.inprocess.verbs.fts.batches): readdir order up to
 10,000 entries; past that, inode order, with the file-system type asked at the 10,001st entry;
 at most 100,000 entries per batch, a getdents buffer's rest carried into the next."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from simfs.engine.verbs.fts import MAX_READDIR, SORT_THRESHOLD, batches
+from simfs.inprocess.verbs.fts import MAX_READDIR, SORT_THRESHOLD, batches
 
 
 class FakeKernel:

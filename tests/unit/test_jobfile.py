@@ -308,9 +308,14 @@ def test_wrong_types_in_tables_refused_at_their_line(tmp_path, old, new, line, w
 
 
 def test_shell_braces_are_not_placeholders(tmp_path):
-    """${VAR}, find's {} and {params.KEY} stay allowed in run = commands."""
-    _job(tmp_path, extra='\n[params]\nn = 3\n' + RUN.replace("ls {mnt}", 'find {mnt} -exec ls {} + ; echo ${HOME} '
-                                                             '{params.n}'))
+    """${VAR}, find's {} and {params.KEY} stay allowed in run = commands: the command run has
+    {mnt} and {params.n} replaced and the shell's braces as written."""
+    from types import SimpleNamespace
+    job = _job(tmp_path, extra='\n[params]\nn = 3\n' + RUN.replace("ls {mnt}", 'find {mnt} -exec ls {} + ; echo ${HOME} '
+                                                                   '{params.n}'))
+    ls = next(p for p in _compile(job).phases if p.name == "ls")
+    ctx = SimpleNamespace(mnt="/mnt/x", source=None, tarball=None, work=None, image=None, params={"n": 3})
+    assert ls.command(ctx) == "find /mnt/x -exec ls {} + ; echo ${HOME} 3"
 
 
 NAMES = [

@@ -150,8 +150,8 @@ def test_ranges_are_inclusive():
 
 
 @pytest.mark.parametrize("spec,valid", [
-    ("cache=0", "(valid: 256K to "),
-    ("cache=-1", "(valid: 256K to "),
+    ("cache=0", "(valid: 64K to "),
+    ("cache=-1", "(valid: 64K to "),
     ("cache=99999999999999G", "the machine's memory"),
     ("maxio=0", "(valid: 4K to 64M, a multiple of 4K)"),
     ("maxio=1K", "(valid: 4K to 64M, a multiple of 4K)"),
@@ -177,14 +177,16 @@ def test_cache_may_be_as_large_as_memory():
     assert mountopts.parse_int(units.option_size(mem)) <= mem     # the bound it names is valid
 
 
-def test_every_numeric_volume_option_has_a_range():
-    """A new number option must say what is sane (nan, negative, zero, huge are refused)."""
+def test_every_volume_option_declares_itself():
+    """A new option says what it does, and a number what is sane (nan, negative, zero, huge
+    are refused) and what it counts, on its own field: there is no table elsewhere."""
     import typing
     from simfs.fs.volume import VolumeOptions
     hints = typing.get_type_hints(VolumeOptions)
     for f in dataclasses.fields(VolumeOptions):
-        if mountopts._unoptional(hints[f.name])[0] in (int, float):
-            assert f.metadata.get("range") or f.name in mountopts.RANGES, f.name
+        assert f.metadata.get("help"), f.name
+        if mountopts.unoptional(hints[f.name])[0] in (int, float):
+            assert f.metadata.get("range") and f.metadata.get("unit"), f.name
 
 
 def test_format_size():

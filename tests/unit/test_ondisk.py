@@ -138,10 +138,10 @@ REFUSALS = [
     ("inodes_per_group", 0, "inodes per group 0"),
     ("first_data_block", 0, "first data block 0"),
     ("inodes_count", 17, r"inode count 17 != "),
-    ("feature_incompat", 0x2 | 0x40, r"unsupported incompatible feature\(s\): extent"),
-    ("feature_incompat", 0x2 | 0x80 | 0x200, r"feature\(s\): 64bit, flex_bg"),
+    ("feature_incompat", 0x2 | 0x10, r"unsupported incompatible feature\(s\): meta_bg"),
+    ("feature_incompat", 0x2 | 0x40 | 0x80 | 0x200 | 0x8000, r"feature\(s\): 64bit, inline_data"),
     ("feature_incompat", 0x2 | 0x80000000, "FEATURE_0x80000000"),
-    ("feature_ro_compat", 0x1 | 0x8, r"read-only-compatible feature\(s\): huge_file"),
+    ("feature_ro_compat", 0x1 | 0x8 | 0x10, r"read-only-compatible feature\(s\): uninit_bg"),
     ("feature_ro_compat", 0x1 | 0x400, "metadata_csum"),
 ]
 

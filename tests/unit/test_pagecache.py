@@ -1,4 +1,4 @@
-"""The modelled page cache's write-back (simfs.engine.pagecache): Linux 2.6.29's rules on a fake
+"""The modelled page cache's write-back (simfs.inprocess.pagecache): Linux 2.6.29's rules on a fake
 clock and disk, so each rule can be watched on its own."""
 
 import random
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simfs.engine.pagecache import PAGE, PageWriteback, WritebackParams
+from simfs.inprocess.pagecache import PAGE, PageWriteback, WritebackParams
 
 
 class Clock:

@@ -27,7 +27,7 @@ from policies.dirorder import DIR_ORDERS, make_dir_order
 from policies.writeback import WRITEBACK, Async, Softdep, Sync, make_writeback
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
-from simfs.plugins import PluginError
+from plugin_registry import PluginError
 from tests.helpers import assert_fsck_clean
 
 REPO = Path(__file__).resolve().parents[2]

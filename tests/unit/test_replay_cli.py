@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from simfs.cli.main import main
-from simfs.engine.oplog import RecordingVolume
+from simfs.inprocess.oplog import RecordingVolume
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 from tests.helpers import assert_fsck_clean, write_file

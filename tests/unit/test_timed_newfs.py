@@ -1,9 +1,9 @@
-"""The newfs request pattern (simfs/engine/timed_newfs.py) for the seed's geometry."""
+"""The newfs request pattern (simfs/inprocess/timed_newfs.py) for the seed's geometry."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simfs.engine.timed_newfs import SBLOCK_UFS2, geometry, requests, timed_newfs, _cgsize
+from simfs.inprocess.timed_newfs import SBLOCK_UFS2, geometry, requests, timed_newfs, _cgsize
 
 
 def test_the_seeds_10_gb_partition():

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from simfs.engine.treedesc import fuse_rdev, from_directory, from_tarball
+from simfs.inprocess.treedesc import fuse_rdev, from_directory, from_tarball
 
 
 def test_fuse_rdev_is_the_kernels_new_encode_dev():

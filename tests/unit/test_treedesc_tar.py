@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from simfs.engine import treedesc
+from simfs.inprocess import treedesc
 
 
 def _entries(path, with_data, *, own: bool):

@@ -9,7 +9,7 @@ import pytest
 
 from experiments.workload import generate_tree
 from experiments.workload.describe import describe
-from simfs.engine.treedesc import from_directory
+from simfs.inprocess.treedesc import from_directory
 
 
 @pytest.mark.parametrize("seed,files,svn", [(1, 120, True), (1, 600, True), (5, 900, False),

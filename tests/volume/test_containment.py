@@ -322,7 +322,9 @@ def _listing(v: Volume, d: int) -> list[bytes]:
 @pytest.mark.parametrize("bad", ["unused", "beyond_count", "reserved"])
 def test_entry_naming_an_impossible_inode_is_not_the_end(tmp_path, bad):
     """Every name is listed as ext2 lists it (an unused or reserved inode's name too: its lookup
-    is EUCLEAN); one past the inode count is left out; the listing goes on either way."""
+    is EUCLEAN); one past the inode count is left out; the listing goes on either way. A new
+    name goes in beside an unused or reserved inode's, not past one beyond the inode count
+    (ext4_find_dest_de checks every record it passes: EUCLEAN)."""
     img, d = _dir_with_names(tmp_path, 200)
     raw = Image(img)
     entries = _entry_offsets(raw, d)
@@ -340,6 +342,11 @@ def test_entry_naming_an_impossible_inode_is_not_the_end(tmp_path, bad):
             with pytest.raises(FSError) as e:
                 v.unlink(d, victim[3])
             assert e.value.errno == EUCLEAN
+            if bad == "beyond_count":
+                with pytest.raises(FSError) as e:
+                    v.create(d, b"new-one", 0o644, 0, 0)
+                assert e.value.errno == EUCLEAN
+                continue
             v.create(d, b"new-one", 0o644, 0, 0)             # the directory still works
             v.unlink(d, b"new-one")
     assert_error_recorded(img)

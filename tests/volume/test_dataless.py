@@ -141,7 +141,7 @@ def test_dataless_same_time_counters_and_metadata(tmp_path, block_size):
     assert "(IND)" in meta and "Extended attributes" in meta and "Fast link dest" in meta
     assert meta == _metadata(dl, paths)
     assert _groups(normal) == _groups(dl)
-    from simfs.cli.layout import block_owners             # `simfs layout` reads metadata only
+    from simfs.pictures.blockmap import block_owners             # `simfs layout` reads metadata only
     a, b = block_owners(normal), block_owners(dl)
     assert (a.owner == b.owner).all() and (a.ino == b.ino).all() and a.runs == b.runs
     used_normal, used_dl = os.stat(normal).st_blocks, os.stat(dl).st_blocks

@@ -128,7 +128,7 @@ def test_pending_pages_placed_by_eviction_in_the_middle_of_an_operation(tmp_path
     head, tail = b"h" * (8 if op == "read" else 12) * 1024, b"t" * 4 * 1024
     for other in range(100):
         mkfs(img, 2 * MIB, block_size=1024)
-        with Volume.open(img, VolumeOptions(alloc="delayed", disk="ideal", cache=64 * 1024)) as vol:
+        with Volume.open(img, VolumeOptions(alloc="delayed", disk="ideal", cache=64 * 1024)) as vol:            # 64 blocks of 1K
             o = vol.create(vol.root_ino, b"o", 0o644, 0, 0).st_ino
             vol.write(o, 0, b"o" * 200 * 1024)
             f = vol.create(vol.root_ino, b"f", 0o644, 0, 0).st_ino

@@ -318,8 +318,8 @@ def _workload(vol, rng: random.Random, steps: int, snapshot) -> None:
 def test_the_image_is_consistent_whenever_it_is_copied(tmp_path, img, writeback, alloc):
     """A copy of the image (and its journal) taken at any moment, as a crash would leave it,
     is e2fsck-clean after recovery, whatever the write-back mode holds dirty in the model."""
-    vol = Volume.open(img, VolumeOptions(writeback=writeback, alloc=alloc, commit=1e-9,
-                                         cache=256 << 10, disk="ideal"))
+    vol = Volume.open(img, VolumeOptions(writeback=writeback, alloc=alloc, cache=256 << 10, disk="ideal"))
+    vol.image.commit_interval = 0.0                 # a commit after every operation
     copies = []
 
     def snapshot():
@@ -371,7 +371,7 @@ def test_a_crash_anywhere_in_a_commit_leaves_one_commit_or_the_other(tmp_path, i
     """A commit with new files (their blocks skip the journal), a rewritten file and removed
     ones (their blocks reused), crashed at each of its writes in turn: the image recovers
     e2fsck-clean and holds the previous commit or this one, every byte."""
-    vol = Volume.open(img, VolumeOptions(commit=1e9, cache=256 << 10, disk="ideal"))
+    vol = Volume.open(img, VolumeOptions(commit=86400.0, cache=256 << 10, disk="ideal"))
     old = {b"a%d" % i: bytes([i + 1]) * (3000 * (i + 1)) for i in range(6)}
     for name, data in old.items():
         vol.write(vol.create(vol.root_ino, name, 0o644, 0, 0).st_ino, 0, data)
@@ -386,7 +386,7 @@ def test_a_crash_anywhere_in_a_commit_leaves_one_commit_or_the_other(tmp_path, i
     crashes = 0
     for n in range(1, 100):
         shutil.copyfile(base, img)
-        vol = Volume.open(img, VolumeOptions(commit=1e9, cache=256 << 10, disk="ideal"))
+        vol = Volume.open(img, VolumeOptions(commit=86400.0, cache=256 << 10, disk="ideal"))
         vol.unlink(vol.root_ino, b"a1")
         vol.unlink(vol.root_ino, b"a2")
         vol.setattr(vol.lookup(vol.root_ino, b"a0").st_ino, size=0)
@@ -420,10 +420,11 @@ def test_a_crash_anywhere_in_a_commit_leaves_one_commit_or_the_other(tmp_path, i
 def test_commits_do_not_change_simulated_time(tmp_path):
     """Committing after every operation or never: the same statistics, bit for bit."""
     docs = []
-    for commit in (1e-9, 1e9):
+    for commit in (0.0, 86400.0):                   # (0: below what the mount takes, set on the image)
         path = str(tmp_path / f"c{commit}.img")
         mkfs(path, 32 << 20, block_size=1024, inodes_per_group=512)
-        vol = Volume.open(path, VolumeOptions(commit=commit, cache=256 << 10))
+        vol = Volume.open(path, VolumeOptions(commit=86400.0, cache=256 << 10))
+        vol.image.commit_interval = commit
         _workload(vol, random.Random(7), 100, lambda: None)
         vol.sync()
         docs.append(vol.stats_snapshot())
@@ -433,7 +434,7 @@ def test_commits_do_not_change_simulated_time(tmp_path):
 
 
 def test_fsync_and_sync_reach_the_image(img):
-    vol = Volume.open(img, VolumeOptions(commit=1e9))
+    vol = Volume.open(img, VolumeOptions(commit=86400.0))
     ino = vol.create(vol.root_ino, b"f", 0o644, 0, 0).st_ino
     vol.hold(ino)
     vol.write(ino, 0, b"durable!" * 512)
@@ -491,7 +492,7 @@ def test_errors_are_recorded_and_remount_read_only(img):
 def test_an_interrupted_commit_is_finished_at_the_next_open(img):
     """A crash after the journal was written, before the image: a read-only open refuses
     (it would show the image without the commit), a read-write open finishes it."""
-    vol = Volume.open(img, VolumeOptions(commit=1e9))
+    vol = Volume.open(img, VolumeOptions(commit=86400.0))
     vol.mkdir(vol.root_ino, b"x", 0o755, 0, 0)
     _crash_before_the_image(vol.commit, vol.fd)
     with open(journal_path(img), "rb") as f:

@@ -18,10 +18,10 @@ import shutil
 import pytest
 
 from experiments.workload.describe import describe
-from simfs.engine import verbs
-from simfs.engine.kernel import Kernel
-from simfs.engine.oplog import RecordingVolume
-from simfs.engine.replay import replay
+from simfs.inprocess import verbs
+from simfs.inprocess.kernel import Kernel
+from simfs.inprocess.oplog import RecordingVolume
+from simfs.inprocess.replay import replay
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 from tests.helpers import assert_fsck_clean

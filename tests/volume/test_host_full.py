@@ -21,8 +21,8 @@ import pytest
 from simfs.blockio import imagefile
 from simfs.blockio.imagefile import journal_path
 from simfs.cli.main import main
-from simfs.engine import verbs
-from simfs.engine.treedesc import from_directory
+from simfs.inprocess import verbs
+from simfs.inprocess.treedesc import from_directory
 from simfs.errors import FSError, ImageWriteError
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs

@@ -1,4 +1,4 @@
-"""The in-process kernel's path walk (simfs.engine.kernel.Kernel.walk) through symbolic links:
+"""The in-process kernel's path walk (simfs.inprocess.kernel.Kernel.walk) through symbolic links:
 a link before the last name is followed (its target walked from the link's directory), the last
 name only where the call follows it, ".." goes to the parent without a LOOKUP, and a path out of
 the image (an absolute target, ".." of the root) is refused,
@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from simfs.engine.kernel import MAXSYMLINKS, Kernel
+from simfs.inprocess.kernel import MAXSYMLINKS, Kernel
 from simfs.errors import FSError
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs

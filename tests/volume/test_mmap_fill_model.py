@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from simfs.engine import verbs
-from simfs.fs.inspect import frag_counts
+from simfs.inprocess import verbs
+from simfs.fs.inspection import frag_counts
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 from tests.helpers import assert_fsck_clean
@@ -70,7 +70,7 @@ def test_same_fill_same_result_and_dataless_changes_no_figure(tmp_path):
 def test_data_extents_skip_only_the_files_own_map_blocks():
     doc = {"runs": [(0, 100, 12), (12, 113, 5), (17, 200, 3)], "indirect": [("IND", 112)],
            "delalloc": [], "size": 20 * 4096, "block_size": 4096, "f_blocks": 0, "inodes_count": 0}
-    from simfs.fs.inspect import data_extents
+    from simfs.fs.inspection import data_extents
     assert data_extents(doc) == 2           # 0-16 continue past the IND block; 17 jumps
     doc["indirect"] = []
     assert data_extents(doc) == 3

@@ -1,4 +1,4 @@
-"""Op-log record and replay in-process (simfs.engine.oplog, simfs.engine.replay).
+"""Op-log record and replay in-process (simfs.inprocess.oplog, simfs.inprocess.replay).
 
 A workload is driven through a RecordingVolume (as the FUSE layer drives it under -o oplog=):
 an unpack, a cold read-back, a walk with readdir and lookups, removes, renames, links, xattrs,
@@ -22,8 +22,8 @@ import shutil
 import pytest
 
 from experiments.workload import generate_tree
-from simfs.engine.oplog import RecordingVolume, iter_ops, read_header
-from simfs.engine.replay import ReplayError, replay
+from simfs.inprocess.oplog import RecordingVolume, iter_ops, read_header
+from simfs.inprocess.replay import ReplayError, replay
 from simfs.errors import FSError
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs

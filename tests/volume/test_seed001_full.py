@@ -11,7 +11,7 @@ import pytest
 
 from experiments import seed001_full
 from experiments.workload.describe import describe
-from simfs.engine import verbs
+from simfs.inprocess import verbs
 
 
 def test_small_run(tmp_path):

@@ -13,12 +13,12 @@ import sys
 
 import pytest
 
-from simfs.engine import treedesc, verbs
+from simfs.inprocess import treedesc, verbs
 from simfs.fs.operation import Interrupted, deferred_signals
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.constants import STATE_ERROR, STATE_VALID
 from simfs.ondisk.mkfs import mkfs
-from simfs.plugins import PluginError
+from plugin_registry import PluginError
 from tests.helpers import assert_fsck_clean
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

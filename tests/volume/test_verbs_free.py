@@ -1,5 +1,5 @@
 """A verb's volume is freed when its run ends, by reference counting alone: the in-process
-runs keep Python's cyclic collector rare (simfs.engine.verbs.rare_collections), so a reference
+runs keep Python's cyclic collector rare (simfs.inprocess.verbs.rare_collections), so a reference
 cycle through a run's kernel would keep each closed volume - its buffer cache, inode table and
 allocator state - in memory until a full collection, and a sequence of runs (seed 001 at its own
 size) would hold several. Compiled, a closure another closure calls shares their scope and
@@ -12,8 +12,8 @@ import weakref
 import pytest
 
 from experiments.workload import generate_tree
-from simfs.engine import verbs
-from simfs.engine.treedesc import from_directory
+from simfs.inprocess import verbs
+from simfs.inprocess.treedesc import from_directory
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 

@@ -1,5 +1,5 @@
-"""The reading verbs in-process (simfs.engine.verbs: tar-read, du, grep, dd, cat, mmap-fill) and
-the kernel model's read-ahead (simfs.engine.kernel.PageCache), without FUSE.
+"""The reading verbs in-process (simfs.inprocess.verbs: tar-read, du, grep, dd, cat, mmap-fill) and
+the kernel model's read-ahead (simfs.inprocess.readahead.ReadAhead), without FUSE.
 
 The READ sequences asserted here are the ones mounted runs showed (Linux 6.18, simfs's FUSE
 layer): a 1 MiB dd keeps 32-page windows one window ahead; tar's 1 KiB-then-record reads of a
@@ -17,8 +17,8 @@ from collections import defaultdict
 import pytest
 
 from experiments.workload import generate_tree
-from simfs.engine import verbs
-from simfs.engine.kernel import PAGE, Kernel
+from simfs.inprocess import verbs
+from simfs.inprocess.kernel import PAGE, Kernel
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 from tests.helpers import copy_tree_into

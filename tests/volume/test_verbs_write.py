@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from simfs.engine import treedesc, verbs
-from simfs.engine.kernel import Kernel
+from simfs.inprocess import treedesc, verbs
+from simfs.inprocess.kernel import Kernel
 from simfs.errors import FSError
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs

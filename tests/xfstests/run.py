@@ -198,11 +198,12 @@ def config_simfs(work: str, extra_opts: str) -> tuple[str, dict]:
         sh(simfs_cmd() + ["mkfs", "--quiet", "--force", img, IMAGE_SIZE], env=simfs_env(), cwd=REPO)
         os.makedirs(os.path.join(work, name), exist_ok=True)
         imgs[name] = img
-    # a kernel file system's defaults, which simfs mount's are not (nosuid,nodev, noatime): the
-    # helper makes suid,dev explicit for root (mount(8) never passes them); relatime is given
-    # (a test's own noatime or strictatime comes later and wins)
+    # a kernel file system's defaults, which simfs mount's are not (nosuid,nodev, noatime,
+    # noacl): the helper makes suid,dev explicit for root (mount(8) never passes them);
+    # relatime and acl are given (ext2's run has xfstests' -o acl,user_xattr; a test's own
+    # noatime or strictatime comes later and wins)
     def opts(img):
-        return ",".join(o for o in ("relatime", extra_opts.replace("IMAGE", img)) if o)
+        return ",".join(o for o in ("relatime", "acl", extra_opts.replace("IMAGE", img)) if o)
     lines = [
         "export FSTYP=fuse",
         "export FUSE_SUBTYP=.simfs",
@@ -459,10 +460,11 @@ def table(a) -> int:
         rows_, meta_ = load(folder)
         simfs.update(rows_)
         parts.append(meta_)
-    rerun_meta = None
-    if a.simfs_rerun:
-        rerun, rerun_meta = load(a.simfs_rerun)
+    reruns = []
+    for folder in a.simfs_rerun or ():     # later reruns of some tests, in order: later win
+        rerun, meta_ = load(folder)
         simfs = {**simfs, **{t: {**r, "rerun": True} for t, r in rerun.items()}}
+        reruns.append(meta_)
     reasons = {}
     if a.reasons and os.path.exists(a.reasons):
         with open(a.reasons) as f:
@@ -511,7 +513,8 @@ def table(a) -> int:
     L += ["## How the runs were made", ""]
     named = [("kernel ext2", ext2_meta)] + [
         (f"simfs{' part ' + str(i + 1) if len(parts) > 1 else ''}", m) for i, m in enumerate(parts)]
-    for name, m in named + [("simfs rerun", rerun_meta)]:
+    named += [(f"simfs rerun{' ' + str(i + 1) if len(reruns) > 1 else ''}", m) for i, m in enumerate(reruns)]
+    for name, m in named:
         if not m:
             continue
         args = m.get("args") or []
@@ -572,7 +575,8 @@ def main(argv=None) -> int:
     t.add_argument("--ext2", required=True, help="the ext2 run's results folder")
     t.add_argument("--simfs", required=True, nargs="+",
                    help="the simfs run's results folder(s): parts of one list, later ones win")
-    t.add_argument("--simfs-rerun", help="a later simfs run of some tests: its results win")
+    t.add_argument("--simfs-rerun", nargs="+",
+                   help="later simfs runs of some tests, in order: their results win")
     t.add_argument("--reasons", help="CSV test,reason: why simfs does not pass where ext2 does")
     t.add_argument("--head", help="Markdown put first in README.md")
     t.add_argument("--out", required=True)
