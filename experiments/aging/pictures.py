@@ -75,7 +75,8 @@ def layout_plot(rows: list[dict], out: str, title: str) -> str:
 
 def blockmaps(aged: str, clean: str, out: str, title: str) -> str:
     """The two images' block maps (simfs.cli.layout: coloured by top-level directory) side by side."""
-    from simfs.cli.layout import block_owners, draw
+    from simfs.pictures.blockmap import block_owners
+    from simfs.pictures.drawmap import draw
 
     from .measure import image_used
     plt = _plt()

@@ -24,11 +24,11 @@ import dataclasses
 import os
 
 from simfs.cli.replay import parse_options
-from simfs.engine import replay as rp
-from simfs.engine import verbs
-from simfs.engine.kernel import Kernel
-from simfs.engine.oplog import dec, iter_ops
-from simfs.engine.treedesc import Entry
+from simfs.inprocess import replay as rp
+from simfs.inprocess import verbs
+from simfs.inprocess.kernel import Kernel
+from simfs.inprocess.oplog import dec, iter_ops
+from simfs.inprocess.treedesc import Entry
 from simfs.fs.volume import Volume
 from simfs.ondisk.mkfs import mkfs
 
