@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from simfs.cli.replay import parse_options
+from simfs.fuse import mountopts
 from simfs.inprocess import replay as rp
 from simfs.inprocess import verbs
 from simfs.inprocess.kernel import Kernel
@@ -113,9 +113,9 @@ def replay(log: str, pristine: str, cfg: Config, work: str, sink, *, commits: li
     image = os.path.join(work, f"replayed-{cfg.alloc}.img")
     sparse_copy(pristine, image)
     try:
-        head, total = rp.check(log, image)
-        opts = parse_options(head, [cfg.spec()])
-    except (rp.ReplayError, ValueError) as e:
+        _, total = rp.check(log, image)
+        opts = mountopts.parse([cfg.spec()]).volume     # as the mounted run was given them
+    except (rp.ReplayError, mountopts.OptionError, ValueError) as e:
         raise AgingError(str(e)) from None
     opts.stats = opts.trace = ""
     vol = Volume.open(image, opts)
