@@ -1,0 +1,165 @@
+"""The mounted aging run: real git on a simfs mount (as root), recorded with -o oplog=.
+
+The tree is a work tree MNT/tree whose repository is MNT/git (`git init --separate-git-dir`),
+so `grep -r MNT/tree` reads the tree and not the objects, while both share the file system as
+in a clone. Each pull fetches the next first-parent commit from a local mirror and
+fast-forwards (`git -c gc.auto=0 -c maintenance.auto=false fetch SRC SHA && git merge
+--ff-only`), git's automatic gc and maintenance off, as Conway et al. ran theirs. Every N pulls
+a measurement (each cold): sync (then the free-space map is read from the image), drop caches,
+phase `aged-N`: `grep -r` of the tree; phase `copy-N`: `cp -a` of the tree onto a freshly made
+image of the same configuration, cold `grep -r` there; phase `pulls-N` goes on. The phases,
+caches drops and syncs are in the op log, so a replay stops where the mount measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from .history import AgingError, History, git
+from .measure import GREP_ARGV, free_extents, image_used, phase, row
+
+SIMFS = [sys.executable, "-m", "simfs.cli"]
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+GIT_QUIET = ["-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "advice.detachedHead=false"]
+
+
+@dataclass
+class Config:
+    """One configuration: the volume options every image of it is mounted (or replayed) with."""
+    alloc: str
+    disk: str = "sata7200"
+    size: int = 256 << 20
+    block_size: int = 4096
+    extra: str = ""                 # more volume options, "key=val,..."
+
+    def spec(self) -> str:
+        return ",".join(x for x in (f"alloc={self.alloc}", f"disk={self.disk}", self.extra) if x)
+
+    def mkfs(self, image: str) -> None:
+        """A fresh image; fixed UUID and hash seed, so every image of a run is alike."""
+        simfs("mkfs", "-q", "--force", image, "--size", str(self.size), "-b", str(self.block_size),
+              "--uuid", UUID, "--hash-seed", UUID)
+
+
+UUID = "5a6e6f00-0042-4242-8042-000000000042"
+
+
+def simfs(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    r = subprocess.run(SIMFS + list(args), capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise AgingError(f"simfs {args[0]}: " + (r.stderr.strip().splitlines() or ["failed"])[-1])
+    return r
+
+
+def run(argv: list[str], *, cwd: str | None = None, ok=(0,)) -> None:
+    env = {**os.environ, **GIT_ENV}
+    r = subprocess.run(argv, cwd=cwd, env=env, capture_output=True)
+    if r.returncode not in ok:
+        raise AgingError(f"{' '.join(argv[:3])}: exit {r.returncode}: "
+                         + (r.stderr.decode(errors="replace").strip().splitlines() or [""])[-1])
+
+
+def mirror(h: History, where: str) -> str:
+    """A bare local copy of the repository that serves any commit by its hash."""
+    if not os.path.isdir(where):
+        run(["git", "clone", "-q", "--bare", "--no-local", h.repo, where])
+        git(where, "config", "uploadpack.allowAnySHA1InWant", "true")
+    return where
+
+
+class Mount:
+    """An image mounted through the `simfs` CLI; unmounted on exit whatever happened."""
+
+    def __init__(self, image: str, mnt: str, options: str):
+        self.image, self.mnt, self.options = image, mnt, options
+
+    def __enter__(self):
+        os.makedirs(self.mnt, exist_ok=True)
+        try:
+            simfs("mount", self.image, self.mnt, "-o", self.options)
+        except BaseException:                   # interrupted while mounting: mounted or not
+            if os.path.ismount(self.mnt):
+                simfs("umount", self.mnt, check=False)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        simfs("umount", self.mnt, check=exc[0] is None)
+
+    def ctl(self, action: str, name: str = "1") -> None:
+        """Write to the control file (what `simfs ctl MNT ACTION` does, without its start-up)."""
+        with open(os.path.join(self.mnt, ".simfs", action), "w") as f:
+            f.write(name)
+
+    def stats(self) -> dict:
+        with open(os.path.join(self.mnt, ".simfs", "stats"), "rb") as f:
+            return json.load(f)["time"]
+
+
+def pull(tree: str, src: str, sha: str, first: bool) -> None:
+    run(["git", "-C", tree, *GIT_QUIET, "fetch", "-q", src, sha])
+    if first:
+        run(["git", "-C", tree, *GIT_QUIET, "checkout", "-q", "-b", "aging", sha])
+    else:
+        run(["git", "-C", tree, *GIT_QUIET, "merge", "-q", "--ff-only", sha])
+
+
+def cold_grep(m: Mount, name: str, tree: str, end: str) -> dict:
+    """drop caches, mark NAME, grep -r the tree (no match: exit 1), mark END: NAME's
+    statistics (complete: read once END started)."""
+    m.ctl("drop_caches")
+    m.ctl("mark", name)
+    run(GREP_ARGV + [tree], ok=(1,))
+    m.ctl("mark", end)
+    return phase(m.stats(), name)
+
+
+def clean_copy(cfg: Config, tree: str, work: str, keep: str | None = None) -> dict:
+    """cp -a of TREE onto a fresh image of CFG, then a cold grep -r there: its phase."""
+    image = os.path.join(work, "clean.img")
+    mnt = os.path.join(work, "clean.mnt")
+    cfg.mkfs(image)
+    with Mount(image, mnt, cfg.spec() + ",nostats") as m:
+        run(["cp", "-a", tree, os.path.join(mnt, "tree")])
+        got = cold_grep(m, "clean", os.path.join(mnt, "tree"), "clean-end")
+    if keep:
+        os.replace(image, keep)
+    else:
+        os.unlink(image)
+    return got
+
+
+def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done: set[int] = frozenset()) -> str:
+    """Age a fresh image of CFG with H's pulls, recording LOG; each measurement goes to
+    sink(row) as it is made. Returns the aged image. `work` holds the images and mounts; a
+    pristine copy of the fresh image (`pristine.img`) is kept for the replays."""
+    image = os.path.join(work, f"aged-{cfg.alloc}.img")
+    mnt = os.path.join(work, "aged.mnt")
+    cfg.mkfs(image)
+    sparse_copy(image, os.path.join(work, "pristine.img"))
+    src = mirror(h, os.path.join(work, "source.git"))
+    with Mount(image, mnt, f"{cfg.spec()},oplog={log},stats={log}.stats.json") as m:
+        tree = os.path.join(mnt, "tree")
+        run(["git", "init", "-q", f"--separate-git-dir={os.path.join(mnt, 'git')}", tree])
+        for k, v in (("gc.auto", "0"), ("maintenance.auto", "false"), ("core.fsmonitor", "false")):
+            git(tree, "config", k, v)
+        for i, sha in enumerate(h.commits):
+            pull(tree, src, sha, i == 0)
+            if i and i % every == 0:
+                m.ctl("sync")
+                free = free_extents(image_used(image))
+                aged = cold_grep(m, f"aged-{i}", tree, f"copy-{i}")
+                keep = os.path.join(work, f"clean-mounted-{cfg.alloc}.img") if i + every > h.pulls else None
+                clean = clean_copy(cfg, tree, work, keep)
+                m.ctl("mark", f"pulls-{i}")
+                if i not in done:
+                    sink(row(cfg.alloc, "mounted", i, sha, aged, clean, free))
+    return image
+
+
+def sparse_copy(src: str, dst: str) -> None:
+    run(["cp", "--sparse=always", src, dst])

@@ -1,0 +1,161 @@
+"""Age once, replay for every policy: the mounted run's op log asked again of a fresh image
+under another configuration, in-process (simfs.engine.replay's Replayer, step by step).
+
+The log holds the pulls and the measurements the mount made: its syncs, cache drops and
+phase marks, the real `grep -r` of the aged tree (replayed as recorded: the same requests
+the tool made) and the reads of the mounted `cp -a`. The clean copy cannot be replayed from
+the log (it went to another mount), so it is made again in-process: while the log's `copy-N`
+phase plays, the tree `cp -a` walked is noted as it was looked up (cp lstat's each entry before
+copying it, in its own order: directories pre-order, each directory's entries by inode), and
+that list is unpacked with the `unpack` verb (tar x's requests: files written in 10 KiB
+records, not cp's copy_file_range) onto a fresh image of the configuration, then the `grep`
+verb reads it cold. A replayed history cannot capture what git decides from the recording
+mount's wall clock: git re-reads ("racy git") the files whose modification time is not older
+than its index's, so how many it re-reads depends on where the pulls' seconds fell. Those are
+reads between cold measurements: they change the pulls' own simulated time, not where blocks
+go nor the cold greps (a second mounted run under another allocator gives the replay's
+measurements: tests/mount/test_aging.py). A configuration that runs out of space where the
+recorded one did not stops the replay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from simfs.fuse import mountopts
+from simfs.inprocess import replay as rp
+from simfs.inprocess import verbs
+from simfs.inprocess.kernel import Kernel
+from simfs.inprocess.oplog import dec, iter_ops
+from simfs.inprocess.treedesc import Entry
+from simfs.fs.volume import Volume
+from simfs.ondisk.mkfs import mkfs
+
+from .history import AgingError
+from .measure import NEEDLE, free_extents, phase, row
+from .mounted import UUID, Config, sparse_copy
+
+KINDS = {0o040000: "dir", 0o100000: "file", 0o120000: "symlink"}
+
+
+class TapReplayer(rp.Replayer):
+    """A Replayer that, while `copying`, notes the tree under /tree in the order of its first
+    lookups (cp -a's order), with each entry's attributes as the replayed volume answers."""
+
+    def __init__(self, vol):
+        super().__init__(vol)
+        self.copying = False
+        self.rec: list = []
+        self.paths: dict[int, list[bytes]] = {0: []}
+        self.seen: dict[int, Entry] = {}
+        self.entries: list[Entry] = []
+
+    def start_copy(self) -> None:
+        self.copying, self.paths, self.seen, self.entries = True, {0: []}, {}, []
+
+    def step(self, lineno: int, rec: list) -> None:
+        self.rec = rec
+        super().step(lineno, rec)
+
+    def _check(self, op: str, want, got) -> None:
+        super()._check(op, want, got)
+        if not self.copying:
+            return
+        if op == "lookup":
+            base = self.paths.get(self.rec[2])
+            if base is None:
+                return
+            path = self.paths[want] = base + [dec(self.rec[3])]
+            kind = KINDS.get(got.st_mode & 0o170000)
+            if len(path) > 1 and path[0] == b"tree" and want not in self.seen and kind:
+                e = self.seen[want] = Entry(path[1:], kind, got.st_mode & 0o7777, got.st_size,
+                                            got.st_mtime_ns, got.st_uid, got.st_gid)
+                self.entries.append(e)
+        elif op == "readlink" and self.rec[2] in self.seen:
+            self.seen[self.rec[2]].target = bytes(got)
+
+
+def clean_copy(entries: list[Entry], opts, cfg: Config, work: str, keep: str | None = None) -> dict:
+    """ENTRIES unpacked onto a fresh image of CFG, then a cold grep -r of them: its phase."""
+    image = os.path.join(work, "clean-inprocess.img")
+    if os.path.exists(image):
+        os.unlink(image)
+    mkfs(image, cfg.size, block_size=cfg.block_size, uuid=UUID, hash_seed=UUID)
+    vol = Volume.open(image, dataclasses.replace(opts, stats="", trace=""))
+    k = Kernel(vol)
+    try:
+        k.mount()
+        k.mkdir(k.root, [b"tree"], 0o755)
+        verbs.VERBS["unpack"](k, [b"tree"], entries)
+        for action in (vol.drop_caches, lambda: vol.mark("clean")):
+            k.ctl()                             # as the mounted run writes MNT/.simfs/...
+            action()
+        verbs.VERBS["grep"](k, [b"tree"], pattern=NEEDLE)
+        k.ctl()
+        vol.mark("clean-end")
+        got = phase(vol.stats_snapshot(), "clean")
+        k.unmount()
+    finally:
+        vol.close()
+    if keep:
+        os.replace(image, keep)
+    else:
+        os.unlink(image)
+    return got
+
+
+def replay(log: str, pristine: str, cfg: Config, work: str, sink, *, commits: list[str] = (),
+           done: set[int] = frozenset(), last: int | None = None) -> dict:
+    """Replay LOG on a copy of PRISTINE (the recorded image before the mount) under CFG; each
+    measurement to sink(row) as it is made (those in DONE skipped). Returns the final
+    statistics snapshot. `last`: the pulls of the last measurement (its clean image is kept)."""
+    image = os.path.join(work, f"replayed-{cfg.alloc}.img")
+    sparse_copy(pristine, image)
+    try:
+        _, total = rp.check(log, image)
+        opts = mountopts.parse([cfg.spec()]).volume     # as the mounted run was given them
+    except (rp.ReplayError, mountopts.OptionError, ValueError) as e:
+        raise AgingError(str(e)) from None
+    opts.stats = opts.trace = ""
+    vol = Volume.open(image, opts)
+    vol.stop_when_unwritable = True
+    r = TapReplayer(vol)
+    free: dict[int, dict] = {}
+    try:
+        for lineno, rec in iter_ops(log):
+            if rec[0] in ("opendir", "releasedir"):
+                r.index += 1
+                if rec[0] == "opendir":
+                    r.states[rec[1]] = vol.opendir_state()
+                else:
+                    r.states.pop(rec[1], None)
+                continue
+            if rec[0] == "mark":
+                kind, _, n = str(rec[2]).partition("-")
+                n = int(n) if n.isdigit() else -1
+                if kind == "aged":
+                    free[n] = free_extents(vol.space.block_used)
+                elif kind == "copy":
+                    r.step(lineno, rec)             # aged-N ends here
+                    aged = phase(vol.stats_snapshot(), f"aged-{n}")
+                    r.start_copy()
+                    continue
+                elif kind == "pulls" and n in free:
+                    r.copying = False
+                    if n not in done:
+                        keep = os.path.join(work, f"clean-replayed-{cfg.alloc}.img") if n == last else None
+                        clean = clean_copy(r.entries, opts, cfg, work, keep)
+                        sink(row(cfg.alloc, "replayed", n, commits[n] if n < len(commits) else "",
+                                 aged, clean, free[n]))
+            r.step(lineno, rec)
+            if r.index >= total:
+                break
+    except rp.ReplayError as e:
+        vol.close()
+        raise AgingError(f"replay under {cfg.alloc}: {e}") from None
+    except BaseException:
+        vol.close()
+        raise
+    vol.close()
+    return vol.stats_snapshot()

@@ -1,0 +1,87 @@
+"""Where a run's measurements go: measurements.jsonl as they are made (a run that stops keeps
+them; --resume reads them back), then results.json, results.csv, summary.md and the pictures.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+from experiments.report import fmt_ratio, fmt_s, markdown
+
+from .measure import FIELDS
+
+MEASUREMENTS = "measurements.jsonl"
+
+
+class Sink:
+    """Appends each measurement to OUT/measurements.jsonl (flushed and fsynced) and keeps it."""
+
+    def __init__(self, out: str):
+        self.path = os.path.join(out, MEASUREMENTS)
+        self.rows = load(out)
+        with open(self.path, "w") as f:        # without a last line a crash cut short
+            f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in self.rows)
+
+    def __call__(self, row: dict) -> None:
+        row = {k: (float(v) if hasattr(v, "dtype") else v) for k, v in row.items()}
+        with open(self.path, "a") as f:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.rows.append(row)
+        print(f"  {row['engine']:8} {row['config']:18} pulls {row['pulls']:5}: grep aged "
+              f"{fmt_s(row['aged_grep_s'])} s, clean {fmt_s(row['clean_grep_s'])} s "
+              f"({fmt_ratio(row['ratio'])}), layout {row['aged_layout']:.3f} vs {row['clean_layout']:.3f}",
+              flush=True)
+
+    def done(self, config: str, engine: str) -> set[int]:
+        return {r["pulls"] for r in self.rows if r["config"] == config and r["engine"] == engine}
+
+
+def load(out: str) -> list[dict]:
+    """The measurements made so far (a last line cut short by a crash is left out)."""
+    path = os.path.join(out, MEASUREMENTS)
+    rows = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    break
+    return rows
+
+
+def write(out: str, run: dict, rows: list[dict]) -> None:
+    """results.json (the run and every measurement), results.csv, summary.md."""
+    rows = sorted(rows, key=lambda r: (r["engine"] != "mounted", r["config"], r["pulls"]))
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"run": run, "measurements": rows}, f, indent=1)
+    with open(os.path.join(out, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    table = markdown(["configuration", "engine", "pulls", "grep aged (s)", "grep clean (s)",
+                      "aged/clean", "layout aged", "layout clean", "free extents",
+                      "mean free extent (blocks)"],
+                     [[r["config"], r["engine"], str(r["pulls"]), fmt_s(r["aged_grep_s"]),
+                       fmt_s(r["clean_grep_s"]), fmt_ratio(r["ratio"]), _score(r["aged_layout"]),
+                       _score(r["clean_layout"]), str(r["free_extents"]),
+                       f"{r['mean_free_extent_blocks']:,.1f}"] for r in rows])
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(f"# Aging: {run['pulls']} pulls of {run['history']}\n\n{_about(run)}\n\n{table}\n")
+
+
+def _score(x) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def _about(run: dict) -> str:
+    return (f"Every {run['every']} pulls, each cold: `grep -r` of the aged tree, and of a clean "
+            f"copy (`cp -a` onto a fresh image of the same configuration). The pulls ran as real "
+            f"git on a simfs mount with alloc={run['mounted']}; the other configurations replayed "
+            f"its op log in-process. Disk {run['disk']}, image {run['size'] >> 20} MiB, "
+            f"block size {run['block_size']}. Real time: "
+            + ", ".join(f"{k} {v:,.0f} s" for k, v in run.get("wall", {}).items()) + ".")

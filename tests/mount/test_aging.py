@@ -1,0 +1,169 @@
+"""The aging experiment at the quick size (issue 42): a generated history pulled by the real git
+onto a simfs mount, measured, and the op log replayed in-process.
+
+* the layout score of the aged tree falls below its clean copy's for at least one allocator;
+* mounted and replayed agree: the replay of the ext2 mount's log under ext2 gives the mounted
+  figures, and under cg it gives the figures of a second mounted run with alloc=cg (age once,
+  replay for every policy);
+* e2fsck -fn is clean on the aged images (mounted and replayed);
+* the aged tree equals `git checkout` of the last commit in a fresh clone (diff -r);
+* --resume continues a run that stopped, with the same figures;
+* bad input (not a repository, a range past the end, an image too small) is one line and exit
+  status 2 with nothing made.
+
+Budget: about two minutes (mounted runs of 20 and 10 pulls, replays under three allocators).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import e2fsck, run
+from tests.helpers import kernel_mount
+
+pytestmark = pytest.mark.mount
+
+PULLS, EVERY = "20", "10"
+CG_PULLS = "10"          # the second mounted run: its first measurement is compared
+COMPARED = ("pulls", "commit", "aged_grep_s", "clean_grep_s", "ratio", "aged_layout",
+            "clean_layout", "free_extents", "mean_free_extent_blocks", "free_blocks")
+
+
+def aging(*args, check=True):
+    r = subprocess.run([sys.executable, "-m", "experiments.aging", *map(str, args)],
+                       capture_output=True, text=True, timeout=600)
+    if check and r.returncode != 0:
+        pytest.fail(f"aging {args} exited {r.returncode}: {r.stderr[-3000:]}")
+    return r
+
+
+def rows(out, engine=None, config=None) -> list[dict]:
+    with open(os.path.join(out, "results.json")) as f:
+        doc = json.load(f)
+    return [r for r in doc["measurements"] if engine in (None, r["engine"]) and config in (None, r["config"])]
+
+
+def figures(rs: list[dict]) -> list[tuple]:
+    return [tuple(r[k] for k in COMPARED) for r in sorted(rs, key=lambda r: r["pulls"])]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("the pulls run on a simfs mount: root only")
+    base = tmp_path_factory.mktemp("aging")
+    ext2, cg = base / "ext2", base / "cg"
+    aging("--quick", "--pulls", PULLS, "--every", EVERY, "--alloc", "ext2",
+          "--replay", "ext2,cg,first-free", "--out", ext2)
+    aging("--quick", "--pulls", CG_PULLS, "--every", EVERY, "--alloc", "cg", "--replay", "cg",
+          "--no-pictures", "--out", cg)
+    return ext2, cg
+
+
+def test_aged_layout_below_clean(runs):
+    ext2, _ = runs
+    got = rows(ext2, "replayed")
+    assert len(got) == 3 * (int(PULLS) // int(EVERY))
+    assert any(r["aged_layout"] < r["clean_layout"] for r in got), got
+    assert all(r["aged_grep_s"] > 0 and r["clean_grep_s"] > 0 for r in got)
+
+
+def test_mounted_and_replayed_agree(runs):
+    ext2, cg = runs
+    assert figures(rows(ext2, "mounted", "ext2")) == figures(rows(ext2, "replayed", "ext2"))
+    assert figures(rows(cg, "mounted", "cg")) == figures(rows(cg, "replayed", "cg"))
+    # age once: ext2's recording replayed under cg is what git did on a cg mount
+    first = [r for r in rows(ext2, "replayed", "cg") if r["pulls"] <= int(CG_PULLS)]
+    assert first and figures(first) == figures(rows(cg, "mounted", "cg"))
+    assert figures(rows(ext2, "replayed", "cg")) != figures(rows(ext2, "replayed", "ext2"))
+
+
+def test_images_clean_after_aging(runs):
+    ext2, cg = runs
+    for image in [ext2 / "work" / "aged-ext2.img", cg / "work" / "aged-cg.img",
+                  ext2 / "work" / "replayed-cg.img", ext2 / "work" / "replayed-first-free.img"]:
+        rc, out = e2fsck(image)
+        assert rc == 0, f"e2fsck -fn {image}: {out}"
+
+
+def dumpe2fs_free_extents(image) -> tuple[int, int]:
+    """(free extents, free blocks) from dumpe2fs's per-group "Free blocks:" ranges, runs that
+    continue across a group boundary joined."""
+    out = run(["dumpe2fs", str(image)]).stdout
+    ranges = []
+    for line in out.splitlines():
+        if line.startswith("  Free blocks: "):
+            for part in line.split(":", 1)[1].split(","):
+                if part.strip():
+                    a, _, b = part.strip().partition("-")
+                    ranges.append((int(a), int(b or a)))
+    extents = sum(1 for i, (a, _) in enumerate(ranges) if i == 0 or ranges[i - 1][1] + 1 != a)
+    return extents, sum(b - a + 1 for a, b in ranges)
+
+
+def test_free_space_figures_match_dumpe2fs(runs):
+    """The last measurement is at the last pull: nothing is allocated after it, so its
+    free-space figures are those dumpe2fs reads from the unmounted image."""
+    ext2, _ = runs
+    last = max(rows(ext2, "mounted", "ext2"), key=lambda r: r["pulls"])
+    assert last["pulls"] == int(PULLS)
+    assert (last["free_extents"], last["free_blocks"]) == dumpe2fs_free_extents(ext2 / "work" / "aged-ext2.img")
+
+
+def test_aged_tree_is_the_last_commit(runs, tmp_path):
+    ext2, _ = runs
+    with open(ext2 / "run.json") as f:
+        plan = json.load(f)
+    fresh = tmp_path / "fresh"
+    run(["git", "clone", "-q", "--no-checkout", plan["repo"], str(fresh)])
+    run(["git", "-C", str(fresh), "checkout", "-q", plan["commits"][-1]])
+    with kernel_mount(ext2 / "work" / "aged-ext2.img", tmp_path / "mnt") as mnt:
+        r = subprocess.run(["diff", "-r", "--no-dereference", "--exclude=.git", str(fresh), str(mnt / "tree")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout[-3000:]
+        assert len(list((mnt / "tree").rglob("*.c"))) > 10
+
+
+def test_resume_continues(runs):
+    ext2, _ = runs
+    before = figures(rows(ext2, "replayed", "first-free"))
+    plan = json.loads((ext2 / "run.json").read_text())
+    del plan["wall"]["replay first-free"]
+    (ext2 / "run.json").write_text(json.dumps(plan))
+    lines = (ext2 / "measurements.jsonl").read_text().splitlines(keepends=True)
+    ours = [i for i, ln in enumerate(lines) if '"first-free"' in ln]
+    kept = [ln for i, ln in enumerate(lines) if i not in ours[1:]]        # as if it stopped after one
+    (ext2 / "measurements.jsonl").write_text("".join(kept) + '{"cut sh')   # and a line cut short
+    aging("--resume", ext2)
+    assert figures(rows(ext2, "replayed", "first-free")) == before
+    assert all(os.path.exists(ext2 / p) for p in ("results.csv", "summary.md", "ratio.png", "layout.png",
+                                                  "blockmap.png"))
+
+
+@pytest.mark.parametrize("args, words", [
+    (["{tmp}"], "not a git repository"),
+    (["{repo}", "--pulls", "100000"], "past the end"),
+    (["{repo}", "--commits", "HEAD..HEAD~3"], "not a first-parent ancestor"),
+    (["{repo}", "--size", "4M"], "too small"),
+])
+def test_bad_input(tmp_path, capsys, args, words):
+    if os.geteuid() != 0:
+        pytest.skip("checks run after the root check")
+    from experiments.aging.cli import main
+    repo = tmp_path / "repo"
+    run(["git", "init", "-q", str(repo)])
+    for i in range(4):
+        (repo / f"f{i}").write_bytes(os.urandom(1 << 20))     # 4 MiB that do not compress
+        run(["git", "-C", str(repo), "add", "."])
+        run(["git", "-C", str(repo), "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", str(i)])
+    out = tmp_path / "out"
+    rc = main([a.format(tmp=tmp_path, repo=repo) for a in args] + ["--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and words in err, err
+    assert not out.exists()

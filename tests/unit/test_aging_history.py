@@ -1,0 +1,26 @@
+"""experiments.aging without a mount: the generated history is deterministic, and free-space
+fragmentation is counted from a used-block map as runs of free blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from experiments.aging.history import make_quick, need_bytes, select
+from experiments.aging.measure import free_extents
+
+
+def test_quick_history_is_deterministic(tmp_path):
+    a = make_quick(str(tmp_path / "a"), commits=30, seed=7)
+    b = make_quick(str(tmp_path / "b"), commits=30, seed=7)
+    c = make_quick(str(tmp_path / "c"), commits=30, seed=8)
+    assert a.commits == b.commits and len(a.commits) == 30
+    assert c.commits != a.commits
+    assert select(str(tmp_path / "a"), pulls=10).commits == a.commits[:11]
+    assert need_bytes(a) > 29 * 32 << 10
+
+
+def test_free_extents():
+    used = np.array([1, 0, 0, 1, 0, 1, 1, 0, 0, 0], dtype=bool)
+    assert free_extents(used) == {"free_extents": 3, "mean_free_extent_blocks": 2.0, "free_blocks": 6}
+    assert free_extents(np.ones(5, dtype=bool))["free_extents"] == 0
+    assert free_extents(np.zeros(4, dtype=bool))["free_extents"] == 1
