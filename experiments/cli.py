@@ -1,4 +1,5 @@
-"""`simfs experiment list | run NAME [--quick] [--source DIR] [--out DIR]`.
+"""`simfs experiment list | run NAME [--quick] [--source DIR] [--out DIR]` (NAME git-aging: --source
+is a git repository, see experiments/aging).
 
 `register(subparsers)` adds the subcommand to simfs's parser: it is the entry point
 `experiment` of the group `simfs.commands` (setup.cfg), so simfs.cli never imports experiments.
@@ -20,7 +21,14 @@ EXAMPLES = """examples:
   simfs experiment run ext2fs-2010 --source /usr/include --only '*1K sync'
   simfs experiment run mmap-fragmentation --size 256M --out results/mmap-256m
   simfs experiment run all --quick
+  simfs experiment run git-aging --quick              # aging with git pulls, a generated history
+  simfs experiment run git-aging --source ~/src/project --out results/aging-project
 """
+
+#: aging with git pulls (experiments/aging): a history, not a job file; `python -m experiments.aging`
+#: takes its every option, `simfs experiment run git-aging` the common ones (--source is the repository)
+AGING = "git-aging"
+AGING_TITLE = "Aging with git pulls: grep of the aged tree vs a clean copy (Conway et al., FAST'17)"
 
 
 def register(subparsers) -> None:
@@ -63,7 +71,16 @@ def cmd_list(a) -> int:
     for name in catalog.names():
         j = catalog.load(name).doc["job"]
         print(f"{name:20s} seed {j.get('seed', '')}  {j.get('title', name)}")
+    print(f"{AGING:20s} {'':8s}  {AGING_TITLE}")
     return 0
+
+
+def run_aging(a) -> int:
+    """`simfs experiment run git-aging`: experiments.aging with the options both commands have."""
+    from .aging import cli as aging
+    argv = ([str(a.source)] if a.source else []) + (["--quick"] if a.quick else [])
+    argv += ["--out", str(a.out)] if a.out else []
+    return aging.main(argv)
 
 
 class _Progress:
@@ -160,11 +177,13 @@ def cmd_run(a) -> int:
     from .outdir import out_problem, work_dir_problem
     from .spec import SelectionError
     known = catalog.names()
+    if a.name == AGING:
+        return run_aging(a)
     names = known if a.name == "all" else [a.name]
     for n in names:
         if n not in known:
             print(f"simfs experiment: unknown experiment {n!r}; choose one of: "
-                  f"{', '.join(known)}, all", file=sys.stderr)
+                  f"{', '.join(known)}, {AGING}, all", file=sys.stderr)
             return 2
     if a.out and len(names) > 1:
         print("simfs experiment: --out names one results directory; with `all` the default is used",

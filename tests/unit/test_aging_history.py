@@ -1,5 +1,6 @@
 """experiments.aging without a mount: the generated history is deterministic, and free-space
-fragmentation is counted from a used-block map as runs of free blocks."""
+fragmentation is counted from a used-block map as runs of free blocks; `simfs experiment run
+git-aging` reaches it."""
 
 from __future__ import annotations
 
@@ -24,3 +25,17 @@ def test_free_extents():
     assert free_extents(used) == {"free_extents": 3, "mean_free_extent_blocks": 2.0, "free_blocks": 6}
     assert free_extents(np.ones(5, dtype=bool))["free_extents"] == 0
     assert free_extents(np.zeros(4, dtype=bool))["free_extents"] == 1
+
+
+def test_simfs_experiment_runs_git_aging(tmp_path):
+    """`simfs experiment` lists git-aging and hands it to experiments.aging: a directory that
+    is no git repository is one line, exit status 2, nothing made."""
+    import subprocess
+    import sys
+    listed = subprocess.run([sys.executable, "-m", "simfs.cli", "experiment", "list"], capture_output=True, text=True)
+    assert any(line.startswith("git-aging ") for line in listed.stdout.splitlines())
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "simfs.cli", "experiment", "run", "git-aging", "--source",
+                        str(tmp_path), "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "not a git repository" in r.stderr
+    assert not out.exists()
