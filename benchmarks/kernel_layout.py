@@ -16,12 +16,14 @@ the same size and geometry (4 KiB blocks, 256-byte inodes, one inode per 16 KiB)
   kernel-ext2/nodelalloc, kernel-ext2/delalloc   the same on an ext2 image made by `simfs mkfs`:
         this kernel has no ext2 driver (CONFIG_EXT4_USE_FOR_EXT2), so this is ext4's
         block-mapped path (indirect blocks, linear directories), not fs/ext2
-  simfs-ext2/ext2, simfs-ext2/delayed            simfs's ext2 profile, mounted, -o alloc=...
-  simfs-ext4/mballoc, simfs-ext4/delayed         simfs's ext4 profile, when `simfs mkfs
-        --profile ext4` works (tried on a scratch image) and `simfs policies` lists mballoc
+  simfs-ext2/ALLOC                               simfs's ext2 profile, mounted, -o alloc=ALLOC:
+        ext2 and delayed; mballoc and mballoc-delalloc where `simfs policies` lists them
+  simfs-ext4/ALLOC                               simfs's ext4 profile, where `simfs mkfs
+        --profile ext4` works (tried on a scratch image): mballoc (else ext2), delayed,
+        mballoc-delalloc
 
-Without the ext4 profile the ext4 tables set simfs's ext2-profile runs beside the kernel's ext4
-and say so. The figures (benchmarks/layoutstats.py) come from dumpe2fs and debugfs only; every
+The ext4 tables set simfs's ext4 profile beside the kernel's ext4; without the profile, its
+ext2-profile runs stand in, and the table says so. The figures (benchmarks/layoutstats.py) come from dumpe2fs and debugfs only; every
 image is also checked with `e2fsck -fn`. A simfs column is marked `ok` where it is within +-25%
 of the kernel runs' mean or inside their range (the issue's criterion), `MISS` where not.
 """
@@ -66,15 +68,20 @@ class Run:
         return f"{self.id}#{self.n}" if self.kernel else self.id
 
 
-# the tables: (title, flex groups of, kernel configuration, simfs configuration, stand-in)
-def tables(ext4_profile: bool) -> list[tuple[str, int, str, str, bool]]:
-    s4 = ("simfs-ext4/mballoc", "simfs-ext4/delayed") if ext4_profile else ("simfs-ext2/ext2", "simfs-ext2/delayed")
-    return [("ext4, allocation at write (nodelalloc)", 16, "kernel-ext4/nodelalloc", s4[0], not ext4_profile),
-            ("ext4, delayed allocation", 16, "kernel-ext4/delalloc", s4[1], not ext4_profile),
-            ("ext2 (kernel: ext4's block-mapped path), nodelalloc", 1, "kernel-ext2/nodelalloc",
-             "simfs-ext2/ext2", False),
-            ("ext2 (kernel: ext4's block-mapped path), delalloc", 1, "kernel-ext2/delalloc",
-             "simfs-ext2/delayed", False)]
+def tables(have: dict) -> list[tuple[str, int, str, list[str]]]:
+    """(title, directories by flex groups of, kernel configuration, simfs configurations set
+    beside it). Without the ext4 profile the ext4 tables show ext2-profile stand-ins; mballoc
+    and mballoc-delalloc join where this simfs has them."""
+    prof = "ext4" if have["ext4_profile"] else "ext2"
+    has = set(have["allocators"]).__contains__
+    at_write = ["mballoc"] if has("mballoc") else ["ext2"]
+    delayed = ["delayed"] + (["mballoc-delalloc"] if has("mballoc-delalloc") else [])
+    block_mapped = "ext2 (kernel: ext4's block-mapped path)"
+    return [("ext4, allocation at write (nodelalloc)", 16, "kernel-ext4/nodelalloc", [f"simfs-{prof}/{a}" for a in at_write]),
+            ("ext4, delayed allocation", 16, "kernel-ext4/delalloc", [f"simfs-{prof}/{a}" for a in delayed]),
+            (f"{block_mapped}, nodelalloc", 1, "kernel-ext2/nodelalloc",
+             ["simfs-ext2/ext2"] + (["simfs-ext2/mballoc"] if has("mballoc") else [])),
+            (f"{block_mapped}, delalloc", 1, "kernel-ext2/delalloc", [f"simfs-ext2/{a}" for a in delayed])]
 
 
 # tools ---------------------------------------------------------------------------------------
@@ -101,8 +108,8 @@ def uuid(n: int) -> str:
     return f"00000000-0000-4000-8000-{n:012d}"
 
 
-def probe_ext4_profile(work: Path) -> bool:
-    """Does this simfs have the ext4 profile (mkfs --profile ext4) and alloc=mballoc?"""
+def probe(work: Path) -> dict:
+    """What this simfs has: the ext4 profile (`mkfs --profile ext4` works) and its allocators."""
     img = work / "probe.img"
     try:
         r = subprocess.run(simfs_argv() + ["mkfs", "-q", str(img), "--size", "64M", "--profile", "ext4"],
@@ -110,9 +117,13 @@ def probe_ext4_profile(work: Path) -> bool:
         policies = subprocess.run(simfs_argv() + ["policies"], capture_output=True, text=True, timeout=300)
     finally:
         img.unlink(missing_ok=True)
-    names = {line.split()[0].lstrip("*") for line in policies.stdout.splitlines() if line.startswith("  ")
-             and line.split()}
-    return r.returncode == 0 and "mballoc" in names
+    names, section = set(), ""
+    for line in policies.stdout.splitlines():
+        if not line.startswith(" "):
+            section = line
+        elif section.startswith("allocator") and line.split():
+            names.add(line.split()[0].lstrip("*"))
+    return {"ext4_profile": r.returncode == 0, "allocators": sorted(names)}
 
 
 # one run -------------------------------------------------------------------------------------
@@ -248,8 +259,12 @@ def verdict(v: float, kernel: list[float]) -> str:
     return f"{ratio:.2f}x {'ok' if inside or 0.75 <= ratio <= 1.25 else 'MISS'}"
 
 
-def render(title: str, flex: int, kernel: list[dict], simfs: dict | None, simfs_label: str) -> str:
-    heads = [k["run"] for k in kernel] + ([simfs_label, "simfs / kernel"] if simfs else [])
+def render(title: str, flex: int, kernel: list[dict], simfs: list[dict]) -> str:
+    """One Markdown table: the kernel's runs, then each simfs run and its verdict."""
+    heads = [k["run"] for k in kernel]
+    for r in simfs:
+        stand_in = flex > 1 and r["run"].startswith("simfs-ext2/")
+        heads += [r["run"] + (" (ext2 profile: stand-in)" if stand_in else ""), "simfs / kernel"]
     rows = [f"**{title}** (directories by {'flex groups of ' + str(flex) if flex > 1 else 'group'})", "",
             "| statistic | " + " | ".join(heads) + " |", "|:--" + "|--:" * len(heads) + "|"]
     for label, key, kind, judged in ROWS:
@@ -259,12 +274,14 @@ def render(title: str, flex: int, kernel: list[dict], simfs: dict | None, simfs_
             label = label.replace("flex group", "group")
         ks = [k["by_flex"][str(flex)][key] for k in kernel]
         cells = [fmt(v, kind) for v in ks]
-        if simfs:
-            v = simfs["by_flex"][str(flex)][key]
+        for r in simfs:
+            v = r["by_flex"][str(flex)][key]
             cells += [fmt(v, kind), verdict(v, ks) if judged else ""]
         rows.append(f"| {label} | " + " | ".join(cells) + " |")
-    cells = ["clean" if r["e2fsck_clean"] else f"exit {r['e2fsck_rc']}" for r in kernel + ([simfs] if simfs else [])]
-    rows.append("| e2fsck -fn | " + " | ".join(cells + ([""] if simfs else [])) + " |")
+    cells = [("clean" if r["e2fsck_clean"] else f"exit {r['e2fsck_rc']}") for r in kernel]
+    for r in simfs:
+        cells += ["clean" if r["e2fsck_clean"] else f"exit {r['e2fsck_rc']}", ""]
+    rows.append("| e2fsck -fn | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
@@ -273,21 +290,19 @@ def report(results: dict) -> str:
     for tree in results["trees"]:
         runs = tree["runs"]
         out.append(f"### {tree['tree']}\n")
-        for title, flex, kid, sid, stand_in in tables(results["ext4_profile"]):
+        for title, flex, kid, sids in tables(results):
             kernel = [r for name, r in runs.items() if name.startswith(kid + "#")]
-            if not kernel:
-                continue
-            label = sid + (" (stand-in: no ext4 profile)" if stand_in else "")
-            out.append(render(title, flex, kernel, runs.get(sid), label) + "\n")
+            if kernel:
+                out.append(render(title, flex, kernel, [runs[s] for s in sids if s in runs]) + "\n")
     return "\n".join(out)
 
 
 # main ----------------------------------------------------------------------------------------
-def plan(ext4_profile: bool, repeats: int, only: set[str] | None) -> list[Run]:
-    ids = ["kernel-ext4/nodelalloc", "kernel-ext4/delalloc", "kernel-ext2/nodelalloc", "kernel-ext2/delalloc",
-           "simfs-ext2/ext2", "simfs-ext2/delayed"] + (["simfs-ext4/mballoc", "simfs-ext4/delayed"] if ext4_profile else [])
+def plan(have: dict, repeats: int, only: set[str] | None) -> list[Run]:
+    kernel = ["kernel-ext4/nodelalloc", "kernel-ext4/delalloc", "kernel-ext2/nodelalloc", "kernel-ext2/delalloc"]
+    simfs = list(dict.fromkeys(["simfs-ext2/ext2", "simfs-ext2/delayed"] + [i for t in tables(have) for i in t[3]]))
     runs = []
-    for i in ids:
+    for i in kernel + simfs:
         if only is None or i in only:
             runs += [Run(i, n) for n in range(1, repeats + 1)] if i.startswith("kernel-") else [Run(i)]
     return runs
@@ -341,13 +356,13 @@ def main(argv=None) -> int:
         keep.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="kernel-layout-", dir=a.work) as tmp:
         work = Path(tmp)
-        ext4_profile = probe_ext4_profile(work)
-        runs = plan(ext4_profile, a.runs, set(a.only.split(",")) if a.only else None)
+        have = probe(work)
+        runs = plan(have, a.runs, set(a.only.split(",")) if a.only else None)
         if not runs:
             return fail(f"--only {a.only}: no such configuration")
         trees = a.tree or list(DEFAULT_TREES)
         results = {"command": "python -m benchmarks.kernel_layout " + " ".join(argv if argv is not None else sys.argv[1:]),
-                   "size": a.size, "ext4_profile": ext4_profile, "kernel": os.uname().release, "trees": []}
+                   "size": a.size, **have, "kernel": os.uname().release, "trees": []}
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("", total=len(trees) * len(runs))
