@@ -394,4 +394,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:          # the finally blocks have unmounted and detached by now
+        print("kernel_layout: interrupted", file=sys.stderr)
+        sys.exit(130)
