@@ -65,8 +65,10 @@ class Holds:
         if self.options.read_only or not self.space.inode_used[ino - 1]:
             self.inodes.forget(ino)
             return
-        inode = self.inodes.get(ino)
+        inode = self.inodes.in_core(ino)
         self.inodes.unpin(ino)
+        if inode is None:                 # never read while held (a readdirplus entry): no
+            return                        # allocator state, and not unlinked here
         self.placement.release(inode)     # last close: ext2_discard_reservation and the like
         if inode.links == 0 and ino in self.orphans:    # (not one the image had at 0 links:
             self._free_inode(inode)                      # a damaged inode is e2fsck's to free)

@@ -152,11 +152,22 @@ class InodeTable:
 
     def pin(self, ino: int) -> None:
         """Keep the in-core inode (its allocator state) until as many unpins: held by the
-        kernel or an open file, or with delayed pages pending."""
-        inode = self.get(ino)
-        self.lru.pop(ino, None)
-        self.pinned[ino] = inode
+        kernel or an open file, or with delayed pages pending. An inode not in core is not
+        read for it (nor charged): a readdirplus entry's reference reads nothing, as the
+        kernel's readdir reads no inode; the first `get` reads it, and it stays pinned."""
+        inode = self.lru.pop(ino, None)
+        if inode is not None:
+            self.pinned[ino] = inode
         self.pins[ino] = self.pins.get(ino, 0) + 1
+
+    def in_core(self, ino: int) -> Inode | None:
+        """The in-core inode, or None (not read since it was pinned or dropped: it has no
+        allocator state), without reading or charging anything."""
+        inode = self.pinned.get(ino)
+        if inode is None and ino in self.lru:
+            inode = self.lru[ino]
+            self.lru.move_to_end(ino)       # used, as `get` would
+        return inode
 
     def unpin(self, ino: int) -> None:
         left = self.pins.get(ino, 0) - 1
@@ -179,7 +190,7 @@ class InodeTable:
         self.lru.clear()
 
     def _remember(self, inode: Inode) -> None:
-        if inode.ino in self.pinned:
+        if inode.ino in self.pins:
             self.pinned[inode.ino] = inode
             return
         self.lru[inode.ino] = inode

@@ -232,8 +232,6 @@ def test_readdir_skips_the_control_dir_and_holds_each_entry(ops_vol, monkeypatch
     assert fh not in ops.dir_handles
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the lookup count readdir takes (vol.hold -> InodeTable.pin -> "
-                   "get) reads the inode-table block, so readdirplus charges inode reads")
 def test_readdirplus_attributes_are_not_charged(mk, monkeypatch):
     """The fidelity contract: readdir (readdirplus) hands out attributes without charging
     inode reads; the tool's own lookup/stat is what pays."""
