@@ -119,7 +119,7 @@ xfstests-ext2: xfstests-build
 	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs ext2 --out $(XFSTESTS_OUT)/ext2 -- $(XFSTESTS_ARGS)
 
 test: $(STAMP) compiled $(TOOL_STAMPS) docs xfstests-build-if-present
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25
 
 # the manual: docs/ built into site/ with MkDocs (Material theme); --strict turns every warning
 # (a broken link or anchor, a page left out of the nav) into a failure. The command pages and the
