@@ -29,7 +29,7 @@ GROUP = "simfs.commands"
 
 # `simfs --help` order: simfs's own command modules, and at "*" the commands of the group
 COMMANDS = ("mkfs", "mount", "ctl", "fsck", "stats", "compare", "replay", "verb", "disks", "policies", "frag",
-            "layout", "helper", "trace", "*",
+            "layout", "helper", "trace", "fio", "*",
             "plot")
 
 
