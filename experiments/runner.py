@@ -145,9 +145,25 @@ class Mount:
 
 
 def _phase_entry(stats: dict, name: str) -> dict:
-    for p in reversed(stats["time"]["phases"]):
-        if p["name"] == name:
-            return p
+    """The phase `name`, with the phases its command marked after it (a fio = phase marks one
+    per fio job) added in: their counters summed; latencies kept only when it is one phase
+    (percentiles do not add)."""
+    ph = stats["time"]["phases"]
+    for i in range(len(ph) - 1, -1, -1):
+        if ph[i]["name"] == name:
+            if i == len(ph) - 1:
+                return ph[i]
+            counters: dict = {}
+            for p in ph[i:]:
+                for k, v in p.get("counters", {}).items():
+                    counters[k] = counters.get(k, 0) + v
+            ops: dict = {}
+            for p in ph[i:]:
+                for k, o in p.get("operations", {}).items():
+                    e = ops.setdefault(k, {"count": 0, "time": 0.0})
+                    e["count"] += o["count"]
+                    e["time"] += o["time"]
+            return {"name": name, "start": ph[i]["start"], "counters": counters, "operations": ops}
     raise ExperimentError(f"phase {name!r} missing from /.simfs/stats")
 
 

@@ -112,10 +112,10 @@ def _check_phases(job: Job) -> set[str]:
         if p["name"] in names or p["name"] in ("mkfs", "layout") and p.get("builtin") != "mkfs":
             raise src.error(("phase", i, "name"), f"phase name {p['name']!r} is taken")
         names.add(p["name"])
-        how = [k for k in ("run", "verb", "builtin") if k in p]
+        how = [k for k in ("run", "verb", "builtin", "fio") if k in p]
         if len(how) != 1:
             raise src.error(("phase", i, "name"), f"phase {p['name']!r} needs one of run = \"COMMAND\", "
-                            f"verb = \"VERB\" or builtin = \"NAME\"" + (f" (has {', '.join(how)})" if how else
+                            f"verb = \"VERB\", builtin = \"NAME\" or fio = \"JOB.fio\"" + (f" (has {', '.join(how)})" if how else
                                                                       " (it has no command)"))
         if "run" in p and not p["run"].strip():
             raise src.error(("phase", i, "run"), f"phase {p['name']!r}: run = is empty")
@@ -148,9 +148,9 @@ def _check_phase_kind(src: Source, i: int, p: dict) -> None:
     if "builtin" in p and p["builtin"] not in builtins:
         raise src.error(("phase", i, "builtin"), f"unknown builtin {p['builtin']!r}; valid: "
                         f"{', '.join(BUILTIN_NAMES)}")
-    if "args" in p and "run" in p:
+    if "args" in p and ("run" in p or "fio" in p):
         raise src.error(("phase", i, "args"), f"phase {p['name']!r}: args = is for verb = and builtin = "
-                        "phases (a run = phase's command says everything)")
+                        "phases (a run = or fio = phase's command says everything)")
     if "args" in p:
         if not isinstance(p["args"], dict):
             raise src.error(("phase", i, "args"), f"phase {p['name']!r}: args must be a table, "
@@ -250,6 +250,18 @@ def check_paths(job: Job, workload: bool = True) -> None:
         why = isinstance(frm, str) and _path_problem(frm, want_dir=False)
         if why:
             raise src.error(("phase", i, "args", "from"), f"phase {p['name']!r}: from = {_toml(frm)}: {why}")
+        fio = fio_path(job, p)
+        if fio is not None and not fio.is_file():
+            raise src.error(("phase", i, "fio"), f"phase {p['name']!r}: fio = {_toml(p['fio'])}: no such file "
+                            f"(looked for {fio})")
+
+
+def fio_path(job: Job, p: dict) -> Path | None:
+    """A fio = phase's job file: a relative path is the job file's neighbour."""
+    if "fio" not in p:
+        return None
+    f = Path(p["fio"]).expanduser()
+    return f if f.is_absolute() else Path(job.path).resolve().parent / f
 
 
 def _path_problem(path: str, want_dir: bool) -> str | None:

@@ -21,7 +21,7 @@ JOB_KEYS = {"name", "title", "description", "repetitions", "seed", "notes"}
 WORKLOAD_KINDS = {"tree", "dir", "none"}
 TREE_KEYS = {"seed", "files", "total_size", "max_file_size", "max_depth", "fanout", "svn", "symlinks",
              "hardlinks", "empty_files", "empty_dirs", "deep_paths", "mtime"}
-PHASE_KEYS = {"name", "run", "verb", "builtin", "prepare", "path", "args", "cold", "drain", "writes",
+PHASE_KEYS = {"name", "run", "verb", "builtin", "fio", "prepare", "path", "args", "cold", "drain", "writes",
               "trace", "setup", "description", "metrics"}
 RATIO_KEYS = {"num", "den", "phase", "label", "metric", "published", "source", "expect", "check",
               "explain", "headline"}
@@ -51,7 +51,7 @@ TYPES = {
     "job": {"name": TEXT, "title": TEXT, "description": TEXT, "repetitions": WHOLE, "notes": TEXTS,
             "seed": (lambda v: isinstance(v, str) or _whole(v), "a string or a whole number")},
     "workload": {"kind": TEXT, "path": TEXT, "describe": TEXT},
-    "phase": {"name": TEXT, "run": TEXT, "verb": TEXT, "builtin": TEXT, "prepare": TEXT, "path": TEXT, "args": TABLE,
+    "phase": {"name": TEXT, "run": TEXT, "verb": TEXT, "builtin": TEXT, "fio": TEXT, "prepare": TEXT, "path": TEXT, "args": TABLE,
               "cold": FLAG, "drain": FLAG, "writes": FLAG, "trace": FLAG, "setup": FLAG, "description": TEXT,
               "metrics": TEXTS},
     "ratio": {"num": TEXT, "den": TEXT, "phase": TEXT, "label": TEXT, "metric": TEXT, "published": NUMBER,
