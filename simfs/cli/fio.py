@@ -40,12 +40,12 @@ def register(sub) -> None:
     s = sub.add_parser("fio", help="run fio on a mount; its figures in simulated time", formatter_class=Fmt,
                        description="Run the real fio with JOB.fio against the mounted simfs MNT, one "
                                    "simulated phase per fio job (jobs one after another), and write "
-                                   "beside fio's own JSON (host figures) a fio-shaped JSON whose "
-                                   "iops, bw and clat_ns are simulated.",
+                                   "beside fio's own JSON (OUT/fio.json, host figures) a fio-shaped "
+                                   "JSON whose iops, bw and clat_ns are simulated (OUT/fio-sim.json). "
+                                   "The job's files go to MNT unless the job names a directory or "
+                                   "filename.",
                        epilog="examples:\n  simfs fio /mnt/sim examples/fio/rand-read.fio --out fio-out\n"
-                              "  simfs fio /mnt/sim job.fio --json | jq '.jobs[].read.iops'\n\n"
-                              "OUT/fio.json is fio's own output, OUT/fio-sim.json the simulated one; "
-                              "the job's files go to MNT unless the job names a directory or filename.")
+                              "  simfs fio /mnt/sim job.fio --json     # the simulated JSON on stdout")
     s.add_argument("mountpoint", metavar="MNT")
     s.add_argument("jobfile", metavar="JOB.fio")
     s.add_argument("--out", metavar="DIR", default="fio-out",
