@@ -92,6 +92,7 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
 
     err = Console(stderr=True)
     root = work_dir or runner.default_work_root()
+    root.mkdir(exist_ok=True)                  # --work-dir is made as --out is (its parent exists)
     work = Path(tempfile.mkdtemp(prefix=f"simfs-{name}-", dir=root))
     try:
         sized = catalog.takes_size(name)
@@ -118,7 +119,7 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
                       TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=err,
                       transient=False) as prog:
             task = prog.add_task(name, total=runner.phase_count(exp), status="")
-            raw = runner.run_experiment(exp, wl, work, progress=_Progress(prog, task))
+            raw = runner.run_experiment(exp, wl, work, progress=_Progress(prog, task), keep_images=keep)
             prog.update(task, status="done")
         doc = report.assemble(exp, wl, raw, quick=quick, argv=argv)
         report.write_all(doc, out)              # the measurements first, then the plots

@@ -66,12 +66,14 @@ def _check_workload(job: Job) -> None:
     _types(src, ("workload",), w, "workload", "[workload]")
     kind = w.get("kind", "none")
     if kind not in WORKLOAD_KINDS:
-        raise src.error(("workload", "kind"), f"unknown workload kind {kind!r}; valid: tree, dir, none")
-    allowed = {"kind"} | {"tree": TREE_KEYS, "dir": {"path"}, "none": {"describe"}}[kind]
+        raise src.error(("workload", "kind"), f"unknown workload kind {kind!r}; valid: tree, dir, tarball, none"
+                        + _suggest(kind, WORKLOAD_KINDS))
+    allowed = {"kind"} | {"tree": TREE_KEYS, "dir": {"path"}, "tarball": {"path"}, "none": {"describe"}}[kind]
     _unknown(src, ("workload",), w, allowed, f"[workload] of kind {kind!r}")
-    if kind == "dir":
+    if kind in ("dir", "tarball"):
         if not isinstance(w.get("path"), str):
-            raise src.error(("workload", "kind"), "a workload of kind \"dir\" needs path = \"DIR\"")
+            raise src.error(("workload", "kind"), f"a workload of kind \"{kind}\" needs path = "
+                            + ("\"DIR\"" if kind == "dir" else "\"FILE.tar\" (any archive tar -xf reads)"))
     if kind == "tree":
         for k, v in w.items():
             why = _tree_value(k, v)
@@ -241,8 +243,10 @@ def check_paths(job: Job, workload: bool = True) -> None:
     directory (unless `workload` is False: --source replaces it) and each unpack verb's
     args.from. Apart from `check`, because a Dask worker loads the job where they may not be."""
     src, w = job.src, job.doc.get("workload", {})
-    if workload and w.get("kind") == "dir":
-        why = _path_problem(w["path"], want_dir=True)
+    if workload and w.get("kind") in ("dir", "tarball"):
+        why = _path_problem(w["path"], want_dir=w["kind"] == "dir")
+        if not why and w["kind"] == "tarball" and not Path(w["path"]).expanduser().is_file():
+            why = "not a file"
         if why:
             raise src.error(("workload", "path"), f"[workload] path = {_toml(w['path'])}: {why}")
     for i, p in enumerate(job.doc.get("phase", [])):

@@ -18,7 +18,7 @@ class JobError(ValueError):
 
 TOP = {"job", "workload", "params", "mkfs", "mount", "matrix", "phase", "ratio", "panel", "plots", "quick"}
 JOB_KEYS = {"name", "title", "description", "repetitions", "seed", "notes"}
-WORKLOAD_KINDS = {"tree", "dir", "none"}
+WORKLOAD_KINDS = {"tree", "dir", "tarball", "none"}
 TREE_KEYS = {"seed", "files", "total_size", "max_file_size", "max_depth", "fanout", "svn", "symlinks",
              "hardlinks", "empty_files", "empty_dirs", "deep_paths", "mtime"}
 PHASE_KEYS = {"name", "run", "verb", "builtin", "fio", "prepare", "path", "args", "cold", "drain", "writes",
@@ -228,6 +228,8 @@ class Job:
         kind = w.pop("kind", "none")
         if kind == "dir":
             return {"kind": "tree", "path": str(Path(w["path"]).expanduser())}
+        if kind == "tarball":
+            return {"kind": "tree", "tarball": str(Path(w["path"]).expanduser())}
         if kind == "none":
             return {"kind": "none", **({"describe": w["describe"]} if "describe" in w else {})}
         if "fanout" in w:

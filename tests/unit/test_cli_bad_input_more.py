@@ -422,7 +422,7 @@ def test_run_binary_job_file(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("flag, where, words", [
-    ("--work-dir", "nonexistent", "--work-dir {p}: no such directory"),
+    ("--work-dir", "nonexistent/x", "--work-dir {p}: no such directory, nor its parent {d}/nonexistent"),
     ("--work-dir", "file", "--work-dir {p}: not a directory"),
     ("--out", "file", "--out {p}: exists and is not a directory"),
     ("--out", "nonexistent/x", "directory {d}/nonexistent does not exist"),
@@ -494,7 +494,7 @@ def test_results_go_nowhere_they_would_write_over(tmp_path, capsys, cmd, bad, wo
 
 
 @pytest.mark.parametrize("opts, words", [
-    (["--work-dir", "/nonexistent"], "--work-dir /nonexistent: no such directory"),
+    (["--work-dir", "/nonexistent/x"], "--work-dir /nonexistent/x: no such directory, nor its parent /nonexistent"),
     (["--size", "0"], "--size 0: give a size above 0"),
     (["-r", "0"], "--repetitions 0: give 1 or more"),
     (["--source", "/nonexistent"], "--source /nonexistent: not a directory"),
