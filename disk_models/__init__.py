@@ -66,8 +66,9 @@ def _preset(name: str) -> tuple[Preset, str]:
         return cls.presets[0], name
     preset = PRESETS.get(name)
     if preset is None:
+        from simfs.suggest import did_you_mean
         raise ValueError(f"unknown disk preset {name!r}; choose one of: {', '.join(PRESETS)} "
-                         "(or a model class as package.module:Class)")
+                         "(or a model class as package.module:Class)" + did_you_mean(name, PRESETS))
     return preset, preset.kind
 
 

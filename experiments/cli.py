@@ -51,7 +51,8 @@ def register(subparsers) -> None:
                    help="run only the configurations whose name matches this shell pattern "
                         "(repeatable; see the names in a results table), e.g. --only '*1K sync'")
     s.add_argument("--work-dir", type=Path, default=None,
-                   help="where images, mounts and traces live while running (default /var/tmp)")
+                   help="where images, mounts and traces live while running (default /var/tmp; made if "
+                        "missing, as --out is)")
     s.add_argument("--keep", action="store_true", help="keep the work directory (images, traces, logs)")
     s.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     s.set_defaults(func=cmd_run)
@@ -155,6 +156,22 @@ def _results_of(out: Path, name: str, quick: bool) -> bool:
     return isinstance(doc, dict) and doc.get("experiment") == name and (not quick or doc.get("quick"))
 
 
+def _mount_problem(names: list[str], quick: bool) -> str | None:
+    """Why this machine cannot run the mounted phases of `names` (not root, no FUSE), checked
+    before anything is made: an experiment used to mount, then fail half-way."""
+    from . import catalog, jobfile, jobrun, runner
+    why = jobrun.fuse_problem()
+    if why is None:
+        return None
+    for n in names:
+        job = catalog.load(n, quick)
+        spec = job.workload_spec()
+        if jobfile.needs_mount(jobfile.compile_job(job, runner.Workload(spec["kind"], bytes=1 << 30))):
+            return (f"{n} has mounted phases (real tools through FUSE), which need FUSE and root: {why}"
+                    " (`simfs run` runs in-process verb jobs without either)")
+    return None
+
+
 def cmd_run(a) -> int:
     from simfs.fuse.mountopts import OptionError
     from . import catalog, jobfile, runner
@@ -164,8 +181,9 @@ def cmd_run(a) -> int:
     names = known if a.name == "all" else [a.name]
     for n in names:
         if n not in known:
+            from simfs.suggest import did_you_mean
             print(f"simfs experiment: unknown experiment {n!r}; choose one of: "
-                  f"{', '.join(known)}, all", file=sys.stderr)
+                  f"{', '.join(known)}, all" + did_you_mean(n, [*known, "all"]), file=sys.stderr)
             return 2
     if a.out and len(names) > 1:
         print("simfs experiment: --out names one results directory; with `all` the default is used",
@@ -181,6 +199,10 @@ def cmd_run(a) -> int:
            or (a.source is not None and not a.source.is_dir() and f"--source {a.source}: not a directory")
            or (a.source is not None and not _has_files(a.source)
                and f"--source {a.source}: no files in it (the ratios would be of an empty tree)"))
+    if why:
+        print(f"simfs experiment: {why}", file=sys.stderr)
+        return 2
+    why = _mount_problem(names, a.quick)
     if why:
         print(f"simfs experiment: {why}", file=sys.stderr)
         return 2

@@ -207,7 +207,8 @@ class Registry(MutableMapping):
             return self._classes[spec]
         if spec in self._failed:
             raise PluginError(f"{self.kind} {spec!r} cannot be used: {self._failed[spec]}")
-        raise PluginError(f"unknown {self.kind} '{spec}'; {self._choices()}")
+        from simfs.suggest import did_you_mean
+        raise PluginError(f"unknown {self.kind} '{spec}'; {self._choices()}" + did_you_mean(spec, sorted(self)))
 
     def create(self, spec: str, *args, **kwargs):
         """A new instance of the class `resolve(spec)` names."""

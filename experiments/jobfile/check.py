@@ -138,7 +138,8 @@ def _check_phase_kind(src: Source, i: int, p: dict) -> None:
     if "verb" in p:
         verbs = _verb_names()
         if p["verb"] not in verbs:
-            raise src.error(("phase", i, "verb"), f"unknown verb {p['verb']!r}; valid: {', '.join(verbs)}")
+            raise src.error(("phase", i, "verb"), f"unknown verb {p['verb']!r}; valid: {', '.join(verbs)}"
+                            + _suggest(p["verb"], verbs))
         if p.get("cold") is False:
             raise src.error(("phase", i, "cold"), f"phase {p['name']!r}: a verb phase always starts cold "
                             "(it opens the image as one mount)")
@@ -149,7 +150,7 @@ def _check_phase_kind(src: Source, i: int, p: dict) -> None:
                             "(where in the image it works)")
     if "builtin" in p and p["builtin"] not in builtins:
         raise src.error(("phase", i, "builtin"), f"unknown builtin {p['builtin']!r}; valid: "
-                        f"{', '.join(BUILTIN_NAMES)}")
+                        f"{', '.join(BUILTIN_NAMES)}" + _suggest(p["builtin"], BUILTIN_NAMES))
     if "args" in p and ("run" in p or "fio" in p):
         raise src.error(("phase", i, "args"), f"phase {p['name']!r}: args = is for verb = and builtin = "
                         "phases (a run = or fio = phase's command says everything)")
@@ -162,7 +163,7 @@ def _check_phase_kind(src: Source, i: int, p: dict) -> None:
         for k in p["args"]:
             if k not in valid:
                 raise src.error(("phase", i, "args", k), f"phase {p['name']!r}: {what} takes no argument "
-                                f"{k!r}; valid: {', '.join(sorted(valid)) or 'none'}")
+                                f"{k!r}; valid: {', '.join(sorted(valid)) or 'none'}" + _suggest(k, valid))
     if "verb" in p:
         _check_verb(src, i, p)
 
@@ -410,7 +411,8 @@ def _mount_key(src: Source, where: tuple, k: str, mount_keys: set) -> None:
     if k in RUNNER_OWNED:
         raise src.error(where, f"mount option {k!r} is set by the runner for each phase; leave it out")
     if k not in mount_keys:
-        raise src.error(where, f"unknown mount option {k!r}; valid: {', '.join(sorted(mount_keys))}")
+        raise src.error(where, f"unknown mount option {k!r}; valid: {', '.join(sorted(mount_keys))}"
+                        + _suggest(k, mount_keys))
 
 
 def _axis_value(src, where, axis, val, mkfs_keys, mount_keys) -> None:
@@ -430,7 +432,8 @@ def _axis_value(src, where, axis, val, mkfs_keys, mount_keys) -> None:
             raise src.error(where + ("columns",), "columns must be a table, e.g. {aligned = \"yes\"}")
     elif axis not in mkfs_keys and axis not in mount_keys:
         raise src.error(where, f"unknown key {axis!r} in [matrix]: an axis of plain values must be a mount "
-                        f"option or an mkfs key (or give labelled values: [{{label = ..., OPTION = ...}}])")
+                        f"option or an mkfs key (or give labelled values: [{{label = ..., OPTION = ...}}])"
+                        + _suggest(axis, set(mkfs_keys) | set(mount_keys)))
     else:
         _option_value(src, where, axis, val)
 

@@ -5,11 +5,12 @@ part of the package uses to refuse a value (unknown keys with a near miss, types
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from simfs.suggest import did_you_mean
 
 
 class JobError(ValueError):
@@ -183,8 +184,7 @@ def _unknown(src: Source, where: tuple, got, allowed: set, what: str) -> None:
 
 def _suggest(word, choices, show=repr) -> str:
     """ " (did you mean 'x'?)" for a near miss among `choices`, else "": typos are the usual mistake."""
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
-    return f" (did you mean {show(close[0])}?)" if close else ""
+    return did_you_mean(word, choices, show)
 
 
 def _types(src: Source, where: tuple, table: dict, section: str, what: str) -> None:

@@ -315,9 +315,8 @@ def valid_keys(volume_cls=None) -> list[str]:
 
 
 def _suggest(key: str, keys) -> str:
-    import difflib
-    close = difflib.get_close_matches(key, keys, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    from simfs.suggest import did_you_mean
+    return did_you_mean(key, keys)
 
 
 def parse(specs, volume_cls=None) -> MountOptions:

@@ -16,20 +16,21 @@ ALLOWED = {
     "simfs.compiled": set(),            # the import hook for the compiled data path: stdlib only
     "simfs.errors": set(),
     "simfs.units": set(),
-    "simfs.plugins": set(),
+    "simfs.suggest": set(),             # the one "did you mean" helper: stdlib only, used by every layer
+    "simfs.plugins": {"simfs.suggest"},
     "simfs.outfile": set(),             # opening the files simfs writes beside an image: stdlib only
-    "simfs.ondisk": {"simfs.errors"},
+    "simfs.ondisk": {"simfs.errors", "simfs.suggest"},
     "simfs.blockio": {"simfs.errors", "simfs.ondisk", "simfs.outfile", "policies"},
     "simfs.fs": {"simfs.errors", "simfs.units", "simfs.ondisk", "simfs.blockio", "simfs.outfile", "policies",
                  "disk_models"},
     "simfs.engine": {"simfs.errors", "simfs.units", "simfs.ondisk", "simfs.blockio", "simfs.fs", "simfs.outfile",
                      "disk_models"},
     "simfs.fuse": {"simfs", "simfs.errors", "simfs.units", "simfs.ondisk", "simfs.fs", "simfs.blockio",
-                   "simfs.outfile", "policies", "disk_models"},
+                   "simfs.outfile", "simfs.suggest", "policies", "disk_models"},
     "simfs.cli": {"simfs", "simfs.errors", "simfs.units", "simfs.plugins", "simfs.ondisk", "simfs.blockio",
-                  "simfs.fs", "simfs.engine", "simfs.fuse", "policies", "disk_models"},
-    "policies": {"simfs.plugins", "simfs.ondisk"},
-    "disk_models": {"simfs.plugins"},
+                  "simfs.fs", "simfs.engine", "simfs.fuse", "simfs.suggest", "policies", "disk_models"},
+    "policies": {"simfs.plugins", "simfs.ondisk", "simfs.suggest"},
+    "disk_models": {"simfs.plugins", "simfs.suggest"},
 }
 PACKAGES = ("simfs", "policies", "disk_models", "experiments")
 
