@@ -59,6 +59,12 @@ def _option_help() -> str:
         return f"(option list unavailable: {e})"
 
 
+# what a mount with none of these options models, said at mount (README's quick tour too)
+MODEL_KEYS = {"alloc", "inode_placement", "writeback", "dirorder"}
+MODELLED = ("simfs: modelling Linux ext2 (alloc=ext2 with Orlov inode placement, writeback=async, "
+            "dirorder=linear); -o alloc=...,writeback=... to change")
+
+
 def cmd_mount(a) -> int:
     from simfs.fuse import daemon, mountopts
     from simfs.fuse.checks import UsageError
@@ -70,8 +76,12 @@ def cmd_mount(a) -> int:
     except mountopts.OptionError as e:
         return fail(str(e), "mount")
     try:
-        return daemon.mount(a.image, a.mountpoint, mopts, foreground=a.foreground,
-                            recorder=_recorder, report=_report_file)
+        rc = daemon.mount(a.image, a.mountpoint, mopts, foreground=a.foreground,
+                          recorder=_recorder, report=_report_file)
+        given = {kv.split("=", 1)[0].strip() for o in a.options for kv in o.split(",")}
+        if rc == 0 and not a.foreground and not given & MODEL_KEYS:
+            print(MODELLED, file=sys.stderr)      # once mounted: a refusal stays one line
+        return rc
     except UsageError as e:
         return fail(str(e), "mount")
 

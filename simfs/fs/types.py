@@ -25,11 +25,15 @@ def _readahead_blks(n: int | None) -> None:
 class VolumeOptions:
     """Choices that shape a mounted volume; mount options (-o key=value) map onto these fields."""
 
-    alloc: str = "first-free"            # block allocator (see `simfs policies`)
+    # The defaults model one real system, Linux's ext2 (the file system the image is): its block
+    # allocator with its Orlov inode placement, asynchronous metadata write-back (Linux's ext2
+    # writes inode, bitmap and directory blocks back later, through the page cache; only
+    # `-o sync`/`dirsync` make them synchronous) and readdir in on-disk order (no dir_index).
+    alloc: str = "ext2"                  # block allocator (see `simfs policies`)
     inode_placement: str = ""            # "" = the allocator's own placement policy
     disk: str = "sata7200"               # disk model preset, with overrides: "sata7200,rpm=5400"
     cache: int = 128 << 20               # buffer cache size in bytes
-    writeback: str = "sync"              # sync | async | softdep (see simfs.blockio.cache)
+    writeback: str = "async"             # sync | async | softdep (see simfs.blockio.cache)
     dirorder: str = "linear"             # readdir order: linear | hash | inode | name
     maxio: int = 128 << 10               # largest request clustering and read-ahead build, bytes
     cpu_op_us: float = 10.0              # simulated CPU time charged per operation, microseconds

@@ -182,3 +182,24 @@ def test_mkfs_and_umount_json(tmp_path):
     assert js["mountpoint"] == str(mnt) and js["stats_file"] == f"{img}.stats.json"
     assert js["stats"]["total"]["counters"]["disk_writes"] > 0 and js["stats"]["unmount"]["elapsed"] >= 0
     assert run_simfs("fsck", img).returncode == 0
+
+
+def test_a_plain_mount_says_it_models_linux_ext2(tmp_path):
+    """A mount with no policy options models Linux's ext2 (alloc=ext2 with Orlov, async
+    write-back, linear readdir) and says so in one line on stderr; /.simfs/info shows those
+    policies. A mount that names its policies is not told."""
+    img, mnt = tmp_path / "p.img", tmp_path / "mnt"
+    run_simfs("mkfs", "-q", img, "32M")
+    mnt.mkdir()
+    for opts, told in (([], True), (["-o", "alloc=first-free,writeback=sync"], False)):
+        r = run_simfs("mount", img, mnt, *opts)
+        try:
+            info = (mnt / ".simfs" / "info").read_text()
+        finally:
+            run_simfs("umount", "-q", mnt)
+        if told:
+            assert r.stderr.strip() == ("simfs: modelling Linux ext2 (alloc=ext2 with Orlov inode placement, "
+                                        "writeback=async, dirorder=linear); -o alloc=...,writeback=... to change")
+            assert "alloc=ext2" in info and "writeback=async" in info and "dirorder=linear" in info
+        else:
+            assert r.stderr == "" and "alloc=first-free" in info and "writeback=sync" in info
