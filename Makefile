@@ -6,7 +6,7 @@
 PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
-SYSTEM_PKGS := fuse3 libfuse3-dev pkg-config e2fsprogs gcc python3-venv python3-dev chromium jq bison flex blktrace
+SYSTEM_PKGS := fuse3 libfuse3-dev pkg-config e2fsprogs gcc python3-venv python3-dev chromium jq bison flex blktrace fio
 STAMP  := $(VENV)/.installed
 
 # fsx and pjdfstest (POSIX suites run by tests/mount/test_fsx.py, tests/mount/test_pjdfstest.py) are Rust

@@ -28,7 +28,7 @@ def run(image: Path, tree: list, size: int, dataless: bool) -> dict:
     t = time.perf_counter()
     mkfs(image, size, block_size=4096, uuid=bytes(16), hash_seed=bytes(16), now=1_000_000_000)
     mkfs_wall = time.perf_counter() - t
-    opts = VolumeOptions(dataless=dataless)
+    opts = VolumeOptions(alloc="first-free", writeback="sync", dataless=dataless)
     t = time.perf_counter()
     with Volume.open(image, opts) as vol:
         unpack(vol, tree)
@@ -36,7 +36,7 @@ def run(image: Path, tree: list, size: int, dataless: bool) -> dict:
         sim = vol.clock.now
     unpack_wall = time.perf_counter() - t
     t = time.perf_counter()
-    with Volume.open(image, VolumeOptions(dataless=dataless, read_only=True)) as vol:
+    with Volume.open(image, VolumeOptions(alloc="first-free", writeback="sync", dataless=dataless, read_only=True)) as vol:
         readback(vol)
         sim_read = vol.clock.now
     read_wall = time.perf_counter() - t

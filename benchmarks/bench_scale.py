@@ -25,7 +25,7 @@ def run_one(files: int) -> None:
         mkfs(img, max(256 << 20, files * 12 << 10), block_size=4096, bytes_per_inode=8192,
              uuid=bytes(16), hash_seed=bytes(16))
         t0 = time.perf_counter()
-        with Volume.open(img, VolumeOptions(disk="ideal", cache=32 << 20)) as vol:
+        with Volume.open(img, VolumeOptions(alloc="first-free", writeback="sync", disk="ideal", cache=32 << 20)) as vol:
             for i in range(files):
                 if i % 4000 == 0:
                     top = vol.mkdir(vol.root_ino, b"t%05d" % (i // 4000), 0o755, 0, 0).st_ino

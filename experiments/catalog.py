@@ -25,7 +25,9 @@ def path(name: str) -> Path:
     """Experiment `name`'s job file; KeyError (with the names) for an unknown one."""
     p = JOBS / f"{name}.toml"
     if "/" in name or not p.is_file():
-        raise KeyError(f"unknown experiment {name!r}; choose one of: {', '.join(names())}")
+        from plugin_registry import did_you_mean
+        raise KeyError(f"unknown experiment {name!r}; choose one of: {', '.join(names())}"
+                       + did_you_mean(name, names()))
     return p
 
 

@@ -59,7 +59,8 @@ def register(subparsers) -> None:
                    help="run only the configurations whose name matches this shell pattern "
                         "(repeatable; see the names in a results table), e.g. --only '*1K sync'")
     s.add_argument("--work-dir", type=Path, default=None,
-                   help="where images, mounts and traces live while running (default /var/tmp)")
+                   help="where images, mounts and traces live while running (default /var/tmp; made if "
+                        "missing, as --out is)")
     s.add_argument("--keep", action="store_true", help="keep the work directory (images, traces, logs)")
     s.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     s.set_defaults(func=cmd_run)
@@ -109,6 +110,7 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
 
     err = Console(stderr=True)
     root = work_dir or runner.default_work_root()
+    root.mkdir(exist_ok=True)                  # --work-dir is made as --out is (its parent exists)
     work = Path(tempfile.mkdtemp(prefix=f"simfs-{name}-", dir=root))
     try:
         sized = catalog.takes_size(name)
@@ -135,7 +137,7 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
                       TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=err,
                       transient=False) as prog:
             task = prog.add_task(name, total=runner.phase_count(exp), status="")
-            raw = runner.run_experiment(exp, wl, work, progress=_Progress(prog, task))
+            raw = runner.run_experiment(exp, wl, work, progress=_Progress(prog, task), keep_images=keep)
             prog.update(task, status="done")
         doc = report.assemble(exp, wl, raw, quick=quick, argv=argv)
         report.write_all(doc, out)              # the measurements first, then the plots
@@ -171,6 +173,22 @@ def _results_of(out: Path, name: str, quick: bool) -> bool:
     return isinstance(doc, dict) and doc.get("experiment") == name and (not quick or doc.get("quick"))
 
 
+def _mount_problem(names: list[str], quick: bool) -> str | None:
+    """Why this machine cannot run the mounted phases of `names` (not root, no FUSE), checked
+    before anything is made: an experiment used to mount, then fail half-way."""
+    from . import catalog, jobfile, jobrun, runner
+    why = jobrun.fuse_problem()
+    if why is None:
+        return None
+    for n in names:
+        job = catalog.load(n, quick)
+        spec = job.workload_spec()
+        if jobfile.needs_mount(jobfile.compile_job(job, runner.Workload(spec["kind"], bytes=1 << 30))):
+            return (f"{n} has mounted phases (real tools through FUSE), which need FUSE and root: {why}"
+                    " (`simfs run` runs in-process verb jobs without either)")
+    return None
+
+
 def cmd_run(a) -> int:
     from simfs.fuse.mountopts import OptionError
     from . import catalog, jobfile, runner
@@ -182,8 +200,9 @@ def cmd_run(a) -> int:
     names = known if a.name == "all" else [a.name]
     for n in names:
         if n not in known:
+            from plugin_registry import did_you_mean
             print(f"simfs experiment: unknown experiment {n!r}; choose one of: "
-                  f"{', '.join(known)}, {AGING}, all", file=sys.stderr)
+                  f"{', '.join(known)}, {AGING}, all" + did_you_mean(n, [*known, AGING, "all"]), file=sys.stderr)
             return 2
     if a.out and len(names) > 1:
         print("simfs experiment: --out names one results directory; with `all` the default is used",
@@ -199,6 +218,10 @@ def cmd_run(a) -> int:
            or (a.source is not None and not a.source.is_dir() and f"--source {a.source}: not a directory")
            or (a.source is not None and not _has_files(a.source)
                and f"--source {a.source}: no files in it (the ratios would be of an empty tree)"))
+    if why:
+        print(f"simfs experiment: {why}", file=sys.stderr)
+        return 2
+    why = _mount_problem(names, a.quick)
     if why:
         print(f"simfs experiment: {why}", file=sys.stderr)
         return 2

@@ -76,7 +76,7 @@ def add_arguments(p) -> None:
     p.add_argument("--only", metavar="PATTERN", action="append", default=None,
                    help="only the configurations whose name matches this shell pattern (repeatable)")
     p.add_argument("--work-dir", type=Path, default=None, metavar="DIR",
-                   help="where images, mounts and traces live while running (default /var/tmp)")
+                   help="where images, mounts and traces live while running (default /var/tmp; made if missing, as --out is)")
     p.add_argument("--keep", action="store_true", help="keep the work directory (images, traces, logs)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
@@ -141,6 +141,7 @@ def cmd_run(a) -> int:
         client = cluster = None
 
     root = a.work_dir or runner.default_work_root()
+    root.mkdir(exist_ok=True)                  # --work-dir is made as --out is (its parent exists)
     work = Path(tempfile.mkdtemp(prefix=f"simfs-run-{job.name}-", dir=root))
     try:
         return _execute(a, job, spec, fp, out, work, client, err, close_dask)
@@ -251,7 +252,7 @@ def _execute(a, job, spec: dict, fp: dict, out: Path, work: Path, client, err, c
 
         failures, interrupted = jobrun.run_tasks(
             todo, job_text=a.job.read_text(), job_name=str(a.job), quick=a.quick, wl=wl, spec=spec,
-            work=work, results=results, client=client, on_done=on_done, on_phase=on_phase)
+            work=work, results=results, client=client, on_done=on_done, on_phase=on_phase, keep_images=a.keep)
     close()
     return _report(a, exp, wl, results, all_tasks, failures, interrupted, started, out, work, err)
 
@@ -297,11 +298,12 @@ def _dirs_problem(a) -> str | None:
     made, so a run does not fail after preparing the workload. --out may be missing (it is
     made, as mkdir makes it) but not its parent."""
     import os
+
+    from .outdir import work_dir_problem
     if a.work_dir is not None:
-        if not a.work_dir.is_dir():
-            return f"--work-dir {a.work_dir}: " + ("not a directory" if a.work_dir.exists() else "no such directory")
-        if not os.access(a.work_dir, os.W_OK | os.X_OK):
-            return f"--work-dir {a.work_dir}: not writable"
+        why = work_dir_problem(a.work_dir)
+        if why:
+            return why
     for flag, d in (("--out", a.out), ("--resume", a.resume)):
         if d is None:
             continue

@@ -85,7 +85,7 @@ def _workload_here(wl: runner.Workload, spec: dict, work_root: Path) -> runner.W
 
 
 def run_task(job_text: str, job_name: str, quick: bool, wl: runner.Workload, spec: dict, task: Task,
-             work_root: str, progress=None) -> dict:
+             work_root: str, progress=None, keep_images: bool = False) -> dict:
     """One configuration x repetition; never raises (but KeyboardInterrupt): {"task", "records",
     "layout" (pickled fsscan.Layout or None), "error" (one line or None), "host", "wall"}."""
     import platform
@@ -98,7 +98,7 @@ def run_task(job_text: str, job_name: str, quick: bool, wl: runner.Workload, spe
         exp = jobfile.compile_job(job, wl)
         cfg = exp.config(task.config)
         work = Path(tempfile.mkdtemp(prefix=f"{task.key}-", dir=work_root))
-        records, lay = runner.run_config(exp, cfg, task.rep, wl, work, progress)
+        records, lay = runner.run_config(exp, cfg, task.rep, wl, work, progress, keep_images)
         out["records"] = records
         out["layout"] = pickle.dumps(lay) if lay is not None else None
     except KeyboardInterrupt:
@@ -111,8 +111,8 @@ def run_task(job_text: str, job_name: str, quick: bool, wl: runner.Workload, spe
     finally:
         if work is not None:
             runner.release_mounts(work)
-            # traces stay for the plots (the client's work root is removed at the end)
-            for img in work.glob("*/disk.img"):
+            # traces stay for the plots (the client's work root is removed at the end, unless --keep)
+            for img in ([] if keep_images else work.glob("*/disk.img")):
                 img.unlink(missing_ok=True)
     out["wall"] = time.time() - t0
     return out
@@ -203,8 +203,10 @@ def check_workers(client, mounted: bool) -> None:
 
 
 def run_tasks(todo: list[Task], *, job_text: str, job_name: str, quick: bool, wl, spec: dict, work: Path,
-              results: Results, client=None, on_done=None, on_phase=None) -> tuple[list, bool]:
+              results: Results, client=None, on_done=None, on_phase=None,
+              keep_images: bool = False) -> tuple[list, bool]:
     """Run `todo` serially (client None) or on Dask; each result is saved as it arrives.
+    `keep_images`: leave each configuration's image in its work directory (--keep).
     Returns (failures [(task, error)], interrupted)."""
     failures = []
 
@@ -222,11 +224,12 @@ def run_tasks(todo: list[Task], *, job_text: str, job_name: str, quick: bool, wl
         if client is None:
             for t in todo:
                 finished(run_task(job_text, job_name, quick, wl, spec, t, str(work),
-                                  progress=(lambda label, t=t: on_phase and on_phase(t, label))))
+                                  progress=(lambda label, t=t: on_phase and on_phase(t, label)),
+                                  keep_images=keep_images))
             return failures, False
         from distributed import as_completed
         futures = {client.submit(run_task, job_text, job_name, quick, wl, spec, t, str(work),
-                                 key=f"simfs-{t.key}-{os.getpid()}-{time.time_ns()}", pure=False): t
+                                 keep_images=keep_images, key=f"simfs-{t.key}-{os.getpid()}-{time.time_ns()}", pure=False): t
                    for t in todo}
         try:
             for fut in as_completed(futures):

@@ -41,13 +41,17 @@ def out_problem(out: Path, own: Callable[[Path], bool], what: str, hint: str = "
 
 
 def work_dir_problem(work_dir: Path | None) -> str | None:
-    """Why images cannot be made in `work_dir` (None: the default), or None."""
+    """Why images cannot be made in `work_dir` (None: the default), or None. A missing
+    directory is made by the run, as --out is, when its parent is a directory."""
     if work_dir is None:
         return None
-    if not work_dir.is_dir():
-        return f"--work-dir {work_dir}: no such directory"
+    if work_dir.exists() and not work_dir.is_dir():
+        return f"--work-dir {work_dir}: not a directory"
+    probe = work_dir if work_dir.is_dir() else work_dir.absolute().parent
+    if not probe.is_dir():
+        return f"--work-dir {work_dir}: no such directory, nor its parent {probe}"
     try:
-        Path(tempfile.mkdtemp(dir=work_dir)).rmdir()
+        Path(tempfile.mkdtemp(dir=probe)).rmdir()
     except OSError as e:
         return f"--work-dir {work_dir}: cannot make files there ({e.strerror or e})"
     return None

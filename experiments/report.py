@@ -100,7 +100,8 @@ def assemble(exp: Experiment, wl, raw: dict, *, quick: bool, argv: list | None =
         "configs": [{"name": c.name, "params": c.params, "mount": c.mount_string(), "mkfs": c.mkfs}
                     for c in exp.configs],
         "phases": [{"name": p.name, "description": p.description, "kind": p.kind, "drain_included": p.drain,
-                    "writes": p.writes, "setup": p.setup} for p in exp.phases],
+                    "writes": p.writes, "setup": p.setup, **({"metrics": list(p.metrics)} if p.metrics else {})}
+                   for p in exp.phases],
         "notes": exp.notes,
         "records": records, "summary": summary, "comparisons": compare(exp, summary),
     }
@@ -169,7 +170,9 @@ def _phase_columns(doc: dict) -> list[tuple[str, str, str]]:
         these = [r for r in rows if r["phase"] == name]
         if p.get("writes") and not p["drain_included"] and p["kind"] == "mount":
             cols.append((f"{name} +wb s", name, "drain"))
-        metrics = [m for m in EXTRA_METRICS if any(m in r["extra"] for r in these)]
+        # the known metrics, then those the phase names (metrics = [...] in a job file)
+        named = EXTRA_METRICS + tuple(m for m in p.get("metrics", ()) if m not in EXTRA_METRICS)
+        metrics = [m for m in named if any(m in r["extra"] for r in these)]
         for m in metrics:
             cols.append((f"{name} {METRIC_LABELS.get(m, m)}", name, m))
     return cols

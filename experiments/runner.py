@@ -20,10 +20,12 @@ Wall-clock seconds are recorded beside, for information only.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -83,6 +85,29 @@ class Workload:
                 f"{format_mib(self.bytes)}")
 
 
+def tree_fingerprint(root: Path) -> dict:
+    """What a workload holds, to tell two runs' workloads apart (simfs compare refuses to
+    compare runs whose fingerprints differ): files (symbolic links included), directories,
+    bytes of regular files, and the SHA-256 of the sorted listing `path<TAB>type<TAB>size`
+    (type f, d, l or o; a link's size is its target's length). Names and sizes, not contents:
+    what the model charges for."""
+    lines, nbytes, nfiles, ndirs = [], 0, 0, 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        ndirs += len(dirnames)
+        rel = os.path.relpath(dirpath, root)
+        for n in dirnames:
+            lines.append(f"{os.path.normpath(os.path.join(rel, n))}\td\t0")
+        for n in filenames:
+            st = os.lstat(os.path.join(dirpath, n))
+            kind = "l" if stat.S_ISLNK(st.st_mode) else "f" if stat.S_ISREG(st.st_mode) else "o"
+            if kind != "l":
+                nbytes += st.st_size
+            nfiles += 1
+            lines.append(f"{os.path.normpath(os.path.join(rel, n))}\t{kind}\t{st.st_size}")
+    digest = hashlib.sha256("\n".join(sorted(lines)).encode(errors="surrogateescape")).hexdigest()
+    return {"files": nfiles, "directories": ndirs, "bytes": nbytes, "listing_sha256": digest}
+
+
 def prepare_workload(spec: dict, work: Path, source: Path | None = None) -> Workload:
     if spec.get("kind") != "tree":
         return Workload(kind="none", summary=dict(spec))
@@ -91,24 +116,23 @@ def prepare_workload(spec: dict, work: Path, source: Path | None = None) -> Work
         if not root.is_dir():
             raise ExperimentError(f"--source {source}: not a directory")
         summary = {"source": str(root)}
+    elif "tarball" in spec:
+        root = work / "src"
+        root.mkdir()
+        _run(["tar", "-xf", Path(spec["tarball"]).expanduser(), "-C", root, "--no-same-owner"],
+             f"unpacking the workload {spec['tarball']}")
+        summary = {"source": f"tarball {spec['tarball']}"}
     else:
         from .workload import generate_tree
         root = work / "src"
         kw = {k: v for k, v in spec.items() if k != "kind"}
         s = generate_tree(root, **kw)
         summary = {"source": f"generated (seed {s.seed}{', svn' if kw.get('svn') else ''})", **s.to_dict()}
-    nbytes = nfiles = ndirs = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        ndirs += len(dirnames)
-        for n in filenames:
-            st = os.lstat(os.path.join(dirpath, n))
-            if not os.path.islink(os.path.join(dirpath, n)):
-                nbytes += st.st_size
-            nfiles += 1
+    fp = tree_fingerprint(root)
     tarball = work / "src.tar"
     _run(["tar", "--sort=name", "-cf", tarball, "-C", root, "."], "making the workload tarball")
-    summary.update(bytes=nbytes, entries=nfiles, directories=ndirs)
-    return Workload("tree", root, tarball, nbytes, nfiles, ndirs, summary)
+    summary.update(bytes=fp["bytes"], entries=fp["files"], directories=fp["directories"], fingerprint=fp)
+    return Workload("tree", root, tarball, fp["bytes"], fp["files"], fp["directories"], summary)
 
 
 class Mount:
@@ -145,9 +169,25 @@ class Mount:
 
 
 def _phase_entry(stats: dict, name: str) -> dict:
-    for p in reversed(stats["time"]["phases"]):
-        if p["name"] == name:
-            return p
+    """The phase `name`, with the phases its command marked after it (a fio = phase marks one
+    per fio job) added in: their counters summed; latencies kept only when it is one phase
+    (percentiles do not add)."""
+    ph = stats["time"]["phases"]
+    for i in range(len(ph) - 1, -1, -1):
+        if ph[i]["name"] == name:
+            if i == len(ph) - 1:
+                return ph[i]
+            counters: dict = {}
+            for p in ph[i:]:
+                for k, v in p.get("counters", {}).items():
+                    counters[k] = counters.get(k, 0) + v
+            ops: dict = {}
+            for p in ph[i:]:
+                for k, o in p.get("operations", {}).items():
+                    e = ops.setdefault(k, {"count": 0, "time": 0.0})
+                    e["count"] += o["count"]
+                    e["time"] += o["time"]
+            return {"name": name, "start": ph[i]["start"], "counters": counters, "operations": ops}
     raise ExperimentError(f"phase {name!r} missing from /.simfs/stats")
 
 

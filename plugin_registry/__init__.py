@@ -45,10 +45,14 @@ class PluginError(ValueError):
     """A policy or model name that cannot be used (message: one line, for the user)."""
 
 
-def did_you_mean(word: str, candidates) -> str:
-    """" (did you mean 'x'?)" for the candidate closest to a mistyped word, or ""."""
-    close = difflib.get_close_matches(word, list(candidates), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+def did_you_mean(word, candidates, show=repr) -> str:
+    """' (did you mean X?)' for the candidate nearest `word`, else ''. The one such helper:
+    every place a name is looked up (commands and their options, mount options, policies, disk
+    presets, job-file keys and values, experiments, lessons, verbs) names the nearest valid one
+    the same way, difflib's closest match if it is close enough (ratio >= 0.6): a typo is the
+    usual mistake. It lives here, at the bottom, so every layer can use it."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.6)
+    return f" (did you mean {show(close[0])}?)" if close else ""
 
 
 def _why(e: BaseException) -> str:

@@ -44,7 +44,9 @@ INODE_PLACERS = Registry("inode placement", "inode_placement", "simfs.inode_plac
 
 
 def unknown(kind: str, name: str, known) -> ValueError:
-    return ValueError(f"unknown {kind} '{name}'; choose one of: {', '.join(sorted(known))}")
+    from simfs.suggest import did_you_mean
+    return ValueError(f"unknown {kind} '{name}'; choose one of: {', '.join(sorted(known))}"
+                      + did_you_mean(name, known))
 
 
 def make_allocator(name: str) -> BlockAllocator:

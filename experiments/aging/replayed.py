@@ -1,5 +1,5 @@
 """Age once, replay for every policy: the mounted run's op log asked again of a fresh image
-under another configuration, in-process (simfs.engine.replay's Replayer, step by step).
+under another configuration, in-process (simfs.inprocess.replay's Replayer, step by step).
 
 The log holds the pulls and the measurements the mount made: its syncs, cache drops and
 phase marks, the real `grep -r` of the aged tree (replayed as recorded: the same requests

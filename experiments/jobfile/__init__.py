@@ -7,7 +7,8 @@ experiments/jobs/*.toml are the five seeds, examples/jobs/*.toml more):
 
     [job]       name (required), title, description, repetitions, seed, notes = [...]
     [workload]  kind = "tree" (generate_tree's keywords: seed, files, total_size, svn, ...),
-                "dir" (path = "~/src": your tree) or "none" (describe = "...")
+                "dir" (path = "~/src": your tree), "tarball" (path = "src.tar": an archive,
+                unpacked; any tar -xf reads) or "none" (describe = "...")
     [params]    values handed to the phases (a size such as "64M" becomes bytes)
     [mkfs]      size (required), block_size, inode_size, bytes_per_inode, ... (simfs mkfs)
     [mount]     any `simfs mount -o` option, for every configuration

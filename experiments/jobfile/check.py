@@ -66,12 +66,14 @@ def _check_workload(job: Job) -> None:
     _types(src, ("workload",), w, "workload", "[workload]")
     kind = w.get("kind", "none")
     if kind not in WORKLOAD_KINDS:
-        raise src.error(("workload", "kind"), f"unknown workload kind {kind!r}; valid: tree, dir, none")
-    allowed = {"kind"} | {"tree": TREE_KEYS, "dir": {"path"}, "none": {"describe"}}[kind]
+        raise src.error(("workload", "kind"), f"unknown workload kind {kind!r}; valid: tree, dir, tarball, none"
+                        + _suggest(kind, WORKLOAD_KINDS))
+    allowed = {"kind"} | {"tree": TREE_KEYS, "dir": {"path"}, "tarball": {"path"}, "none": {"describe"}}[kind]
     _unknown(src, ("workload",), w, allowed, f"[workload] of kind {kind!r}")
-    if kind == "dir":
+    if kind in ("dir", "tarball"):
         if not isinstance(w.get("path"), str):
-            raise src.error(("workload", "kind"), "a workload of kind \"dir\" needs path = \"DIR\"")
+            raise src.error(("workload", "kind"), f"a workload of kind \"{kind}\" needs path = "
+                            + ("\"DIR\"" if kind == "dir" else "\"FILE.tar\" (any archive tar -xf reads)"))
     if kind == "tree":
         for k, v in w.items():
             why = _tree_value(k, v)
@@ -112,10 +114,10 @@ def _check_phases(job: Job) -> set[str]:
         if p["name"] in names or p["name"] in ("mkfs", "layout") and p.get("builtin") != "mkfs":
             raise src.error(("phase", i, "name"), f"phase name {p['name']!r} is taken")
         names.add(p["name"])
-        how = [k for k in ("run", "verb", "builtin") if k in p]
+        how = [k for k in ("run", "verb", "builtin", "fio") if k in p]
         if len(how) != 1:
             raise src.error(("phase", i, "name"), f"phase {p['name']!r} needs one of run = \"COMMAND\", "
-                            f"verb = \"VERB\" or builtin = \"NAME\"" + (f" (has {', '.join(how)})" if how else
+                            f"verb = \"VERB\", builtin = \"NAME\" or fio = \"JOB.fio\"" + (f" (has {', '.join(how)})" if how else
                                                                       " (it has no command)"))
         if "run" in p and not p["run"].strip():
             raise src.error(("phase", i, "run"), f"phase {p['name']!r}: run = is empty")
@@ -136,7 +138,8 @@ def _check_phase_kind(src: Source, i: int, p: dict) -> None:
     if "verb" in p:
         verbs = _verb_names()
         if p["verb"] not in verbs:
-            raise src.error(("phase", i, "verb"), f"unknown verb {p['verb']!r}; valid: {', '.join(verbs)}")
+            raise src.error(("phase", i, "verb"), f"unknown verb {p['verb']!r}; valid: {', '.join(verbs)}"
+                            + _suggest(p["verb"], verbs))
         if p.get("cold") is False:
             raise src.error(("phase", i, "cold"), f"phase {p['name']!r}: a verb phase always starts cold "
                             "(it opens the image as one mount)")
@@ -147,10 +150,10 @@ def _check_phase_kind(src: Source, i: int, p: dict) -> None:
                             "(where in the image it works)")
     if "builtin" in p and p["builtin"] not in builtins:
         raise src.error(("phase", i, "builtin"), f"unknown builtin {p['builtin']!r}; valid: "
-                        f"{', '.join(BUILTIN_NAMES)}")
-    if "args" in p and "run" in p:
+                        f"{', '.join(BUILTIN_NAMES)}" + _suggest(p["builtin"], BUILTIN_NAMES))
+    if "args" in p and ("run" in p or "fio" in p):
         raise src.error(("phase", i, "args"), f"phase {p['name']!r}: args = is for verb = and builtin = "
-                        "phases (a run = phase's command says everything)")
+                        "phases (a run = or fio = phase's command says everything)")
     if "args" in p:
         if not isinstance(p["args"], dict):
             raise src.error(("phase", i, "args"), f"phase {p['name']!r}: args must be a table, "
@@ -160,7 +163,7 @@ def _check_phase_kind(src: Source, i: int, p: dict) -> None:
         for k in p["args"]:
             if k not in valid:
                 raise src.error(("phase", i, "args", k), f"phase {p['name']!r}: {what} takes no argument "
-                                f"{k!r}; valid: {', '.join(sorted(valid)) or 'none'}")
+                                f"{k!r}; valid: {', '.join(sorted(valid)) or 'none'}" + _suggest(k, valid))
     if "verb" in p:
         _check_verb(src, i, p)
 
@@ -241,8 +244,10 @@ def check_paths(job: Job, workload: bool = True) -> None:
     directory (unless `workload` is False: --source replaces it) and each unpack verb's
     args.from. Apart from `check`, because a Dask worker loads the job where they may not be."""
     src, w = job.src, job.doc.get("workload", {})
-    if workload and w.get("kind") == "dir":
-        why = _path_problem(w["path"], want_dir=True)
+    if workload and w.get("kind") in ("dir", "tarball"):
+        why = _path_problem(w["path"], want_dir=w["kind"] == "dir")
+        if not why and w["kind"] == "tarball" and not Path(w["path"]).expanduser().is_file():
+            why = "not a file"
         if why:
             raise src.error(("workload", "path"), f"[workload] path = {_toml(w['path'])}: {why}")
     for i, p in enumerate(job.doc.get("phase", [])):
@@ -250,6 +255,18 @@ def check_paths(job: Job, workload: bool = True) -> None:
         why = isinstance(frm, str) and _path_problem(frm, want_dir=False)
         if why:
             raise src.error(("phase", i, "args", "from"), f"phase {p['name']!r}: from = {_toml(frm)}: {why}")
+        fio = fio_path(job, p)
+        if fio is not None and not fio.is_file():
+            raise src.error(("phase", i, "fio"), f"phase {p['name']!r}: fio = {_toml(p['fio'])}: no such file "
+                            f"(looked for {fio})")
+
+
+def fio_path(job: Job, p: dict) -> Path | None:
+    """A fio = phase's job file: a relative path is the job file's neighbour."""
+    if "fio" not in p:
+        return None
+    f = Path(p["fio"]).expanduser()
+    return f if f.is_absolute() else Path(job.path).resolve().parent / f
 
 
 def _path_problem(path: str, want_dir: bool) -> str | None:
@@ -394,7 +411,8 @@ def _mount_key(src: Source, where: tuple, k: str, mount_keys: set) -> None:
     if k in RUNNER_OWNED:
         raise src.error(where, f"mount option {k!r} is set by the runner for each phase; leave it out")
     if k not in mount_keys:
-        raise src.error(where, f"unknown mount option {k!r}; valid: {', '.join(sorted(mount_keys))}")
+        raise src.error(where, f"unknown mount option {k!r}; valid: {', '.join(sorted(mount_keys))}"
+                        + _suggest(k, mount_keys))
 
 
 def _axis_value(src, where, axis, val, mkfs_keys, mount_keys) -> None:
@@ -414,7 +432,8 @@ def _axis_value(src, where, axis, val, mkfs_keys, mount_keys) -> None:
             raise src.error(where + ("columns",), "columns must be a table, e.g. {aligned = \"yes\"}")
     elif axis not in mkfs_keys and axis not in mount_keys:
         raise src.error(where, f"unknown key {axis!r} in [matrix]: an axis of plain values must be a mount "
-                        f"option or an mkfs key (or give labelled values: [{{label = ..., OPTION = ...}}])")
+                        f"option or an mkfs key (or give labelled values: [{{label = ..., OPTION = ...}}])"
+                        + _suggest(axis, set(mkfs_keys) | set(mount_keys)))
     else:
         _option_value(src, where, axis, val)
 

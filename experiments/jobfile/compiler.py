@@ -12,7 +12,7 @@ from pathlib import Path
 from .. import phases as ph
 from ..builtins import BUILTINS
 from ..spec import Compare, Experiment, Panel, Phase
-from .check import configs as check_configs, verb_params
+from .check import configs as check_configs, fio_path, verb_params
 from .expand import _fmt
 from .schema import Job, _looks_size
 
@@ -50,8 +50,36 @@ def _verb_record(verb: str, path: str, args: dict, drain: bool):
     return command
 
 
-def _phase(p: dict) -> Phase:
+def _fio_phase(p: dict, fio: Path, flags: dict) -> Phase:
+    """A fio = phase: `simfs fio MNT JOB.fio --out WORK/fio-NAME` (one simulated phase per fio
+    job); its extra metrics are each fio job's simulated IOPS and MB/s per direction, read
+    from the fio-shaped JSON it writes (simfs/cli/fio.py)."""
+    import json
+    import sys
+    out = lambda c: c.work / f"fio-{p['name']}"
+
+    def after(c, rec: dict) -> dict:
+        doc = json.loads((out(c) / "fio-sim.json").read_text())
+        extra = {}
+        for j in doc["jobs"]:
+            for d in ("read", "write"):
+                x = j.get(d) or {}
+                if x.get("total_ios"):
+                    extra[f"{j['jobname']}.{d}_iops"] = x["iops"]
+                    extra[f"{j['jobname']}.{d}_mb_s"] = x["bw_bytes"] / 1e6
+        return extra
+
+    return Phase(p["name"], p.get("description", f"fio {fio.name} on MNT (one simulated phase per fio job)"),
+                 kind="mount", command=lambda c: [sys.executable, "-m", "simfs.cli", "fio", str(c.mnt), str(fio),
+                                                  "--out", str(out(c))],
+                 prepare=(lambda c, t=p["prepare"]: _render(t, c)) if "prepare" in p else None,
+                 after=after, metrics=tuple(p.get("metrics", ())), **flags)
+
+
+def _phase(p: dict, fio: Path | None = None) -> Phase:
     flags = {k: p[k] for k in ("drain", "writes", "trace", "setup", "cold") if k in p}
+    if fio is not None:
+        return _fio_phase(p, fio, flags)
     if "builtin" in p:
         fn = BUILTINS()[p["builtin"]]
         kw = dict(p.get("args", {}))
@@ -95,7 +123,7 @@ def compile_job(job: Job, wl) -> Experiment:
     reps = j.get("repetitions", 1)
     vars_ = {**sizes, "repetitions": reps}
     names = {c.name for c in configs}
-    phases = [_phase(p) for p in doc["phase"]]
+    phases = [_phase(p, fio_path(job, p)) for p in doc["phase"]]
     params = {k: parse_size(v) if _looks_size(v) else v for k, v in doc.get("params", {}).items()}
     compares = []
     measured = [p.name for p in phases if p.kind != "mkfs" and not p.setup]

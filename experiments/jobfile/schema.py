@@ -5,11 +5,12 @@ part of the package uses to refuse a value (unknown keys with a near miss, types
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from plugin_registry import did_you_mean
 
 
 class JobError(ValueError):
@@ -18,10 +19,10 @@ class JobError(ValueError):
 
 TOP = {"job", "workload", "params", "mkfs", "mount", "matrix", "phase", "ratio", "panel", "plots", "quick"}
 JOB_KEYS = {"name", "title", "description", "repetitions", "seed", "notes"}
-WORKLOAD_KINDS = {"tree", "dir", "none"}
+WORKLOAD_KINDS = {"tree", "dir", "tarball", "none"}
 TREE_KEYS = {"seed", "files", "total_size", "max_file_size", "max_depth", "fanout", "svn", "symlinks",
              "hardlinks", "empty_files", "empty_dirs", "deep_paths", "mtime"}
-PHASE_KEYS = {"name", "run", "verb", "builtin", "prepare", "path", "args", "cold", "drain", "writes",
+PHASE_KEYS = {"name", "run", "verb", "builtin", "fio", "prepare", "path", "args", "cold", "drain", "writes",
               "trace", "setup", "description", "metrics"}
 RATIO_KEYS = {"num", "den", "phase", "label", "metric", "published", "source", "expect", "check",
               "explain", "headline"}
@@ -51,7 +52,7 @@ TYPES = {
     "job": {"name": TEXT, "title": TEXT, "description": TEXT, "repetitions": WHOLE, "notes": TEXTS,
             "seed": (lambda v: isinstance(v, str) or _whole(v), "a string or a whole number")},
     "workload": {"kind": TEXT, "path": TEXT, "describe": TEXT},
-    "phase": {"name": TEXT, "run": TEXT, "verb": TEXT, "builtin": TEXT, "prepare": TEXT, "path": TEXT, "args": TABLE,
+    "phase": {"name": TEXT, "run": TEXT, "verb": TEXT, "builtin": TEXT, "fio": TEXT, "prepare": TEXT, "path": TEXT, "args": TABLE,
               "cold": FLAG, "drain": FLAG, "writes": FLAG, "trace": FLAG, "setup": FLAG, "description": TEXT,
               "metrics": TEXTS},
     "ratio": {"num": TEXT, "den": TEXT, "phase": TEXT, "label": TEXT, "metric": TEXT, "published": NUMBER,
@@ -183,8 +184,7 @@ def _unknown(src: Source, where: tuple, got, allowed: set, what: str) -> None:
 
 def _suggest(word, choices, show=repr) -> str:
     """ " (did you mean 'x'?)" for a near miss among `choices`, else "": typos are the usual mistake."""
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
-    return f" (did you mean {show(close[0])}?)" if close else ""
+    return did_you_mean(word, choices, show)
 
 
 def _types(src: Source, where: tuple, table: dict, section: str, what: str) -> None:
@@ -228,6 +228,8 @@ class Job:
         kind = w.pop("kind", "none")
         if kind == "dir":
             return {"kind": "tree", "path": str(Path(w["path"]).expanduser())}
+        if kind == "tarball":
+            return {"kind": "tree", "tarball": str(Path(w["path"]).expanduser())}
         if kind == "none":
             return {"kind": "none", **({"describe": w["describe"]} if "describe" in w else {})}
         if "fanout" in w:

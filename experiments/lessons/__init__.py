@@ -87,8 +87,9 @@ def cmd_lesson(a) -> int:
             print(f"{n:15s} seed {m.SEED}  {m.TITLE}")
         return 0
     if a.name not in LESSONS:
-        print(f"simfs lesson: unknown lesson {a.name!r}; choose one of: {', '.join(LESSONS)} (or list)",
-              file=sys.stderr)
+        from plugin_registry import did_you_mean
+        print(f"simfs lesson: unknown lesson {a.name!r}; choose one of: {', '.join(LESSONS)} (or list)"
+              + did_you_mean(a.name, [*LESSONS, "list"]), file=sys.stderr)
         return 2
     out = a.out or Path("lessons") / a.name
     why = work_dir_problem(a.work_dir) or out_problem(out, lambda d: _lesson_of(d) == a.name, "lesson")

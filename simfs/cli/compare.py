@@ -33,10 +33,15 @@ def register(sub) -> None:
                "  simfs compare results/ab-old/results.json results/ab-new/results.json\n"
                "  simfs compare ext2.stats.json cg.stats.json --json | jq '.[] | select(.metric == \"seeks\")'\n"
                "  simfs compare a.json b.json --all          # also the rows where A and B are equal\n\n"
-               "Exit status 2 for a missing or unreadable file, files of two kinds, or nothing in common.")
+               "Exit status 2 for a missing or unreadable file, files of two kinds, nothing in common, or\n"
+               "results of two different workloads (each results.json records its workload's fingerprint;\n"
+               "--force compares them anyway, with a warning).")
     s.add_argument("a", metavar="A", help="results.json or statistics JSON (the denominator)")
     s.add_argument("b", metavar="B", help="the same kind of file (the numerator)")
     s.add_argument("--json", action="store_true", help="print the rows as JSON")
+    s.add_argument("--force", action="store_true",
+                   help="compare results whose workloads differ (their fingerprints: files, directories, "
+                        "bytes, listing), with a warning; without it that is refused")
     s.add_argument("--all", action="store_true", help="also rows where A equals B (default: only differences; "
                                                        "simulated seconds are always shown)")
     s.set_defaults(func=cmd_compare)
@@ -108,6 +113,31 @@ def _latency_metrics(lat: dict, split: dict) -> dict:
     if "rotational_misses" in lat:
         out["rotational_misses"] = lat["rotational_misses"]
     return out
+
+
+def _fingerprint_text(fp: dict) -> str:
+    return (f"{fp.get('files', 0):,} files, {fp.get('directories', 0):,} directories, {fp.get('bytes', 0):,} bytes, "
+            f"listing {str(fp.get('listing_sha256', ''))[:12]}")
+
+
+def workload_mismatch(a_path: str, b_path: str) -> tuple[str | None, str | None]:
+    """(why A and B ran on different workloads, or None; a note when that cannot be told).
+    Results record their workload's fingerprint (experiments/runner.py tree_fingerprint);
+    statistics files have none."""
+    (ka, a), (kb, b) = _load(a_path), _load(b_path)
+    if ka != "results" or kb != "results":
+        return None, None
+    fa, fb = ((d.get("workload") or {}).get("fingerprint") for d in (a, b))
+    if fa is None and fb is None:
+        return None, None
+    if fa is None or fb is None:
+        side = "A" if fa is None else "B"
+        return None, (f"note: {side} records no workload fingerprint (an older run): "
+                      "whether A and B ran on the same workload is not checked")
+    if fa == fb:
+        return None, None
+    return (f"A and B ran on different workloads (A: {_fingerprint_text(fa)}; B: {_fingerprint_text(fb)}): "
+            "their figures differ for that reason too"), None
 
 
 def rows(a_path: str, b_path: str, show_all: bool = False) -> list[dict]:
@@ -182,8 +212,15 @@ def markdown(rs: list[dict], a: str, b: str) -> str:
 def cmd_compare(a) -> int:
     try:
         rs, only_a, only_b = compare(a.a, a.b, a.all)
+        differ, note = workload_mismatch(a.a, a.b)
     except CompareError as e:
         return fail(str(e), "compare")
+    if differ and not a.force:
+        return fail(f"{differ}; refusing to compare (--force compares them anyway)", "compare")
+    if differ:
+        print(f"simfs compare: WARNING: {differ}", file=sys.stderr)
+    if note:
+        print(f"simfs compare: {note}", file=sys.stderr)
     for side, path, keys, other in (("A", a.a, only_a, "B"), ("B", a.b, only_b, "A")):
         if keys:
             print(f"simfs compare: {unmatched_note(side, path, keys, other)}", file=sys.stderr)
@@ -191,5 +228,5 @@ def cmd_compare(a) -> int:
         json.dump(rs, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print(markdown(rs, a.a, a.b))
+        print((f"**WARNING: {differ}.**\n\n" if differ else "") + markdown(rs, a.a, a.b))
     return 0

@@ -3,6 +3,7 @@ repair with e2fsck -fy."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,7 +18,9 @@ EXIT_STATUS = """exit status:
        than its file system, e2fsck not installed, --repair on a mounted image
   4    problems left uncorrected, or the image was not cleanly unmounted or has errors
        recorded (--repair: still not clean)
-  8    e2fsck could not check (or repair) the image; e2fsck's 16 (usage error), 32
+  8    e2fsck could not check (or repair) the image, or the image is mounted (e2fsck reads it
+       while simfs writes it: the verdict is not reliable; e2fsck itself refuses a mounted
+       file system with 8, "operational error"; 8 is added to what e2fsck found); e2fsck's 16 (usage error), 32
        (cancelled) and 128 (shared-library error), or sums of these, are passed on too
   130  interrupted"""
 
@@ -40,6 +43,9 @@ def register(sub) -> None:
     s.add_argument("--repair", "-y", action="store_true",
                    help="finish an interrupted commit, then repair with e2fsck -fy")
     s.add_argument("--verbose", "-v", action="store_true", help="print e2fsck's full output")
+    s.add_argument("--json", action="store_true",
+                   help="print the verdict as JSON: clean, status, e2fsck_status, mounted, state, summary, "
+                        "problems (the check only; not with --repair)")
     s.set_defaults(func=cmd_fsck)
 
 
@@ -110,6 +116,8 @@ def cmd_fsck(a) -> int:
         return fail(why, "fsck")
     if shutil.which("e2fsck") is None:
         return fail("e2fsck not found (apt-get install e2fsprogs)", "fsck")
+    if a.repair and a.json:
+        return fail("--json is for the check; --repair prints what it did", "fsck")
     if a.repair:
         try:
             fd = os.open(a.image, os.O_RDWR)
@@ -144,12 +152,26 @@ def cmd_fsck(a) -> int:
         return rc
     mounted = image_locked(a.image)
     if mounted:
-        print(f"simfs fsck: warning: {a.image} is mounted; results may be inconsistent",
-              file=sys.stderr)
+        print(f"simfs fsck: {a.image} is mounted: checked anyway, but the result is not reliable "
+              "(exit status 8 added); unmount it first", file=sys.stderr)
     if pending_journal(a.image) == "complete":
         print(f"simfs fsck: warning: a commit was interrupted ({journal_path(a.image)}); e2fsck "
               f"sees the image without it: `simfs fsck --repair` finishes it first", file=sys.stderr)
     rc, output, lines, summary = _e2fsck(a.image, "n")
+    rc = _report(a, rc, output, lines, summary, mounted)
+    return rc | 8 if mounted else rc
+
+
+def _report(a, rc: int, output: list[str], lines: list[str], summary: str, mounted: bool) -> int:
+    """Print e2fsck -fn's verdict (or, with --json, one JSON object); the exit status."""
+    if a.json:
+        state = None if mounted else unclean(a.image)
+        status = 4 if rc == 0 and state else rc
+        doc = {"image": a.image, "clean": status == 0 and not mounted, "status": status | (8 if mounted else 0),
+               "e2fsck_status": rc, "mounted": bool(mounted), "state": state, "summary": summary,
+               "problems": lines}
+        print(json.dumps(doc, indent=1))
+        return status
     if a.verbose:
         print("\n".join(output))
     state = None if mounted else unclean(a.image)     # (mounted read-write: not clean meanwhile)
@@ -157,7 +179,9 @@ def cmd_fsck(a) -> int:
         print(f"NOT clean: {state}; e2fsck -fn finds nothing else ({summary or a.image}): "
               f"`simfs fsck --repair {a.image}` marks it clean")
         return 4
-    if rc == 0:
+    if rc == 0 and mounted:
+        print(f"no verdict ({a.image} is mounted): e2fsck -fn saw nothing wrong: {summary or a.image}")
+    elif rc == 0:
         print(f"clean: {summary or a.image}")
     else:
         if state:

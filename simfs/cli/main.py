@@ -15,7 +15,6 @@ stderr and exit status 2, like argparse's own usage errors.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import re
@@ -24,12 +23,13 @@ from importlib.metadata import entry_points
 
 from simfs import __version__
 from simfs.cli.common import EXIT_USAGE, Fmt
+from plugin_registry import did_you_mean
 
 GROUP = "simfs.commands"
 
 # `simfs --help` order: simfs's own command modules, and at "*" the commands of the group
 COMMANDS = ("mkfs", "mount", "ctl", "fsck", "stats", "compare", "replay", "verb", "disks", "policies", "frag",
-            "layout", "helper", "trace", "*",
+            "layout", "helper", "trace", "fio", "*",
             "plot")
 
 
@@ -64,8 +64,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def suggestion(word: str, candidates) -> str:
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
+    return did_you_mean(word, candidates, show=str)
 
 
 def _deepest(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:

@@ -55,6 +55,9 @@ def register(sub) -> None:
                    help="with --disk: largest write request, bytes (default 128K)")
     s.add_argument("--force", "-F", action="store_true", help="overwrite an existing file")
     s.add_argument("--quiet", "-q", action="store_true")
+    s.add_argument("--json", action="store_true",
+                   help="print what was made as JSON: image, size, block_size, blocks, inodes, "
+                        "and with --disk the simulated seconds, requests and bytes written")
     s.set_defaults(func=cmd_mkfs)
 
 
@@ -140,14 +143,22 @@ def cmd_mkfs(a) -> int:
     from simfs.blockio.imagefile import journal_path
     with contextlib.suppress(FileNotFoundError):   # an old image's crash journal is not this one's
         os.unlink(journal_path(image))
+    nb, ni = getattr(sb, "blocks_count", None), getattr(sb, "inodes_count", None)
+    doc = {"image": a.image, "size": a.size, "block_size": a.block_size, "blocks": nb, "inodes": ni}
+    if a.disk:
+        c = st.totals()
+        doc["disk"] = {"name": a.disk, "seconds": seconds,
+                       "requests": c.get("disk_writes", 0) + c.get("disk_reads", 0),
+                       "bytes_written": c.get("sectors_written", 0) * 512}
+    if a.json:
+        import json
+        print(json.dumps(doc, indent=1))
+        return 0
     if not a.quiet:
-        nb, ni = getattr(sb, "blocks_count", None), getattr(sb, "inodes_count", None)
         detail = f"{nb} blocks of {a.block_size} bytes, {ni} inodes" if nb and ni else f"{a.size} bytes"
         print(f"simfs: made an {a.profile}{'-profile' if a.profile != 'ext2' else ''} file system "
               f"in {a.image}: {detail}")
     if a.disk:
-        c = st.totals()
-        n = c.get("disk_writes", 0) + c.get("disk_reads", 0)
-        mib = c.get("sectors_written", 0) * 512 / 2**20
+        n, mib = doc["disk"]["requests"], doc["disk"]["bytes_written"] / 2**20
         print(f"mkfs on {a.disk}: {seconds:.3f} s simulated ({n:,} requests, {mib:.1f} MiB written)")
     return 0

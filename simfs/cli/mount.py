@@ -43,6 +43,9 @@ def register(sub) -> None:
                    help="detach now even if busy and return at once; the daemon writes the image "
                         "back and exits when the last file is closed (with --timeout: wait that long)")
     s.add_argument("--quiet", "-q", action="store_true", help="print no summary")
+    s.add_argument("--json", action="store_true",
+                   help="print the final statistics as JSON instead of the summary "
+                        "({\"mountpoint\", \"stats_file\", \"stats\"}: as `simfs stats --json` gives them)")
     s.add_argument("--timeout", type=float, default=None,
                    help="give up waiting for the daemon after this many seconds")
     s.set_defaults(func=cmd_umount)
@@ -56,6 +59,12 @@ def _option_help() -> str:
         return f"(option list unavailable: {e})"
 
 
+# what a mount with none of these options models, said at mount (README's quick tour too)
+MODEL_KEYS = {"alloc", "inode_placement", "writeback", "dirorder"}
+MODELLED = ("simfs: modelling Linux ext2 (alloc=ext2 with Orlov inode placement, writeback=async, "
+            "dirorder=linear); -o alloc=...,writeback=... to change")
+
+
 def cmd_mount(a) -> int:
     from simfs.fuse import daemon, mountopts
     from simfs.fuse.checks import UsageError
@@ -67,23 +76,34 @@ def cmd_mount(a) -> int:
     except mountopts.OptionError as e:
         return fail(str(e), "mount")
     try:
-        return daemon.mount(a.image, a.mountpoint, mopts, foreground=a.foreground,
-                            recorder=_recorder, report=_report_file)
+        rc = daemon.mount(a.image, a.mountpoint, mopts, foreground=a.foreground,
+                          recorder=_recorder, report=_report_file)
+        given = {kv.split("=", 1)[0].strip() for o in a.options for kv in o.split(",")}
+        if rc == 0 and not a.foreground and not given & MODEL_KEYS:
+            print(MODELLED, file=sys.stderr)      # once mounted: a refusal stays one line
+        return rc
     except UsageError as e:
         return fail(str(e), "mount")
 
 
-def _report_file(path: str | None) -> None:
-    """The last word at unmount: a short summary of the final statistics file, if any."""
+def _report_file(path: str | None, as_json: str | None = None) -> None:
+    """The last word at unmount: a short summary of the final statistics file, if any; with
+    `as_json` (the mount point), the statistics themselves as one JSON object."""
+    import json
+
     from simfs.cli.stats import load_stats, unmount_summary
-    if not path:
-        return
-    try:
-        doc = load_stats(path)
-    except ValueError as e:
-        print(f"simfs: no summary: {e}", file=sys.stderr)
-        return
-    print(unmount_summary(doc, path), flush=True)
+    doc, why = None, None
+    if path:
+        try:
+            doc = load_stats(path)
+        except ValueError as e:
+            why = str(e)
+    if as_json is not None:
+        print(json.dumps({"mountpoint": as_json, "stats_file": path, "stats": doc}, indent=1), flush=True)
+    if why:
+        print(f"simfs: no summary: {why}", file=sys.stderr)
+    elif doc is not None and as_json is None:
+        print(unmount_summary(doc, path), flush=True)
 
 
 def _recorder(vol, path: str):
@@ -98,6 +118,7 @@ def cmd_umount(a) -> int:
     from simfs.fuse.checks import UsageError
     try:
         return daemon.umount(a.mountpoint, lazy=a.lazy, timeout=a.timeout,
-                             report=None if a.quiet else lambda info: _report_file(info.get("stats")))
+                             report=None if a.quiet and not a.json else
+                             lambda info: _report_file(info.get("stats"), a.mountpoint if a.json else None))
     except UsageError as e:
         return fail(str(e), "umount")

@@ -102,7 +102,9 @@ def cmd_policies_show(a) -> int:
     rows = [r for r in policy_table() if r["name"] == a.name]
     if not rows:
         names = sorted({r["name"] for r in policy_table()})
-        return fail(f"unknown policy {a.name!r}; choose one of: {', '.join(names)}", "policies")
+        from plugin_registry import did_you_mean
+        return fail(f"unknown policy {a.name!r}; choose one of: {', '.join(names)}"
+                    + did_you_mean(a.name, names), "policies")
     for i, r in enumerate(rows):
         if i:
             print("\n" + "-" * 78 + "\n")

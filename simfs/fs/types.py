@@ -59,14 +59,18 @@ class VolumeOptions:
     """Choices that shape a mounted volume; mount options (-o key=value) map onto these fields.
     Each option's type, help, unit, range and check are declared here (simfs.fs.optionspec)."""
 
-    alloc: str = option("first-free", "block allocator (see `simfs policies`)", registry=_allocators)
+    # The defaults model one real system, Linux's ext2 (the file system the image is): its block
+    # allocator with its Orlov inode placement, asynchronous metadata write-back (Linux's ext2
+    # writes inode, bitmap and directory blocks back later, through the page cache; only
+    # `-o sync`/`dirsync` make them synchronous) and readdir in on-disk order (no dir_index).
+    alloc: str = option("ext2", "block allocator (see `simfs policies`)", registry=_allocators)
     inode_placement: str = option("", "inode placement policy; empty: the allocator's own",
                                   registry=_inode_placers)
     disk: str = option("sata7200", "disk model preset, with overrides: sata7200,rpm=5400 "
                                    "(see `simfs disks`)", check=_disk_model, suboptions=True)
     # cache: the buffer cache keeps at least 64 blocks whatever it is told (64K of 1K blocks)
     cache: int = option(128 << 20, "buffer cache size", unit="bytes", range=(64 << 10, machine_memory))
-    writeback: str = option("sync", "write-back policy (see simfs.blockio.cache)", registry=_writeback_policies)
+    writeback: str = option("async", "write-back policy (see simfs.blockio.cache)", registry=_writeback_policies)
     dirorder: str = option("linear", "readdir order", registry=_dir_orders)
     # maxio: a number of blocks of any block size (a remainder would be dropped without a word)
     maxio: int = option(128 << 10, "largest request clustering and read-ahead build", unit="bytes",

@@ -92,8 +92,9 @@ def hash_version(version: int | str, signed: bool | None = None) -> int:
         try:
             v = HASH_VERSIONS[version.strip().lower()]
         except KeyError:
+            from plugin_registry import did_you_mean
             raise ValueError(f"unknown directory hash '{version}'; choose one of: "
-                             f"{', '.join(HASH_VERSIONS)}") from None
+                             f"{', '.join(HASH_VERSIONS)}" + did_you_mean(version, HASH_VERSIONS)) from None
     else:
         v = int(version)
         if not 0 <= v <= 5:

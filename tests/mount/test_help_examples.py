@@ -34,6 +34,7 @@ pytestmark = pytest.mark.mount
 PARSE_ONLY = {
     r"^simfs experiment run\b": "an experiment runs for minutes (tests/mount/test_experiments.py runs them)",
     r"^simfs run\b": "a job runs for seconds to minutes (tests/volume/test_jobs_run.py runs them)",
+    r"^simfs fio\b": "fio runs for a minute on the modelled disk (tests/mount/test_fio.py runs examples/fio)",
     r"\bresults/": "needs finished runs in results/ (the job and report tests make them)",
     r"^simfs report\b": "needs an experiment's results (the report's own test renders one)",
     r"^simfs lesson (?!list)": "a lesson runs for up to two minutes (the lessons' own test)",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -429,7 +430,7 @@ def test_run_binary_job_file(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("flag, where, words", [
-    ("--work-dir", "nonexistent", "--work-dir {p}: no such directory"),
+    ("--work-dir", "nonexistent/x", "--work-dir {p}: no such directory, nor its parent {d}/nonexistent"),
     ("--work-dir", "file", "--work-dir {p}: not a directory"),
     ("--out", "file", "--out {p}: exists and is not a directory"),
     ("--out", "nonexistent/x", "directory {d}/nonexistent does not exist"),
@@ -501,7 +502,7 @@ def test_results_go_nowhere_they_would_write_over(tmp_path, capsys, cmd, bad, wo
 
 
 @pytest.mark.parametrize("opts, words", [
-    (["--work-dir", "/nonexistent"], "--work-dir /nonexistent: no such directory"),
+    (["--work-dir", "/nonexistent/x"], "--work-dir /nonexistent/x: no such directory, nor its parent /nonexistent"),
     (["--size", "0"], "--size 0: give a size above 0"),
     (["-r", "0"], "--repetitions 0: give 1 or more"),
     (["--source", "/nonexistent"], "--source /nonexistent: not a directory"),
@@ -519,3 +520,21 @@ def test_a_quick_run_replaces_no_full_run_s_results(tmp_path, capsys):
     (full / "results.json").write_text(json.dumps({"experiment": "ext2fs-2010", "quick": False}))
     refused(capsys, "experiment", "run", "ext2fs-2010", "--quick", "--out", full,
             words=("a --quick run replaces no full run's results",))
+
+
+@pytest.mark.parametrize("cmd", [["experiment", "run", "writeback", "--quick"],
+                                 ["run", str(Path(__file__).resolve().parents[2] / "examples" / "jobs" / "fio-alloc.toml")]])
+def test_mounted_runs_check_root_and_fuse_first(tmp_path, capsys, monkeypatch, cmd):
+    """Without root or FUSE a run with mounted phases is refused before anything is made (it
+    used to mount, then fail half-way); one line naming what is missing."""
+    from experiments import jobrun
+    monkeypatch.setattr(jobrun, "fuse_problem", lambda: "not root")
+    out = tmp_path / "out"
+    msg = refused(capsys, *cmd, "--out", out, "--work-dir", tmp_path / "work", words=("not root", "FUSE"))
+    assert "\n" not in msg.strip() and not out.exists() and not (tmp_path / "work").exists()
+
+
+def test_did_you_mean_where_names_are_looked_up(capsys):
+    refused(capsys, "experiment", "run", "writebak", words=("did you mean 'writeback'?",))
+    refused(capsys, "policies", "show", "frist-free", words=("did you mean 'first-free'?",))
+    refused(capsys, "disks", "show", "wd1200", words=("did you mean 'wd1200jb'?",))

@@ -1,6 +1,7 @@
 """The simfs command without mounting: version, help, mkfs, fsck, stats rendering."""
 
 import io
+import json
 import shutil
 
 import pytest
@@ -139,3 +140,66 @@ def test_stats_of_a_directory_that_only_looks_like_a_mount(tmp_path):
         r = run_simfs(*args, check=False)
         assert r.returncode == 2 and "not simfs statistics" in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+@needs_e2fsck
+def test_fsck_of_a_mounted_image_is_no_verdict_exit_8(simfs_factory):
+    """e2fsck refuses a mounted file system with 8 (operational error); simfs fsck checks it
+    anyway but adds 8: a clean-looking result read while the daemon writes is no verdict."""
+    m = simfs_factory(size="64M")
+    r = run_simfs("fsck", m.image, check=False)
+    assert r.returncode == 8, (r.returncode, r.stdout, r.stderr)
+    assert "is mounted" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.stdout.startswith("no verdict")
+    js = json.loads(run_simfs("fsck", "--json", m.image, check=False).stdout)
+    assert js["mounted"] is True and js["clean"] is False and js["status"] == 8
+
+
+@needs_e2fsck
+def test_fsck_json_of_a_clean_image(tmp_path):
+    img = tmp_path / "j.img"
+    run_simfs("mkfs", "-q", img, "--size", "32M")
+    r = run_simfs("fsck", "--json", img)
+    js = json.loads(r.stdout)
+    assert js["clean"] is True and js["status"] == 0 and js["e2fsck_status"] == 0 and js["problems"] == []
+
+
+@needs_e2fsck
+def test_mkfs_and_umount_json(tmp_path):
+    """--json on the commands that print a result: mkfs (what was made, with --disk its time)
+    and umount (the final statistics)."""
+    img, mnt = tmp_path / "k.img", tmp_path / "mnt"
+    js = json.loads(run_simfs("mkfs", img, "32M", "--block-size", "1024", "--disk", "sata7200", "--json").stdout)
+    assert js["image"] == str(img) and js["block_size"] == 1024 and js["blocks"] == 32 * 1024
+    assert js["inodes"] > 0 and js["disk"]["seconds"] > 0 and js["disk"]["bytes_written"] > 0
+    mnt.mkdir()
+    run_simfs("mount", img, mnt)
+    try:
+        (mnt / "f").write_bytes(b"x" * 10000)
+    finally:
+        r = run_simfs("umount", "--json", mnt)
+    js = json.loads(r.stdout)
+    assert js["mountpoint"] == str(mnt) and js["stats_file"] == f"{img}.stats.json"
+    assert js["stats"]["total"]["counters"]["disk_writes"] > 0 and js["stats"]["unmount"]["elapsed"] >= 0
+    assert run_simfs("fsck", img).returncode == 0
+
+
+def test_a_plain_mount_says_it_models_linux_ext2(tmp_path):
+    """A mount with no policy options models Linux's ext2 (alloc=ext2 with Orlov, async
+    write-back, linear readdir) and says so in one line on stderr; /.simfs/info shows those
+    policies. A mount that names its policies is not told."""
+    img, mnt = tmp_path / "p.img", tmp_path / "mnt"
+    run_simfs("mkfs", "-q", img, "32M")
+    mnt.mkdir()
+    for opts, told in (([], True), (["-o", "alloc=first-free,writeback=sync"], False)):
+        r = run_simfs("mount", img, mnt, *opts)
+        try:
+            info = (mnt / ".simfs" / "info").read_text()
+        finally:
+            run_simfs("umount", "-q", mnt)
+        if told:
+            assert r.stderr.strip() == ("simfs: modelling Linux ext2 (alloc=ext2 with Orlov inode placement, "
+                                        "writeback=async, dirorder=linear); -o alloc=...,writeback=... to change")
+            assert "alloc=ext2" in info and "writeback=async" in info and "dirorder=linear" in info
+        else:
+            assert r.stderr == "" and "alloc=first-free" in info and "writeback=sync" in info

@@ -367,3 +367,22 @@ def test_quick_may_narrow_an_axis_the_job_excludes_on(tmp_path):
     job = _job(tmp_path, extra=QUICK.replace('"ext2"', '"cg"'),
                extra_matrix='[[matrix.exclude]]\nalloc = "ext2"\nblock = "1K"\n', quick=True)
     assert [c.name for c in _compile(job).configs] == ["block=1K", "block=4K"]
+
+
+def test_fio_phase_runs_simfs_fio_on_the_job_files_neighbour(tmp_path):
+    """fio = "JOB.fio": a mount phase running `simfs fio MNT JOB.fio` (a relative path is the job
+    file's neighbour); a missing fio job file or args = is one line at its position."""
+    (tmp_path / "w.fio").write_text("[w]\nrw=write\nsize=1m\n")
+    job = _job(tmp_path, extra='\n[[phase]]\nname = "f"\nfio = "w.fio"\n')
+    jobfile.check_paths(job)
+    exp = _compile(job)
+    p = exp.phase("f")
+    ctx = _ctx(exp.configs[0], {})
+    argv = p.command(ctx)
+    assert p.kind == "mount" and jobfile.needs_mount(exp) and p.after is not None
+    assert argv[-5:] == ["fio", str(ctx.mnt), str(tmp_path / "w.fio"), "--out", str(ctx.work / "fio-f")]
+    missing = _job(tmp_path, extra='\n[[phase]]\nname = "f"\nfio = "nope.fio"\n')
+    with pytest.raises(jobfile.JobError, match=r"job.toml:25: phase 'f': fio = \"nope.fio\": no such file"):
+        jobfile.check_paths(missing)
+    with pytest.raises(jobfile.JobError, match="args = is for verb"):
+        _job(tmp_path, extra='\n[[phase]]\nname = "f"\nfio = "w.fio"\nargs = {x = 1}\n')

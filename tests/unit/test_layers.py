@@ -23,7 +23,7 @@ ALLOWED = {
     "simfs.units": set(),
     "plugin_registry": set(),          # the plug-in registries policies/ and disk_models/ build on: stdlib only
     "simfs.outfile": set(),             # opening the files simfs writes beside an image: stdlib only
-    "simfs.ondisk": {"simfs.errors"},
+    "simfs.ondisk": {"simfs.errors", "plugin_registry"},
     "simfs.blockio": {"simfs.errors", "simfs.ondisk", "simfs.outfile", "policies"},
     "simfs.fs": {"simfs.errors", "simfs.units", "simfs.ondisk", "simfs.blockio", "simfs.outfile", "policies",
                  "disk_models"},
@@ -31,7 +31,7 @@ ALLOWED = {
                      "disk_models"},
     "simfs.fuse": {"simfs", "simfs.errors", "simfs.units", "plugin_registry", "simfs.ondisk", "simfs.fs", "simfs.blockio",
                    "simfs.outfile", "policies", "disk_models"},
-    "simfs.pictures": {"simfs.errors", "simfs.units", "simfs.ondisk", "simfs.blockio", "simfs.fs"},
+    "simfs.pictures": {"simfs.errors", "simfs.units", "simfs.ondisk", "simfs.blockio", "simfs.fs", "plugin_registry"},
     "simfs.cli": {"simfs", "simfs.errors", "simfs.units", "plugin_registry", "simfs.ondisk", "simfs.blockio",
                   "simfs.fs", "simfs.inprocess", "simfs.fuse", "simfs.pictures", "policies", "disk_models"},
     "policies": {"plugin_registry"},

@@ -180,6 +180,56 @@ def test_compare_results_files(serial, tmp_path):
     assert len(seeks) == 2 and all(x["b"] == x["a"] + 10 for x in seeks)
 
 
+def test_compare_refuses_two_workloads_unless_forced(serial, tmp_path):
+    """Each results.json records its workload's fingerprint; compare refuses (one line, exit 2)
+    when they differ, and with --force compares with a warning on stderr and above the table."""
+    doc = json.loads((serial / "results.json").read_text())
+    fp = doc["workload"]["fingerprint"]
+    assert fp["files"] == doc["workload"]["entries"] > 0 and fp["bytes"] == doc["workload"]["bytes"]
+    assert len(fp["listing_sha256"]) == 64
+    same = run_simfs("compare", serial / "results.json", serial / "results.json", "--all")
+    assert "WARNING" not in same.stdout + same.stderr
+    doc["workload"]["fingerprint"] = dict(fp, files=fp["files"] + 1, listing_sha256="0" * 64)
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    r = run_simfs("compare", serial / "results.json", tmp_path / "b.json", check=False)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "different workloads" in r.stderr and f"{fp['files'] + 1:,} files" in r.stderr and not r.stdout
+    r = run_simfs("compare", serial / "results.json", tmp_path / "b.json", "--force")
+    assert "WARNING: A and B ran on different workloads" in r.stderr
+    assert r.stdout.startswith("**WARNING: A and B ran on different workloads")
+    del doc["workload"]["fingerprint"]
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    r = run_simfs("compare", tmp_path / "old.json", serial / "results.json")
+    assert "A records no workload fingerprint" in r.stderr
+
+
+def test_tarball_workload_keep_and_a_new_work_dir(tmp_path):
+    """kind = "tarball": the archive unpacked is the workload (its fingerprint is the tree's, as
+    kind = "dir" of the same tree gives); --work-dir is made if missing; --keep keeps the images."""
+    tree = tmp_path / "tree"
+    (tree / "d").mkdir(parents=True)
+    (tree / "d" / "a.c").write_text("int a;\n" * 300)
+    (tree / "b.txt").write_text("b" * 5000)
+    subprocess.run(["tar", "-cf", tmp_path / "t.tar", "-C", tree, "."], check=True)
+    base = DIRORDER.read_text().split("[mkfs]")[1].split("[quick]")[0]
+    fps = []
+    for kind in ("tarball", "dir"):
+        path = tmp_path / ("t.tar" if kind == "tarball" else "tree")
+        job = tmp_path / f"{kind}.toml"
+        job.write_text(f'[job]\nname = "{kind}"\n\n[workload]\nkind = "{kind}"\npath = "{path}"\n\n[mkfs]' + base)
+        work = tmp_path / f"work-{kind}"
+        r = simfs_run(job, "--only", "dirorder=hash", "--out", tmp_path / f"out-{kind}", "--no-plots",
+                      "--work-dir", work, *(["--keep"] if kind == "tarball" else []))
+        assert r.returncode == 0, r.stderr
+        doc = json.loads((tmp_path / f"out-{kind}" / "results.json").read_text())
+        fps.append(doc["workload"]["fingerprint"])
+        assert work.is_dir()
+        images = list(work.rglob("disk.img"))
+        assert len(images) == (1 if kind == "tarball" else 0), images
+    assert fps[0] == fps[1] and fps[0]["files"] == 2 and fps[0]["directories"] == 1
+    assert fps[0]["bytes"] == 300 * 7 + 5000
+
+
 def test_compare_stats_files_and_bad_input(tmp_path):
     run_simfs("mkfs", tmp_path / "a.img", "--size", "64M")
     run_simfs("mkfs", tmp_path / "b.img", "--size", "64M")

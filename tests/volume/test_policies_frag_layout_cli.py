@@ -54,7 +54,7 @@ def test_policies_lists_every_policy_with_its_summary():
                        for ln in r.stdout.splitlines() if ln.strip()), name
     for name in WRITEBACK_POLICIES:
         assert name in r.stdout
-    assert "*first-free" in r.stdout and "*linear" in r.stdout       # defaults marked
+    assert "*ext2 " in r.stdout and "*linear" in r.stdout and "*async" in r.stdout   # defaults marked: Linux ext2
 
 
 def test_policies_markdown_json_and_show():

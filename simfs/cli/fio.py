@@ -1,0 +1,223 @@
+"""`simfs fio MNT JOB.fio`: the real fio against a mount, its figures in simulated time.
+
+fio measures the host: its IOPS and latencies are those of FUSE and the page cache, not of the
+modelled disk. So each fio job becomes one simulated phase (the issue-43 recipe, done for the
+user): a copy of the job file gets, in every job section, `exec_prerun=` running
+`simfs ctl MNT mark fio-setup; sync; drop-caches; mark JOBNAME` (fio runs it in the job's
+thread after laying out its files, so the lay-out's write-back and fio's page-cache
+invalidation, `invalidate=1` by default, are modelled before the job's phase starts), and jobs
+run one after another (`stonewall` is added where a job would start beside the previous one:
+two jobs at once cannot be two phases); a phase `fio-end` closes the last. fio writes its own JSON (host figures);
+from the mount's statistics simfs writes a fio-shaped JSON in simulated time: per job and
+direction, fio's own request and byte counts over the phase's simulated seconds (`iops`, `bw`
+in KiB/s, `bw_bytes`, `runtime` in ms) and `clat_ns` from the phase's simulated latency of
+FUSE read/write requests (count, max, mean, `percentile` 50/90/99/99.9; the kernel may split
+or merge fio's I/Os, so N is FUSE's count). With numjobs > 1 the clones share one name: the
+job's time runs from the first clone's mark to the last one's end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from simfs.cli.common import Fmt, fail
+
+SETUP = "fio-setup"
+END = "fio-end"
+_SECTION = re.compile(r"^\s*\[([^\]]+)\]\s*$")
+_OPTION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:=\s*(.*?))?\s*$")
+_PCT = {"p50": "50.000000", "p90": "90.000000", "p99": "99.000000", "p99.9": "99.900000"}
+
+
+def register(sub) -> None:
+    s = sub.add_parser("fio", help="run fio on a mount; its figures in simulated time", formatter_class=Fmt,
+                       description="Run the real fio with JOB.fio against the mounted simfs MNT, one "
+                                   "simulated phase per fio job (jobs one after another), and write "
+                                   "beside fio's own JSON (OUT/fio.json, host figures) a fio-shaped "
+                                   "JSON whose iops, bw and clat_ns are simulated (OUT/fio-sim.json). "
+                                   "The job's files go to MNT unless the job names a directory or "
+                                   "filename.",
+                       epilog="examples:\n  simfs fio /mnt/sim examples/fio/rand-read.fio --out fio-out\n"
+                              "  simfs fio /mnt/sim job.fio --json     # the simulated JSON on stdout")
+    s.add_argument("mountpoint", metavar="MNT")
+    s.add_argument("jobfile", metavar="JOB.fio")
+    s.add_argument("--out", metavar="DIR", default="fio-out",
+                   help="where fio.json, fio-sim.json, the job file run and fio's prerun logs go "
+                        "(made if missing; default: fio-out)")
+    s.add_argument("--json", action="store_true", help="print the simulated fio-shaped JSON")
+    s.set_defaults(func=cmd_fio)
+
+
+def sections(text: str) -> list[tuple[str, dict]]:
+    """The job file's sections in order: (header, {option: value or None})."""
+    out: list[tuple[str, dict]] = []
+    for line in text.splitlines():
+        if line.lstrip().startswith((";", "#")):
+            continue
+        m = _SECTION.match(line)
+        if m:
+            out.append((m.group(1).strip(), {}))
+            continue
+        m = _OPTION.match(line)
+        if m and out:
+            out[-1][1][m.group(1).lower()] = m.group(2)
+    return out
+
+
+def _simfs() -> str:
+    return f"{shlex.quote(sys.executable)} -m simfs.cli"
+
+
+def prepare(text: str, mnt: str) -> tuple[str, list[str], list[str]]:
+    """(the job file to run, its jobs' names, notes). ValueError when a job has its own
+    exec_prerun (the phase mark needs it)."""
+    secs = sections(text)
+    glob = {}
+    for name, opts in secs:
+        if name == "global":
+            glob.update(opts)
+    names, notes, inject = [], [], {}
+    serial_global = "stonewall" in glob or "wait_on" in glob
+    for i, (name, opts) in enumerate(s for s in secs if s[0] != "global"):
+        if "exec_prerun" in opts or "exec_prerun" in glob:
+            raise ValueError(f"job {name} has its own exec_prerun; simfs fio needs it to mark the "
+                             "job's phase (run the command from exec_postrun, or mark by hand)")
+        job = opts.get("name") or name          # fio names a job by its section (global name= is not used)
+        names.append(job)
+        invalidate = opts.get("invalidate", glob.get("invalidate", "1"))
+        q = shlex.quote(mnt)
+        steps = [f"{_simfs()} ctl {q} mark {SETUP}", f"{_simfs()} ctl {q} sync"]
+        if invalidate not in ("0",):
+            steps.append(f"{_simfs()} ctl {q} drop-caches")
+        steps.append(f"{_simfs()} ctl {q} mark {shlex.quote(job)}")
+        lines = [f"exec_prerun={' && '.join(steps)}"]
+        if i and not serial_global and not ({"stonewall", "wait_for", "wait_on"} & set(opts)):
+            lines.append("stonewall")
+            notes.append(f"job {name} starts after the one before it (stonewall added): one phase per job")
+        inject[(name, i)] = lines
+    out, i = [], -1
+    for line in text.splitlines():
+        out.append(line)
+        m = _SECTION.match(line) if not line.lstrip().startswith((";", "#")) else None
+        if m and m.group(1).strip() != "global":
+            i += 1
+            out.extend(inject[(m.group(1).strip(), i)])
+    return "\n".join(out) + "\n", names, notes
+
+
+def _phases(stats: dict, name: str) -> list[dict]:
+    return [p for p in stats["time"]["phases"] if p["name"] == name]
+
+
+def _clat(summary: dict | None) -> dict:
+    if not summary or not summary.get("count"):
+        return {"min": 0, "max": 0, "mean": 0.0, "N": 0}
+    out = {"N": summary["count"], "max": round(summary["max"] * 1e9), "mean": summary["mean"] * 1e9,
+           "percentile": {v: round(summary[k] * 1e9) for k, v in _PCT.items()}}
+    return out
+
+
+def _direction(host: dict, seconds: float, lat: dict | None) -> dict:
+    ios, nbytes = host.get("total_ios", 0), host.get("io_bytes", 0)
+    rate = (lambda n: n / seconds) if seconds > 0 else (lambda n: 0.0)
+    return {"io_bytes": nbytes, "io_kbytes": nbytes // 1024, "total_ios": ios,
+            "runtime": round(seconds * 1000), "iops": rate(ios), "bw_bytes": rate(nbytes),
+            "bw": rate(nbytes) / 1024, "clat_ns": _clat(lat)}
+
+
+def simulate(fio_doc: dict, stats: dict) -> dict:
+    """fio's JSON with every job's figures from simulated time (see the module's docstring)."""
+    jobs = []
+    for j in fio_doc.get("jobs", []):
+        ph = _phases(stats, j["jobname"])
+        if not ph:
+            jobs.append({"jobname": j["jobname"], "error": "no simulated phase of this name"})
+            continue
+        seconds = ph[-1]["start"] + ph[-1]["elapsed"] - ph[0]["start"]
+        main = max(ph, key=lambda p: sum(o["count"] for o in p["operations"].values()))
+        ops = main.get("latency", {}).get("operations", {})
+        jobs.append({"jobname": j["jobname"], "groupid": j.get("groupid", 0), "sim_seconds": seconds,
+                     "read": _direction(j.get("read", {}), seconds, ops.get("read")),
+                     "write": _direction(j.get("write", {}), seconds, ops.get("write")),
+                     "counters": {k: main["counters"].get(k, 0) for k in ("disk_reads", "disk_writes", "seeks")},
+                     "host": {d: {k: j.get(d, {}).get(k) for k in ("iops", "bw", "runtime")}
+                              for d in ("read", "write")}})
+    return {"fio version": fio_doc.get("fio version"),
+            "simfs": {"time": "simulated", "note": "io_bytes and total_ios are fio's; runtime, iops and bw "
+                      "are over the job's simulated phase; clat_ns is the simulated latency of the FUSE "
+                      "read/write requests of the phase; host holds fio's own figures"},
+            "jobs": jobs}
+
+
+def _table(doc: dict) -> str:
+    rows = [("job", "dir", "ios", "sim IOPS", "host IOPS", "sim MB/s", "sim p50 ms", "sim p99 ms")]
+    for j in doc["jobs"]:
+        for d in ("read", "write"):
+            x = j.get(d)
+            if not x or not x["total_ios"]:
+                continue
+            pct = x["clat_ns"].get("percentile", {})
+            rows.append((j["jobname"], d, str(x["total_ios"]), f"{x['iops']:.1f}",
+                         f"{j['host'][d]['iops'] or 0:.1f}", f"{x['bw_bytes'] / 1e6:.2f}",
+                         f"{pct.get('50.000000', 0) / 1e6:.3f}", f"{pct.get('99.000000', 0) / 1e6:.3f}"))
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |" for r in rows]
+    lines.insert(1, "|" + "|".join("-" * (x + 2) for x in w) + "|")
+    return "\n".join(lines)
+
+
+def cmd_fio(a) -> int:
+    mnt = os.path.abspath(a.mountpoint)
+    if not os.path.isfile(os.path.join(mnt, ".simfs", "stats")):
+        return fail(f"{a.mountpoint} is not a simfs mount (no .simfs/stats)", "fio")
+    fio = shutil.which("fio")
+    if not fio:
+        return fail("fio is not installed (Debian: apt-get install fio)", "fio")
+    try:
+        text = Path(a.jobfile).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        return fail(f"cannot read {a.jobfile}: {getattr(e, 'strerror', None) or e}", "fio")
+    try:
+        job, names, notes = prepare(text, mnt)
+    except ValueError as e:
+        return fail(str(e), "fio")
+    if not names:
+        return fail(f"{a.jobfile} has no job section", "fio")
+    out = Path(a.out)
+    if out.exists() and not out.is_dir():
+        return fail(f"--out {a.out} is not a directory", "fio")
+    out.mkdir(parents=True, exist_ok=True)
+    run = out / ("simfs-" + Path(a.jobfile).name)
+    run.write_text(job)
+    check = subprocess.run([fio, "--parse-only", str(run.resolve())], capture_output=True, text=True, cwd=out)
+    if check.returncode:
+        last = (check.stderr.strip() or check.stdout.strip() or "fio refused it").splitlines()[-1]
+        return fail(f"{a.jobfile}: {last}", "fio")
+    for n in notes:
+        print(f"simfs fio: {n}", file=sys.stderr)
+    r = subprocess.run([fio, "--output-format=json", "--output=fio.json", f"--directory={mnt}", run.name],
+                       cwd=out, capture_output=True, text=True)
+    if r.returncode:
+        last = (r.stderr.strip() or "no message").splitlines()[-1]
+        print(f"simfs fio: fio failed (status {r.returncode}): {last}", file=sys.stderr)
+        return 1
+    with open(os.path.join(mnt, ".simfs", "mark"), "wb") as f:     # closes the last job's phase
+        f.write(END.encode())
+    with open(os.path.join(mnt, ".simfs", "stats"), "rb") as f:
+        stats = json.loads(f.read())
+    try:
+        fio_doc = json.loads((out / "fio.json").read_text())
+    except ValueError:
+        print(f"simfs fio: fio wrote no JSON to {out / 'fio.json'}", file=sys.stderr)
+        return 1
+    doc = simulate(fio_doc, stats)
+    (out / "fio-sim.json").write_text(json.dumps(doc, indent=2) + "\n")
+    print(json.dumps(doc, indent=2) if a.json else _table(doc))
+    return 0
