@@ -11,7 +11,7 @@ built-ins, installed packages' entry points and - by `make_*` - classes named di
   write-back        policies.writeback.WRITEBACK  simfs.writeback       policies.writeback.WritebackPolicy
 """
 
-from plugin_registry import PluginError, Registry
+from plugin_registry import PluginError, Registry, did_you_mean
 
 from .base import BlockAllocator, BlockRequest, InodePlacer, NoSpace
 from .delayed import Delayed
@@ -44,7 +44,6 @@ INODE_PLACERS = Registry("inode placement", "inode_placement", "simfs.inode_plac
 
 
 def unknown(kind: str, name: str, known) -> ValueError:
-    from simfs.suggest import did_you_mean
     return ValueError(f"unknown {kind} '{name}'; choose one of: {', '.join(sorted(known))}"
                       + did_you_mean(name, known))
 
