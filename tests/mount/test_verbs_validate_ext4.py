@@ -38,7 +38,7 @@ def tarball(work):
 
 @pytest.fixture(scope="module")
 def htree_directory(work):
-    """One directory of 3,000 files with 20-byte names: about 25 leaf blocks, an htree."""
+    """One directory of 3,000 files with 22-byte names: an htree of 33 leaf blocks (debugfs htree)."""
     src = work / "htree-src" / "d"
     src.mkdir(parents=True)
     for i in range(3_000):
