@@ -7,33 +7,15 @@ from __future__ import annotations
 import pytest
 
 from experiments import jobfile
+from tests.unit import test_jobfile_checks as checks
 
-JOB = """\
-[job]
-name = "t"
-
-[workload]
-kind = "tree"
-seed = 1
-files = 20
-
-[mkfs]
-size = "64M"
-{mkfs}
-
-[matrix]
-alloc = ["ext2", "mballoc-delalloc"]
-
-[[phase]]
-name = "unpack"
-verb = "unpack"
-path = "tree"
-"""
+# the job of tests/unit/test_jobfile_checks.py, its [mkfs] given more keys from line 11
+JOB = checks.JOB.replace('size = "64M"\n', 'size = "64M"\n{mkfs}\n', 1)
 
 
 def _load(tmp_path, mkfs: str):
     p = tmp_path / "job.toml"
-    p.write_text(JOB.format(mkfs=mkfs))
+    p.write_text(JOB.replace("{mkfs}", mkfs))
     return jobfile.load(p)
 
 
