@@ -3,6 +3,7 @@
     python -m experiments.seed001_full [--files N] [--fanout LO,HI] [--total-size BYTES]
                                        [--orders hash,linear,inode]
                                        [--phases unpack,find-d,find-f,cp-a,rm-rf] [--out DIR]
+                                       [--profile ext2|ext4]
 
 The seed's Jenkins workspace held 1,978,149 files in 844,008 directories (54 GB). By default the
 generated svn tree (experiments.workload.describe) has the seed's shape: 621,300 working files,
@@ -17,7 +18,9 @@ experiment's options (ext2 allocator and Orlov placement, async, SAS 10K, 4 KiB 
 inodes, an image 8 times the tree up to the whole drive). Phases are timed as the mounted runner
 times them: from the start to the tool's end, without the unmount's write-back. Writes
 results.json and table.md to --out (each phase's simulated, real and CPU time and peak memory) and
-the hash/inode ratios beside the seed's ext4/btrfs ones.
+the hash/inode ratios beside the seed's ext4/btrfs ones. `--profile ext4` makes the image as
+`simfs mkfs --profile ext4` does (flex_bg, extents, htree directories, inode-table read-ahead);
+the mount options stay the same.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def options(order: str):
     return VolumeOptions(dirorder=order, dataless=True, **MOUNT)
 
 
-def make_image(path: Path, tree_bytes: int) -> None:
+def make_image(path: Path, tree_bytes: int, profile: str = "ext2") -> None:
     """The readdir-order experiment's file system: 8 times the tree (sizing.image_for: the
     seeds' file systems were mostly empty), at most the whole drive; mke2fs's inode ratio;
     the runner's UUID, hash seed (it decides the hash order) and time."""
@@ -57,7 +60,7 @@ def make_image(path: Path, tree_bytes: int) -> None:
     capacity = disk_models.make_disk(MOUNT["disk"]).sectors * 512 // (1 << 20) * (1 << 20)
     size = min(sizing.image_for(tree_bytes, 8, lo=512 << 20, hi=capacity), capacity)
     mkfs(path, size, block_size=4096, inode_size=256, uuid=runner.MKFS_UUID,
-         hash_seed=runner.MKFS_HASH_SEED, now=runner.MKFS_NOW, uid=0, gid=0)
+         hash_seed=runner.MKFS_HASH_SEED, now=runner.MKFS_NOW, uid=0, gid=0, profile=profile)
 
 
 def run_phase(image: Path, order: str, phase: str, source=None) -> dict:
@@ -146,6 +149,8 @@ def main(argv=None) -> int:
                     help="bytes of the working files (svn's text-base copies double it); "
                          f"default: {SEED_TOTAL} (54 GB in all) with the default --files, "
                          "else the generator's own sizes")
+    ap.add_argument("--profile", choices=("ext2", "ext4"), default="ext2",
+                    help="the image's profile (simfs mkfs --profile; default ext2)")
     ap.add_argument("--work", default="/var/tmp", help="where the (sparse) images go")
     ap.add_argument("--keep", action="store_true",
                     help="keep the unpacked image (WORK/seed001-full-base.img) for --base")
@@ -197,8 +202,8 @@ def _run(ap, a, console) -> int:
         rows.append(row)
         console.log(f"{row['order']} {row['phase']}: {row['sim']:.1f} simulated s, "
                     f"{row['real']:.0f} real s, RSS {row['rss_mib']:.0f} MiB")
-        (out / "results.json").write_text(json.dumps({"files_arg": a.files, "tree": tree,
-                                                      "rows": rows}, indent=1))
+        (out / "results.json").write_text(json.dumps({"files_arg": a.files, "profile": a.profile,
+                                                      "tree": tree, "rows": rows}, indent=1))
 
     base = a.base or work / "seed001-full-base.img"
     made: list[Path] = []       # images of this run, removed however it ends (--keep: the unpack's)
@@ -210,7 +215,7 @@ def _run(ap, a, console) -> int:
                                  tree, 20_000, lambda n: status.update(f"unpack: {n:,} entries"))
                 made.append(base)
                 make_image(base, BYTES_PER_FILE * a.files if a.total_size is None
-                           else 2 * a.total_size)
+                           else 2 * a.total_size, a.profile)
                 status.update("unpack")
                 # the unpack never lists a directory: its layout and time are the same in every
                 # order (checked in tests/volume/test_seed001_full.py), so it runs once

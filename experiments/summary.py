@@ -131,12 +131,13 @@ def main(argv=None) -> int:
                     help="a run of one of the experiments on another tree (--source), shown beside it")
     ap.add_argument("--append", action="append", default=[], metavar="EXPERIMENT=FILE",
                     help="Markdown added at the end of that experiment's section (e.g. "
-                         "readdir-order=results/summary/readdir-order-full/section.md)")
+                         "readdir-order=results/summary/readdir-order-full/section.md); "
+                         "several for one experiment are added in their order")
     a = ap.parse_args(argv)
     extra: dict[str, str] = {}
     for item in a.append:
         name, _, path = item.partition("=")
-        extra[name] = Path(path).read_text()
+        extra[name] = extra.get(name, "") + ("\n" if name in extra else "") + Path(path).read_text()
     a.out.mkdir(parents=True, exist_ok=True)
     sections = []
     order = catalog.names()

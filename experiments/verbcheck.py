@@ -8,10 +8,11 @@ within 3% (counts under 34 within one request). Used by tests/mount/test_verbs_v
 
     python -m experiments.verbcheck [--tree DIR | --files N] [--verbs find,...]
                                     [--orders hash,linear,inode] [--allocs ext2,cg,first-free]
-                                    [--ops]
+                                    [--ops] [--profile ext2|ext4]
 
 With --ops the two runs are compared operation for operation instead (`oplogs`,
-`oplog_difference`): what the volume was asked, with each operation's outcome.
+`oplog_difference`): what the volume was asked, with each operation's outcome. --profile ext4
+makes the images as `simfs mkfs --profile ext4` does (flex_bg, extents, htree directories).
 """
 
 from __future__ import annotations
@@ -82,18 +83,18 @@ def volume_options(spec: str):
     return mountopts.parse([spec]).volume
 
 
-def prepare(work: Path, needs: str, tarball: Path, options: str) -> Path:
-    """The image a case starts from (made once per needs/options, in-process)."""
+def prepare(work: Path, needs: str, tarball: Path, options: str, profile: str = "ext2") -> Path:
+    """The image a case starts from (made once per needs/options/profile, in-process)."""
     from simfs.inprocess import verbs
     from simfs.inprocess.treedesc import from_tarball
     from simfs.fs.volume import Volume
     from simfs.ondisk.mkfs import mkfs
-    img = work / f"base-{needs}-{abs(hash(options)) % 10**8}.img"
+    img = work / f"base-{needs}-{profile}-{abs(hash(options)) % 10**8}.img"
     if img.exists():
         return img
     size = max(256 << 20, 8 * tarball.stat().st_size)
     mkfs(img, size, block_size=4096, inode_size=256, uuid=bytes.fromhex(UUID.replace("-", "")),
-         hash_seed=bytes.fromhex(HASH_SEED.replace("-", "")))
+         hash_seed=bytes.fromhex(HASH_SEED.replace("-", "")), profile=profile)
     if needs == "dir":
         with Volume.open(img, volume_options(options)) as vol:
             vol.mkdir(vol.root_ino, TREE.encode(), 0o40755, 0, 0)
@@ -141,10 +142,10 @@ def within(a: float, b: float) -> bool:
     return abs(a - b) <= max(TOLERANCE * max(abs(a), abs(b)), 1 if float(a).is_integer() else 0)
 
 
-def check(case: Case, options: str, tarball: Path, work: Path) -> dict:
-    """Run the case both ways; {"mounted": s, "verb": s, "ratio", "counters": {name: (m, v)},
-    "ok", "why", "real": (mounted s, verb s)}."""
-    base = prepare(work, case.needs, tarball, options)
+def check(case: Case, options: str, tarball: Path, work: Path, profile: str = "ext2") -> dict:
+    """Run the case both ways on an image of `profile`; {"mounted": s, "verb": s, "ratio",
+    "counters": {name: (m, v)}, "ok", "why", "real": (mounted s, verb s)}."""
+    base = prepare(work, case.needs, tarball, options, profile)
     a, b = work / "a.img", work / "b.img"
     for copy in (a, b):
         shutil.copyfile(base, copy)
@@ -168,7 +169,7 @@ def check(case: Case, options: str, tarball: Path, work: Path) -> dict:
 ASYNC = ('["drop",', '["releasedir",')
 
 
-def oplogs(case: Case, options: str, tarball: Path, work: Path) -> tuple[list, list]:
+def oplogs(case: Case, options: str, tarball: Path, work: Path, profile: str = "ext2") -> tuple[list, list]:
     """The operations the volume is asked, mounted (`-o oplog=`) and by the verb (the same
     recorder), on identical copies of the case's image: two lists of JSON lines without the
     header. The verb's list ends with the references its unmount gives back, which a mount's
@@ -176,7 +177,7 @@ def oplogs(case: Case, options: str, tarball: Path, work: Path) -> tuple[list, l
     from simfs.inprocess import verbs
     from simfs.inprocess.treedesc import from_tarball
     from simfs.errors import VerbRefused
-    base = prepare(work, case.needs, tarball, options)
+    base = prepare(work, case.needs, tarball, options, profile)
     a, b = work / "a.img", work / "b.img"
     for copy in (a, b):
         shutil.copyfile(base, copy)
@@ -261,6 +262,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ops", action="store_true",
                     help="compare the operations asked (the mount's -o oplog= against the verb's), "
                          "operation for operation, instead of the timing")
+    ap.add_argument("--profile", choices=("ext2", "ext4"), default="ext2",
+                    help="the images' profile (simfs mkfs --profile; default ext2)")
     a = ap.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "/var/tmp")) as tmp:
@@ -271,11 +274,11 @@ def main(argv=None) -> int:
                 for order in a.orders:
                     opts = f"alloc={alloc},dirorder={order},disk={a.disk},writeback={a.writeback}"
                     if a.ops:
-                        why = oplog_difference(*oplogs(CASES[verb], opts, tar, work))
+                        why = oplog_difference(*oplogs(CASES[verb], opts, tar, work, a.profile))
                         rows.append({"ok": not why})
                         print(f"| {verb:9} | {alloc:10} | {order:6} | {why or 'same operations'} |", flush=True)
                         continue
-                    r = check(CASES[verb], opts, tar, work)
+                    r = check(CASES[verb], opts, tar, work, a.profile)
                     rows.append(r)
                     print(f"| {verb:9} | {alloc:10} | {order:6} | {r['mounted']:9.4f} | "
                           f"{r['verb_s']:9.4f} | {r['ratio']:6.4f} | {r['real'][0]:7.2f} | "

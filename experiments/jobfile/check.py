@@ -450,7 +450,11 @@ def _option_value(src: Source, where: tuple, k: str, v) -> None:
 # which mkfs keyword an ImageError of simfs.ondisk.mkfs.plan is about (its words)
 _MKFS_ERRORS = (("block size", "block_size"), ("inode size", "inode_size"), ("reserved", "reserved_ratio"),
                 ("label", "label"), ("bytes per inode", "bytes_per_inode"), ("blocks per group", "blocks_per_group"),
-                ("inodes per group", "inodes_per_group"), ("image too", "size"))
+                ("inodes per group", "inodes_per_group"), ("image too", "size"), ("profile", "profile"),
+                ("-O", "features"), ("flex group", "groups_per_flex"), ("flex_bg", "groups_per_flex"))
+
+# the mkfs keys whose values are words (simfs mkfs --label, --profile, -O), not numbers
+_MKFS_TEXT = ("label", "profile", "features")
 
 
 def _check_mkfs(src: Source, kw: dict, where_of: dict, raw) -> int | None:
@@ -467,10 +471,11 @@ def _check_mkfs(src: Source, kw: dict, where_of: dict, raw) -> int | None:
     if relative:
         size = 1 << 30
     for k, v in kw.items():
-        if k == "label":
+        if k in _MKFS_TEXT:
             if not isinstance(v, str):
                 raise src.error(where_of.get(k, ("mkfs", k)), f"mkfs {k} must be a string, not {_toml(v)}")
-            kw[k] = v.encode()
+            if k == "label":
+                kw[k] = v.encode()
         elif isinstance(v, bool) or not isinstance(v, (int, float)) or (k != "reserved_ratio" and
                                                                           not isinstance(v, int)):
             raise src.error(where_of.get(k, ("mkfs", k)), f"mkfs {k} must be a number, not {_toml(v)}")
