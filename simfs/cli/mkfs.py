@@ -61,24 +61,31 @@ def register(sub) -> None:
     s.set_defaults(func=cmd_mkfs)
 
 
-def cmd_mkfs(a) -> int:
+def _argument_problem(a) -> str | None:
+    """What is wrong with the command line alone (the size given twice or not at all, an empty
+    option), or None; fills in the size and --maxio's default."""
     if a.size is not None and a.size_pos is not None and a.size != a.size_pos:
-        return _fail("give the size once: IMAGE SIZE or --size SIZE", "mkfs")
+        return "give the size once: IMAGE SIZE or --size SIZE"
     a.size = a.size if a.size is not None else a.size_pos
     if a.size is None:
-        return _fail("the size is required: simfs mkfs IMAGE SIZE (or --size SIZE), e.g. 256M", "mkfs")
+        return "the size is required: simfs mkfs IMAGE SIZE (or --size SIZE), e.g. 256M"
     for opt, value in (("uuid", a.uuid), ("hash-seed", a.hash_seed)):
         if value is not None and not value.strip():     # not "random": the option was given
-            return _fail(f"--{opt} is empty: give a UUID (e.g. 01234567-89ab-cdef-0123-456789abcdef), "
-                         "or leave the option out for a random one", "mkfs")
+            return (f"--{opt} is empty: give a UUID (e.g. 01234567-89ab-cdef-0123-456789abcdef), "
+                    "or leave the option out for a random one")
     if a.disk is not None and not a.disk.strip():
-        return _fail("--disk is empty: name a disk model (see `simfs disks`), or leave the option "
-                     "out to make the image untimed", "mkfs")
+        return "--disk is empty: name a disk model (see `simfs disks`), or leave the option out to make the image untimed"
     if a.maxio is not None and a.disk is None:
-        return _fail("--maxio is the largest write request of the --disk model mkfs is timed on: "
-                     "it needs --disk", "mkfs")
+        return "--maxio is the largest write request of the --disk model mkfs is timed on: it needs --disk"
     if a.maxio is None:
         a.maxio = 128 << 10
+    return None
+
+
+def cmd_mkfs(a) -> int:
+    problem = _argument_problem(a)
+    if problem:
+        return _fail(problem, "mkfs")
     from simfs.errors import ImageError
     from simfs.fuse.checks import path_problem, shown
     from simfs.fuse.daemon import image_locked
@@ -116,6 +123,7 @@ def cmd_mkfs(a) -> int:
     if a.disk:
         import disk_models
         from simfs.fs.optionspec import declared, valid_range
+        from simfs.fs.types import VolumeOptions
         from simfs.units import option_size
         try:
             sectors = disk_models.make_disk(a.disk).sectors
@@ -124,7 +132,7 @@ def cmd_mkfs(a) -> int:
         if blocks * a.block_size // 512 > sectors:
             return _fail(f"the file system ({blocks * a.block_size} bytes) does not fit the disk "
                          f"{a.disk} ({sectors * 512} bytes)", "mkfs")
-        low, high, _ = valid_range(declared("maxio"))
+        low, high, _ = valid_range(declared("maxio", VolumeOptions))
         if not low <= a.maxio <= high:
             return _fail(f"--maxio must be from {option_size(low)} to {option_size(high)}, "
                          f"not {a.maxio}", "mkfs")

@@ -172,22 +172,18 @@ def _typed(key: str, value, typ, f: dataclasses.Field):
     return value
 
 
-def declared(key: str, cls=None) -> dataclasses.Field | None:
-    """The field that declares option `key` (of VolumeOptions, or `cls`), or None."""
-    if cls is None:
-        from simfs.fs.types import VolumeOptions as cls
+def declared(key: str, cls) -> dataclasses.Field | None:
+    """The field of the options class `cls` (VolumeOptions) that declares option `key`, or None."""
     return next((f for f in dataclasses.fields(cls) if f.name == key), None)
 
 
-def check_value(key: str, value, cls=None):
+def check_value(key: str, value, cls):
     """Check one option's value (already of its type: 65536, not "64K") as the mount checks it:
     range, multiple, choices, registry, check. Returns it (as the choices spell it); raises
     OptionError with the mount's one-line message. `cls`: the options class (VolumeOptions)."""
     f = declared(key, cls)
     if f is None:
         raise OptionError(f"unknown mount option {key!r}")
-    if cls is None:
-        from simfs.fs.types import VolumeOptions as cls
     typ, nullable = unoptional(hints(cls).get(key, str))
     if value is None and nullable:
         return None

@@ -83,17 +83,17 @@ def test_in_process_values_of_the_wrong_type_refused(tmp_path, kw, words):
 
 def test_check_value_is_the_mount_check():
     """The one function the job-file checker and Volume.open call for a value."""
-    assert check_value("cache", 1 << 20) == 1 << 20
-    assert check_value("inode_placement", "") == ""          # empty: the allocator's own
-    assert check_value("alloc", "cg") == "cg"
+    assert check_value("cache", 1 << 20, VolumeOptions) == 1 << 20
+    assert check_value("inode_placement", "", VolumeOptions) == ""          # empty: the allocator's own
+    assert check_value("alloc", "cg", VolumeOptions) == "cg"
     for key, value in (("maxio", 5000), ("alloc", "nosuch"), ("disk", "sata7200,rpm=1")):
         with pytest.raises(OptionError) as direct:
-            check_value(key, value)
+            check_value(key, value, VolumeOptions)
         with pytest.raises(OptionError) as mounted:
             mountopts.parse([f"{key}={value}"])
         assert str(direct.value) == str(mounted.value)
     with pytest.raises(OptionError, match="unknown mount option 'caches'"):
-        check_value("caches", 1)
+        check_value("caches", 1, VolumeOptions)
 
 
 def test_option_metadata_keys_are_checked():
