@@ -185,8 +185,8 @@ def test_image_larger_than_the_disk_model(image, empty_dir):
 
 
 @pytest.mark.parametrize("opts,match", [
-    ("cache=0", "(valid: 256K to "),
-    ("cache=-1", "(valid: 256K to "),
+    ("cache=0", "(valid: 64K to "),
+    ("cache=-1", "(valid: 64K to "),
     ("cache=99999999999999G", "the machine's memory"),
     ("maxio=0", "(valid: 4K to 64M, a multiple of 4K)"),
     ("cpu_op_us=-5", "(valid: 0 to 1000000)"),
