@@ -92,8 +92,9 @@ def main(argv=None) -> int:
     optstr = kernel_defaults(optstr)
     from simfs.cli.mount import cmd_mount
     from types import SimpleNamespace
+    # quiet, as mount(8)'s helpers are on success (xfstests compares their output)
     return cmd_mount(SimpleNamespace(image=image, mountpoint=mnt, options=[optstr] if optstr else [],
-                                     foreground=False)) or 0
+                                     foreground=False, quiet=True)) or 0
 
 
 # the installer -------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ def cmd_mount(a) -> int:
         rc = daemon.mount(a.image, a.mountpoint, mopts, foreground=a.foreground,
                           recorder=_recorder, report=_report_file)
         given = {kv.split("=", 1)[0].strip() for o in a.options for kv in o.split(",")}
-        if rc == 0 and not a.foreground and not given & MODEL_KEYS:
+        if rc == 0 and not a.foreground and not getattr(a, "quiet", False) and not given & MODEL_KEYS:
             print(MODELLED, file=sys.stderr)      # once mounted: a refusal stays one line
         return rc
     except UsageError as e:

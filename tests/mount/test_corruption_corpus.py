@@ -82,7 +82,10 @@ class Base:
         run_simfs("mkfs", "-q", img, *MKFS)
         mnt = where / "base.mnt"
         mnt.mkdir()
-        run_simfs("mount", img, mnt)
+        # the layout the corpus was written against (first-free, sync metadata): which blocks
+        # each corruption names depends on it; the corrupted copies are then driven on a
+        # default mount
+        run_simfs("mount", img, mnt, "-o", "alloc=first-free,writeback=sync")
         try:
             _populate(mnt)
         finally:
