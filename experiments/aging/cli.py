@@ -58,7 +58,14 @@ def _interrupt(signum, frame):
 def main(argv=None) -> int:
     a = parser().parse_args(argv)
     import signal
-    signal.signal(signal.SIGTERM, _interrupt)       # kill: unmount and keep the measurements
+    old = signal.signal(signal.SIGTERM, _interrupt)       # kill: unmount and keep the measurements
+    try:
+        return _main(a)
+    finally:
+        signal.signal(signal.SIGTERM, old)                  # called in-process (tests): as it was
+
+
+def _main(a) -> int:
     try:
         plan = prepare(a)
     except AgingError as e:

@@ -25,7 +25,7 @@ import json
 import pyfuse3
 
 from simfs.errors import FSError
-from simfs.fs.types import ACL_ACCESS, XATTR_ACL_KILL_SGID
+from simfs.fs.types import ACL_ACCESS, ACL_DEFAULT, XATTR_ACL_KILL_SGID
 from simfs.fuse import control
 from simfs.fuse.handler import caller_in_group, handler, vino
 
@@ -51,6 +51,13 @@ def extents_page(ext: dict, page: int) -> bytes:
 class XattrHandlers:
     """getxattr, setxattr, listxattr, removexattr (uses the Operations' `vol`)."""
 
+    def _no_acl(self, name: bytes) -> None:
+        """Without `-o acl` an ACL name is EOPNOTSUPP at once, as ext2 mounted noacl answers
+        it: nothing asked of the volume, so nothing charged or recorded (the kernel sends these
+        requests to a server without FUSE_POSIX_ACL; the in-process tools model none)."""
+        if not self.enable_acl and name in (ACL_ACCESS, ACL_DEFAULT):
+            raise FSError(errno.EOPNOTSUPP)
+
     def _virtual_xattr(self, vino: int, name: bytes) -> bytes:
         """user.simfs.*: an observation of the volume, charged nothing."""
         if name == EXTENTS_XATTR or name.startswith(EXTENTS_XATTR + b"."):
@@ -67,6 +74,7 @@ class XattrHandlers:
             raise FSError(errno.ENOTSUP)
         if name.startswith(VIRTUAL_XATTR_PREFIX):
             raise FSError(errno.EPERM)
+        self._no_acl(name)
         flags = 0
         if name == ACL_ACCESS and ctx is not None and \
                 not caller_in_group(ctx, self.vol.getattr(vino(ino)).st_gid):
@@ -79,6 +87,7 @@ class XattrHandlers:
             raise FSError(pyfuse3.ENOATTR)
         if name.startswith(VIRTUAL_XATTR_PREFIX):
             return self._virtual_xattr(vino(ino), name)
+        self._no_acl(name)
         return self.vol.getxattr(vino(ino), name)
 
     @handler
@@ -93,4 +102,5 @@ class XattrHandlers:
             raise FSError(pyfuse3.ENOATTR)
         if name.startswith(VIRTUAL_XATTR_PREFIX):
             raise FSError(errno.EPERM)
+        self._no_acl(name)
         self.vol.removexattr(vino(ino), name)

@@ -129,12 +129,12 @@ def test_end_to_end_on_a_small_tree(tmp_path):
     files, dirs, blocks = _tree_counts(src)
     work, out = tmp_path / "work", tmp_path / "out"
     work.mkdir()
-    only = "kernel-ext4/nodelalloc,kernel-ext2/delalloc,simfs-ext2/ext2"
+    only = "kernel-ext4/nodelalloc,kernel-ext2/nodelalloc,simfs-ext2/ext2"
     r = tool("--tree", src, "--size", "1G", "--runs", "2", "--only", only, "--work", work, "--out", out, "--json")
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(r.stdout)
     runs = res["trees"][0]["runs"]
-    assert sorted(runs) == ["kernel-ext2/delalloc#1", "kernel-ext2/delalloc#2", "kernel-ext4/nodelalloc#1",
+    assert sorted(runs) == ["kernel-ext2/nodelalloc#1", "kernel-ext2/nodelalloc#2", "kernel-ext4/nodelalloc#1",
                             "kernel-ext4/nodelalloc#2", "simfs-ext2/ext2"]
     for name, one in runs.items():
         assert one["e2fsck_clean"], name

@@ -25,7 +25,8 @@ def traced(tmp_path_factory):
     d = tmp_path_factory.mktemp("pics")
     img, trace = d / "t.img", d / "t.csv"
     mkfs(img, 128 << 20, uuid=bytes(16), hash_seed=bytes(16), now=1_000_000_000)
-    vol = Volume.open(str(img), VolumeOptions(disk="sata7200", alloc="ext2", trace=str(trace), dataless=True))
+    vol = Volume.open(str(img), VolumeOptions(disk="sata7200", alloc="ext2", writeback="sync",
+                                                trace=str(trace), dataless=True))
     k = Kernel(vol)
     k.mount()
     vol.mark("unpack")
