@@ -42,7 +42,7 @@ XFSTESTS_OUT    ?= results/xfstests
 XFSTESTS_RUN     = $(PY) tests/xfstests/run.py
 XFSTESTS_SRCOPT  = $(if $(XFSTESTS_SOURCE),--source $(XFSTESTS_SOURCE))
 
-.PHONY: all system venv compiled tools test docs demo bench soak soak-alloc soak-writeback clean \
+.PHONY: all system venv compiled tools test test-long docs demo bench soak soak-alloc soak-writeback clean \
         xfstests-system xfstests-build xfstests-build-if-present xfstests xfstests-ext2
 
 all: venv
@@ -119,7 +119,13 @@ xfstests-ext2: xfstests-build
 	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs ext2 --out $(XFSTESTS_OUT)/ext2 -- $(XFSTESTS_ARGS)
 
 test: $(STAMP) compiled $(TOOL_STAMPS) docs xfstests-build-if-present
-	$(PY) -m pytest -q -p no:cacheprovider --durations=25
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25 -m "not long"
+
+# the cases left out of `make test` for its time (marked `long`; each has a shorter sibling there):
+# fsx on the ext4 profile for the allocators that are not ext4's, the htree-against-the-kernel
+# property and the 100,000-entry directory
+test-long: $(STAMP) compiled $(TOOL_STAMPS)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=10 -m long
 
 # the manual: docs/ built into site/ with MkDocs (Material theme); --strict turns every warning
 # (a broken link or anchor, a page left out of the nav) into a failure. The command pages and the

@@ -18,7 +18,12 @@ pytestmark = pytest.mark.mount
 EXT4 = ("--profile", "ext4", "--block-size", "1024")
 
 
-@pytest.mark.parametrize("alloc", allocators())
+#: the ext4 allocators and the default one run in `make test`; the rest in `make test-long`
+SHORT = ("ext2", "mballoc", "mballoc-delalloc")
+
+
+@pytest.mark.parametrize("alloc", [a if a in SHORT else pytest.param(a, marks=pytest.mark.long)
+                                   for a in allocators()])
 def test_fsx_ext4_profile(simfs_factory, tmp_path, alloc):
     run_fsx_case(simfs_factory, tmp_path, f"alloc={alloc}", _seed(f"ext4 alloc={alloc}"),
                  flen=1 << 20, size="64M", mkfs_args=EXT4)

@@ -245,6 +245,7 @@ def dir_reads(vol) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_100k_entries(tmp_path):
     """100,000 names in one directory (4 KiB blocks): an htree e2fsck -fn accepts and the
     kernel's ext4 looks names up in (every 1000th, and a missing one); a cold lookup in it

@@ -67,6 +67,7 @@ def plan(steps) -> list[tuple[bytes, bool]]:
     return ops
 
 
+@pytest.mark.long
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(steps=st.lists(st.one_of(st.tuples(st.just("add"), NAMES), st.tuples(st.just("rm"), st.integers(0, 999))),
