@@ -17,13 +17,13 @@ Nothing here is charged: the volume is opened read-only on the `ideal` disk.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 from simfs.fs.inspection import (BITMAP, DATA, DIR as DIRS, FREE, INDIRECT, ITABLE, KIND_NAMES, SUPER,
-                                 UNOWNED, XATTR, block_owners as block_owners_of, layout_counts,
-                                 static_layout_score)
+                                 UNOWNED, XATTR, BlockOwners, block_owners as block_owners_of,
+                                 layout_counts, static_layout_score)
 
 # Owner codes: the kinds of block of simfs.fs.inspection, but file data (DATA) is coloured by
 # where the file is: files directly in / (ROOTFILES), files under top-level entry k (TOP0 + k).
@@ -42,17 +42,11 @@ TOP_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
 
 
 @dataclass
-class BlockMap:
-    """Every block's owner code and inode, and what the codes of file data stand for."""
-    image: str
-    block_size: int
-    blocks_count: int
-    first_data_block: int
-    blocks_per_group: int
-    groups: int
-    group_starts: list
-    owner: np.ndarray                     # uint16 owner code per block
-    ino: np.ndarray                       # inode owning each block (0: none)
+class BlockMap(BlockOwners):
+    """simfs.fs.inspection's BlockOwners (the geometry, each block's kind and inode) with each
+    block's owner code, the figures per top-level entry and where each file sits in the tree."""
+    image: str = ""
+    owner: np.ndarray | None = None       # uint16 owner code per block
     tops: list = field(default_factory=list)          # names of top-level entries, by code - TOP0
     files: dict = field(default_factory=dict)         # code -> number of files
     runs: dict = field(default_factory=dict)          # code -> number of data runs
@@ -97,10 +91,8 @@ def block_owners(image) -> BlockMap:
         own = block_owners_of(vol, each=lambda e: inodes.__setitem__(
             e["ino"], (st.S_ISDIR(e["mode"]), len(e["runs"]), layout_counts(e))))
         code_of = np.full(own.inodes_count + 1, UNOWNED, dtype=np.uint16)
-        m = BlockMap(image=os.fspath(image), block_size=own.block_size, blocks_count=own.blocks_count,
-                     first_data_block=own.first_data_block, blocks_per_group=own.blocks_per_group,
-                     groups=own.groups, group_starts=own.group_starts, owner=own.kind.astype(np.uint16),
-                     ino=own.ino)
+        m = BlockMap(**{f.name: getattr(own, f.name) for f in fields(BlockOwners)},
+                     image=os.fspath(image), owner=own.kind.astype(np.uint16))
 
         m.depth = np.zeros(own.inodes_count + 1, dtype=np.int32)
         m.parent = np.zeros(own.inodes_count + 1, dtype=np.int64)
