@@ -6,7 +6,7 @@
 PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
-SYSTEM_PKGS := fuse3 libfuse3-dev pkg-config e2fsprogs gcc python3-venv python3-dev chromium jq bison flex blktrace fio
+SYSTEM_PKGS := fuse3 libfuse3-dev pkg-config e2fsprogs gcc python3-venv python3-dev chromium jq bison flex blktrace fio curl patch
 STAMP  := $(VENV)/.installed
 
 # fsx and pjdfstest (POSIX suites run by tests/mount/test_fsx.py, tests/mount/test_pjdfstest.py) are Rust
@@ -15,7 +15,11 @@ STAMP  := $(VENV)/.installed
 TOOLS             := .cargo-tools
 FSX_VERSION       := 0.3.2
 PJDFSTEST_VERSION := 0.2.2
-TOOL_STAMPS       := $(TOOLS)/.fsx-$(FSX_VERSION) $(TOOLS)/.pjdfstest-$(PJDFSTEST_VERSION)
+FSX_STAMP         := $(TOOLS)/.fsx-$(FSX_VERSION)-munmap
+TOOL_STAMPS       := $(FSX_STAMP) $(TOOLS)/.pjdfstest-$(PJDFSTEST_VERSION)
+# fsx is built from its crate with one fix (third_party/fsx/README.md), the crate checked by SHA-256
+FSX_CRATE_URL     ?= https://static.crates.io/crates/fsx/fsx-$(FSX_VERSION).crate
+FSX_CRATE_SHA256  := 72680bb1e43d40729d5f6e9de5bbe604820ff51e4707e109cb5082ec67d022a2
 ifeq ($(origin CARGO),undefined)
 CARGO := $(firstword $(wildcard $(if $(CARGO_HOME),$(CARGO_HOME)/bin/cargo) $(HOME)/.cargo/bin/cargo \
                                 /root/.cargo/bin/cargo) $(shell command -v cargo 2>/dev/null))
@@ -93,8 +97,15 @@ define cargo_install
 	@touch $@
 endef
 
-$(TOOLS)/.fsx-$(FSX_VERSION):
-	$(call cargo_install,fsx,$(FSX_VERSION))
+$(FSX_STAMP): third_party/fsx/domapread-munmap.patch
+	@test -n "$(CARGO)" || { echo "cargo not found: install Rust >= 1.85 (rustup) or run make CARGO=/path/to/cargo" >&2; exit 1; }
+	rm -rf $(TOOLS)/src/fsx-$(FSX_VERSION) && mkdir -p $(TOOLS)/src
+	curl -sfL -o $(TOOLS)/src/fsx.crate $(FSX_CRATE_URL)
+	echo "$(FSX_CRATE_SHA256)  $(TOOLS)/src/fsx.crate" | sha256sum -c --quiet
+	tar -xzf $(TOOLS)/src/fsx.crate -C $(TOOLS)/src
+	patch -s -d $(TOOLS)/src/fsx-$(FSX_VERSION) -p1 < third_party/fsx/domapread-munmap.patch
+	$(CARGO) install --quiet --locked --force --root $(TOOLS) --path $(TOOLS)/src/fsx-$(FSX_VERSION)
+	@touch $@
 
 $(TOOLS)/.pjdfstest-$(PJDFSTEST_VERSION):
 	$(call cargo_install,pjdfstest,$(PJDFSTEST_VERSION))
@@ -147,15 +158,15 @@ bench: $(STAMP) compiled
 # fsx with $(SOAK_OPS) operations (mmap on) on a default mount, then unmount, e2fsck -fn and
 # the file read back from the image; soak-alloc, soak-writeback: $(SOAK_ALLOC_OPS) operations for
 # each allocator, each write-back mode (alloc=ext2, a 256 KiB cache).
-soak: $(STAMP) compiled $(TOOLS)/.fsx-$(FSX_VERSION)
+soak: $(STAMP) compiled $(FSX_STAMP)
 	SIMFS_SOAK_OPS=$(SOAK_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
 	  tests/mount/test_fsx.py::test_fsx_soak
 
-soak-alloc: $(STAMP) compiled $(TOOLS)/.fsx-$(FSX_VERSION)
+soak-alloc: $(STAMP) compiled $(FSX_STAMP)
 	SIMFS_SOAK_OPS=$(SOAK_ALLOC_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
 	  tests/mount/test_fsx.py::test_fsx_soak_alloc
 
-soak-writeback: $(STAMP) compiled $(TOOLS)/.fsx-$(FSX_VERSION)
+soak-writeback: $(STAMP) compiled $(FSX_STAMP)
 	SIMFS_SOAK_OPS=$(SOAK_ALLOC_OPS) $(PY) -m pytest -q -p no:cacheprovider -o timeout=0 -rA \
 	  tests/mount/test_fsx.py::test_fsx_soak_writeback
 

@@ -31,7 +31,6 @@ mode: test_fsx_soak*, skipped otherwise.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import subprocess
@@ -76,34 +75,6 @@ DEFAULT_FLEN = 256 << 10
 # 3183722053 stops at operation 168,476 on tmpfs and on simfs alike). The soak runs leave
 # posix_fallocate out; the short runs keep it.
 SOAK_FALLOCATE = 0
-
-
-# fsx 0.3.2 never unmaps what a map read maps (domapread has no munmap; domapwrite has), so a
-# run holds one mapping per map read and mmap fails with ENOMEM past vm.max_map_count (65,530):
-# around 400,000 operations of this config. Longer runs raise the limit for their duration.
-MAX_MAP_COUNT = Path("/proc/sys/vm/max_map_count")
-
-
-@contextlib.contextmanager
-def _map_count_for(ops: int):
-    """vm.max_map_count high enough for `ops` operations of fsx 0.3.2 (see MAX_MAP_COUNT),
-    restored afterwards; a run that needs more than an unprivileged user may set is skipped."""
-    weights = dict(re.findall(r"^(\w+) = (\d+)$", FSX_CONFIG.split("[weights]")[1], re.M))
-    share = int(weights["mapread"]) / sum(int(w) for w in weights.values())
-    need = int(ops * share * 1.25) + 10_000
-    old = int(MAX_MAP_COUNT.read_text())
-    if need <= old:
-        yield
-        return
-    try:
-        MAX_MAP_COUNT.write_text(str(need))
-    except OSError as e:
-        pytest.skip(f"{ops} fsx operations need vm.max_map_count >= {need} (fsx 0.3.2 leaks its map "
-                    f"reads' mappings) and it is {old}: {e.strerror}")
-    try:
-        yield
-    finally:
-        MAX_MAP_COUNT.write_text(str(old))
 
 
 def allocators() -> list[str]:
@@ -162,12 +133,11 @@ def run_fsx_case(simfs_factory, tmp_path, options: str, seed: int, ops: int = FS
     repro = (f"mount: simfs mkfs IMG --size {size} {' '.join(MKFS_IDS + tuple(mkfs_args))}; simfs mount IMG MNT"
              f"{' -o ' + options if options else ''}\nrun:   {fsx} -f CONFIG -N {ops} -S {seed} "
              f"MNT/fsx.dat\nCONFIG ({config}):\n{config.read_text()}")
-    # the reference run, on tmpfs where there is one (fsync there is free), runs beside the run
-    # on simfs: both slow down alike as fsx's leaked mappings pile up (see _map_count_for)
+    # the reference run, on tmpfs where there is one (fsync there is free), beside the run on simfs
     shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     (artifacts / "reference").mkdir()
     with tempfile.TemporaryDirectory(prefix="fsx-reference-", dir=shm or tmp_path) as ref_dir, \
-            _map_count_for(ops), ThreadPoolExecutor(1) as pool:
+            ThreadPoolExecutor(1) as pool:
         reference = pool.submit(_fsx, fsx, config, Path(ref_dir) / "fsx.dat", ops, seed,
                                 artifacts / "reference", timeout)
         r, took = _fsx(fsx, config, target, ops, seed, artifacts, timeout)
