@@ -237,3 +237,32 @@ def test_bad_input(tmp_path, capsys, args, words):
     assert rc == 2, err
     assert len(err.strip().splitlines()) == 1 and words in err, err
     assert not out.exists()
+
+
+def test_a_replay_that_stops_leaves_the_others(tmp_path, monkeypatch):
+    """A replay that stops (out of space where the recording was not: a nearly-full image under
+    another allocator) keeps its measurements, the next allocator still replays, the summary
+    says which stopped and the run ends in an error (in-process, the replays stand-ins)."""
+    from experiments.aging import cli
+    from experiments.aging.history import AgingError
+    from experiments.aging.measure import row
+    plan = {"out": str(tmp_path), "history": "h", "repo": str(tmp_path), "commits": ["a", "b", "c"],
+            "pulls": 2, "every": 1, "mounted": "ext2", "replay": ["cg", "ext2"], "disk": "sata7200",
+            "size": 64 << 20, "block_size": 4096, "dataless": False, "profile": "ext2", "fill": 90,
+            "pictures": False, "wall": {"mounted": 1.0}}
+    (tmp_path / "work").mkdir()
+    phase = {"elapsed": 1.0, "layout_score": 0.5}
+    free = {"free_extents": 1, "mean_free_extent_blocks": 1.0, "free_blocks": 1, "used_pct": 95.0}
+
+    def replay(log, pristine, cfg, work, sink, **kw):
+        sink(row(cfg.alloc, "replayed", 1, "b", phase, phase, free, 90.0))
+        if cfg.alloc == "cg":
+            raise AgingError("replay under cg: operation 7 (line 7, write) ran out of space (ENOSPC)")
+        sink(row(cfg.alloc, "replayed", 2, "c", phase, phase, free, 90.0))
+
+    monkeypatch.setattr(cli, "replay", replay)
+    with pytest.raises(AgingError, match=r"1 replay\(s\) stopped early \(cg\)"):
+        cli.run(plan)
+    assert [(r["config"], r["pulls"]) for r in rows(tmp_path, "replayed")] == [("cg", 1), ("ext2", 1), ("ext2", 2)]
+    assert "ran out of space" in json.loads((tmp_path / "run.json").read_text())["stopped"]["cg"]
+    assert "The replay under cg stopped" in (tmp_path / "summary.md").read_text()
