@@ -7,9 +7,10 @@ is written through the mount, so it is in the op log: every replay lays the same
 its own allocator, as the real file system under test would have. The files are of
 log-uniform sizes from a seeded RNG (the same for every run), in a few directories; all but
 the last are sized from an estimate of the blocks they take, the last is sized from the
-image's block bitmaps after a sync, so that the recorded run is filled to PCT% exactly (a
-replay under an allocator that maps files with more or fewer tree blocks lands within a few
-blocks of it; each run records the share it reached).
+image's block bitmaps after a sync, so that the recorded run is filled to PCT% (a block more
+if, on the ext4 profile, that file needs an extent leaf; a replay under an allocator that maps
+files with more or fewer tree blocks lands within a few blocks of it; each run records the
+share it reached).
 """
 
 from __future__ import annotations
