@@ -28,10 +28,15 @@ def free_extents(used: np.ndarray) -> dict:
     free = ~np.asarray(used, dtype=bool)
     n_free = int(np.count_nonzero(free))
     if not n_free:
-        return {"free_extents": 0, "mean_free_extent_blocks": 0.0, "free_blocks": 0, "used_pct": 100.0}
+        return {"free_extents": 0, "mean_free_extent_blocks": 0.0, "free_blocks": 0}
     starts = int(np.count_nonzero(free & ~np.concatenate(([False], free[:-1]))))
     return {"free_extents": starts, "mean_free_extent_blocks": round(n_free / starts, 3),
-            "free_blocks": n_free, "used_pct": used_pct(used)}
+            "free_blocks": n_free}
+
+
+def space(used: np.ndarray) -> dict:
+    """What a measurement records of the free space: free_extents, and the share in use."""
+    return {**free_extents(used), "used_pct": used_pct(used)}
 
 
 def used_pct(used: np.ndarray) -> float:

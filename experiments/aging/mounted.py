@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from . import fill
 from .history import AgingError, History, git
-from .measure import GREP_ARGV, free_extents, image_used, phase, row, used_pct
+from .measure import GREP_ARGV, image_used, phase, row, space, used_pct
 
 SIMFS = [sys.executable, "-m", "simfs.cli"]
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
@@ -155,7 +155,7 @@ def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done:
             pull(tree, src, sha, i == 0)
             if i and i % every == 0:
                 m.ctl("sync")
-                free = free_extents(image_used(image))
+                free = space(image_used(image))
                 aged = cold_grep(m, f"aged-{i}", tree, f"copy-{i}")
                 keep = os.path.join(work, f"clean-mounted-{cfg.alloc}.img") if i + every > h.pulls else None
                 clean = clean_copy(cfg, tree, work, keep)

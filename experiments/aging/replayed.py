@@ -33,7 +33,7 @@ from simfs.fs.volume import Volume
 from simfs.ondisk.mkfs import mkfs
 
 from .history import AgingError
-from .measure import NEEDLE, free_extents, phase, row, used_pct
+from .measure import NEEDLE, phase, row, space, used_pct
 from .mounted import UUID, Config, sparse_copy
 
 KINDS = {0o040000: "dir", 0o100000: "file", 0o120000: "symlink"}
@@ -136,7 +136,7 @@ def replay(log: str, pristine: str, cfg: Config, work: str, sink, *, commits: li
                 kind, _, n = str(rec[2]).partition("-")
                 n = int(n) if n.isdigit() else -1
                 if kind == "aged":
-                    free[n] = free_extents(vol.space.block_used)
+                    free[n] = space(vol.space.block_used)
                 elif kind == "filled":                  # the filler is laid and synced (--fill)
                     filled = used_pct(vol.space.block_used)
                 elif kind == "copy":
