@@ -121,8 +121,6 @@ def prepare(a) -> dict:
     for name in [a.alloc] + (a.replay.split(",") if a.replay else []):
         if name not in policies.ALLOCATORS:
             raise AgingError(f"unknown allocator {name!r} (simfs policies lists them)")
-        if name not in takes:
-            raise AgingError(f"allocator {name!r} does not take the {a.profile} profile")
     if not 0 <= a.fill < 100:
         raise AgingError(f"--fill {a.fill:g}: give a percentage from 0 to below 100")
     every = a.every or (QUICK_EVERY if a.quick else 100)
@@ -172,12 +170,15 @@ def fill_room(size: int, profile: str, pct: float, need: int) -> None:
     is below what the fresh image already uses. The fresh image is made in a temporary file
     (mkfs is in-process and fast); nothing of the run is made yet."""
     import tempfile
-    from simfs.ondisk.mkfs import mkfs
+    from simfs.ondisk.mkfs import ImageError, mkfs
     from . import fill
     from .measure import image_used
     with tempfile.TemporaryDirectory(prefix="aging-fill-") as tmp:
         image = os.path.join(tmp, "probe.img")
-        mkfs(image, size, block_size=4096, profile=profile)
+        try:
+            mkfs(image, size, block_size=4096, profile=profile)
+        except ImageError as e:
+            raise AgingError(f"--size {size >> 10}K: {e}") from None
         used = image_used(image)
     target = fill.target_blocks(len(used), pct)
     room = (len(used) - target) * 4096
