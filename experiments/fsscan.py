@@ -58,7 +58,7 @@ class Layout:
     kind: np.ndarray          # per block: 0 free, 1 fs metadata, 2 file data, 3 directory, 4 indirect
     owner: np.ndarray         # per block: owning inode (0 = none)
     order: list               # [(ino, [phys of lblk 0, 1, ...])] regular files, by inode number
-    extents: int              # filefrag extents (-B, as filefrag counts on ext2) summed over regular files
+    extents: int              # filefrag -B extents (ext2's indirect-block rule for block-mapped files only), summed
     files: int
     data_blocks: int
 

@@ -22,9 +22,26 @@ at most 2048 (MAX_WRITEPAGES_EXTENT_LEN), and `allocate_run` places each run:
   back to the rules above). The windows are dropped when the last writer closes the file
   (ext4_release_file discards the inode's preallocations).
 
-Indirect blocks, directory blocks and xattr blocks are placed at write time from the top of
-the inode's group downwards, so they never sit between a file's data blocks (ext4 keeps
-extent-tree blocks apart from data in the same way).
+Blocks that are not a regular file's data are placed at write time.
+
+* A directory's, symlink's or xattr block (and a directory's own indirect or tree block) as
+  ext4 places it (ext4_bread -> ext4_map_blocks for a directory, ext4_xattr_block_set): the
+  goal is policies.ext4goal's (ext4_ext_find_goal, else ext4_inode_to_goal_block: the start
+  of the group - with flex groups of 4 or more of the flex group's first group - and no
+  colour under delayed allocation); mballoc serves such a request (no EXT4_MB_HINT_DATA: no
+  normalisation, no preallocation, and no EXT4_MB_HINT_TRY_GOAL, so ext4_mb_find_by_goal
+  does not try the goal block itself) from the goal's group, whose free extents
+  ext4_mb_complex_scan_group measures from bb_first_free: the group's lowest free block, else
+  the next group's. Directories made one after another get ascending blocks, which a cold
+  `find` reads forwards (issue 43; until this rule they were placed from the group's top
+  downwards and read backwards, a near-full revolution each).
+* A regular file's indirect or extent-tree block: the highest free block of the inode's
+  group. ext4 places a tree block (ext4_ext_new_meta_block) by the same rule as above, but its
+  search skips the file's preallocated blocks (ext4_mb_generate_from_pa marks them in use),
+  so it lands outside the file's windows; this policy does not withhold its windows, and the
+  lowest free block of the group would be inside them (seed 004's quick mmap fill: 1,394
+  data extents instead of 1). The group's top keeps such blocks out of the data, as ext4's
+  preallocation does.
 """
 
 import dataclasses
@@ -33,6 +50,7 @@ from bisect import bisect_right
 import numpy as np
 
 from .base import BlockAllocator, BlockRequest, NoSpace, SpaceView
+from .ext4goal import find_goal
 
 #: ext4_mb_normalize_request's table for requests of files past 1 MiB: (file size up to,
 #: window bytes), windows aligned to their size, 8 MiB beyond
@@ -108,15 +126,24 @@ class Delayed(BlockAllocator):
         state.windows.clear()
 
     def allocate(self, space: SpaceView, req: BlockRequest, state) -> int:
-        """Write-time placement (metadata): the highest free block of the inode's group."""
+        """Write-time placement: a directory's, symlink's or xattr block as ext4 places it
+        (the lowest free block of the goal's group, else of the next group with one); a
+        regular file's indirect or extent-tree block at the highest free block of the inode's
+        group, out of the windows this policy does not withhold."""
         geo = space.geometry
+        mapping = req.kind == "indirect" and not req.is_dir
+        g0 = req.inode_group if mapping else geo.group_of_block(find_goal(geo, req))
         for i in range(geo.groups):
-            g = (req.inode_group + i) % geo.groups
+            g = (g0 + i) % geo.groups
             if not space.group_free_blocks(g):
                 continue
             start, n = geo.group_start(g), geo.group_blocks(g)
-            seg = space.block_used[start:start + n]
-            free = np.flatnonzero(~seg)
+            if not mapping:
+                b = space.first_free_block(start, start + n)
+                if b >= 0:
+                    return b
+                continue
+            free = np.flatnonzero(~space.block_used[start:start + n])
             if len(free):
                 return start + int(free[-1])
         raise NoSpace()

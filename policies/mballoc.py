@@ -49,8 +49,9 @@ import numpy as np
 
 from .base import BlockAllocator, BlockRequest, NoSpace, SpaceView
 from .delayed import DelayedState
+from .ext4goal import find_goal
 from .groupscan import group_bits
-from .mbsearch import FLEX_SIZE_DIR_ALLOC_SCHEME, Group, Scanner
+from .mbsearch import Group, Scanner
 
 STREAM_REQUEST = 16         # s_mb_stream_request (blocks)
 GROUP_PREALLOC = 512        # s_mb_group_prealloc (blocks)
@@ -294,32 +295,17 @@ class Mballoc(BlockAllocator):
         """ext4_ext_find_goal (or ext4_find_near) for lblk (req describes lblk's first request
         block), and the neighbours for normalisation."""
         geo = space.geometry
+        pid = None if self.decides == "flush" else self.pid
         if req.kind == "xattr":
-            return geo.group_start(req.inode_group), (0, 0, 0, 0)
+            return find_goal(geo, req, pid), (0, 0, 0, 0)
         nb = st.neighbours(lblk)
         if not nb[1] and req.prev_phys:
             nb = (lblk - 1, req.prev_phys, nb[2], nb[3])
         ext = st.nearest(lblk)
-        if ext is not None:
-            goal = ext[1] + (lblk - ext[0])
-        elif req.prev_phys:
-            goal = req.prev_phys + 1
-        else:
-            goal = req.map_prev or req.map_block or self._inode_goal(space, req)
+        if ext is None:
+            return find_goal(geo, req, pid), nb
+        goal = ext[1] + (lblk - ext[0])
         return min(max(goal, geo.first_data_block), geo.blocks_count - 1), nb
-
-    def _inode_goal(self, space: SpaceView, req: BlockRequest) -> int:
-        """ext4_inode_to_goal_block."""
-        geo = space.geometry
-        g = req.inode_group
-        flex = getattr(geo, "groups_per_flex", 1)
-        if flex >= FLEX_SIZE_DIR_ALLOC_SCHEME:
-            g &= ~(flex - 1)
-            if not req.is_dir and req.kind != "symlink" and g + 1 < geo.groups:
-                g += 1
-        start = geo.group_start(g)
-        colour = (self.pid % 16) * (geo.group_blocks(g) // 16)
-        return start + (0 if self.decides == "flush" else colour)
 
     def _new_blocks(self, space: SpaceView, req: BlockRequest, st: MbState, lblk: int,
                     length: int) -> list[int]:

@@ -20,6 +20,9 @@ misc/filefrag.c) for a block-mapped file of the Linux kernel's ext2:
   lines, and the summary says ", perfection would be M extents" when M < N, with
   M = data blocks / (8 * block size - inodes / 8 / groups - 3) + 1 (filefrag's formula;
   e2fsprogs 1.47 never increments the block count it divides, so it always says 1).
+  An extent-mapped file (EXT4_EXTENTS_FL, ext4 profile) is not `is_ext2`: no indirect-block
+  rule, no perfection clause, no "cylinder groups" line, as filefrag prints it for a file of
+  the kernel's ext4.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import stat
 import sys
 
 from simfs.cli.common import fail
-from simfs.fs.inspection import fiemap_extents, fibmap_extents, frag_counts, perfection
+from simfs.fs.inspection import fiemap_extents, fibmap_extents, frag_counts, is_ext2, perfection
 
 EXTENTS_XATTR = "user.simfs.extents"
 
@@ -57,7 +60,8 @@ def register(subparsers) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("-v", "--verbose", action="store_true", help="print the extent table (filefrag -v)")
     p.add_argument("-B", "--bmap", action="store_true",
-                   help="filefrag's FIBMAP path: ext2 extent count, perfection clause")
+                   help="filefrag's FIBMAP path: block by block (a block-mapped file: the "
+                        "indirect-block rule, perfection clause)")
     p.add_argument("-e", "--extent-format", action="store_true",
                    help="print the extent table, with -B too (filefrag -e; implies -v)")
     p.add_argument("--image", metavar="IMG", help="read FILEs (paths inside the file system) from this image")
@@ -145,7 +149,7 @@ def frag_fiemap(doc: dict, verbose: bool) -> tuple[int, list[str]]:
 
 
 def frag_fibmap(doc: dict, verbose: bool, extent_format: bool) -> tuple[int, int, list[str]]:
-    """filefrag_fibmap for an ext2 file: (extents found, data blocks, lines). As filefrag
+    """filefrag_fibmap: (extents found, data blocks, lines). As filefrag
     prints them: with -e each extent's row, with -v a "Discontinuity" line after the row of
     every extent but the first and the last that did not start where expected."""
     extents, count = fibmap_extents(doc)
@@ -166,10 +170,12 @@ def frag_report(name: str, doc: dict, verbose: bool = False, bmap: bool = False,
     """filefrag's frag_report: (output lines, numbers)."""
     bs = doc["block_size"]
     lines = []
+    ext2 = is_ext2(doc)
     if verbose and first:
         lines.append("Filesystem type is: ef53")
-        cyl = -(-doc["f_blocks"] // (bs * 8)) if doc["f_blocks"] else 0
-        lines.append(f"Filesystem cylinder groups approximately {cyl}")
+        if ext2:
+            cyl = -(-doc["f_blocks"] // (bs * 8)) if doc["f_blocks"] else 0
+            lines.append(f"Filesystem cylinder groups approximately {cyl}")
     nblocks = -(-doc["size"] // bs)
     if verbose:
         lines.append(f"File size of {name} is {doc['size']} ({nblocks} block{'' if nblocks == 1 else 's'} "
@@ -177,7 +183,7 @@ def frag_report(name: str, doc: dict, verbose: bool = False, bmap: bool = False,
     info = {"head": len(lines)}
     if bmap:
         n, count, body = frag_fibmap(doc, verbose, extent_format)
-        best = perfection(doc, count)
+        best = perfection(doc, count) if ext2 else 0
     else:
         n, body = frag_fiemap(doc, verbose)
         best = 0

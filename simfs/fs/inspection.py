@@ -75,6 +75,7 @@ class Inspection:
                 runs = [(int(lb[s]), int(ph[s]), int(e - s)) for s, e in zip(starts, ends)]
         delalloc = self.delalloc.runs(inode)
         return {"ino": ino, "mode": inode.mode, "size": inode.size, "i_blocks": inode.blocks,
+                "inode_flags": inode.flags,     # what FS_IOC_GETFLAGS shows filefrag
                 "block_size": geo.block_size, "runs": runs, "indirect": indirect,
                 "delalloc": delalloc, "xattr_block": inode.file_acl,
                 "blocks_count": geo.blocks_count, "first_data_block": geo.first_data_block,
@@ -208,9 +209,16 @@ def static_layout_score(follow: int, blocks: int) -> float | None:
 
 
 # filefrag's counting -------------------------------------------------------------------------------
-# On an extents document (`Volume.extents`: runs, size, block_size; the geometry for perfection),
-# as e2fsprogs 1.47's misc/filefrag.c counts a block-mapped file of the Linux kernel's ext2.
-# `simfs frag` prints these; the experiments sum them over files.
+# On an extents document (`Volume.extents`: runs, size, block_size, inode_flags; the geometry for
+# perfection), as e2fsprogs 1.47's misc/filefrag.c counts a file of the Linux kernel's ext2 or
+# ext4. `simfs frag` prints these; the experiments sum them over files.
+
+def is_ext2(doc: dict) -> bool:
+    """filefrag's `is_ext2`: a block-mapped file (no EXT4_EXTENTS_FL in the flags
+    FS_IOC_GETFLAGS returns) on an ext2/3/4 file system; only such a file gets the indirect-block
+    rule on the FIBMAP path, the cylinder-group line and the perfection clause."""
+    return not doc.get("inode_flags", 0) & EXTENTS_FL
+
 
 def fiemap_extents(doc: dict) -> tuple[int, list[dict]]:
     """filefrag's FIEMAP path: (extents found, rows). Rows are what the kernel's ext2 reports,
@@ -255,13 +263,14 @@ def _map_boundary_blocks(lblk: int, ppb: int) -> int:
 
 
 def fibmap_extents(doc: dict) -> tuple[list[dict], int]:
-    """filefrag's FIBMAP path for an ext2 file: (extents, data blocks). Block by block; where
-    the ext2 map needs new indirect blocks the expected next block moves past them (filefrag's
-    `is_ext2` rule), so indirect blocks placed inline do not fragment; a hole starts a new
-    extent. Each extent's "expected" is where filefrag expected it to start, from the extent
-    before it (0 for the first, and where it starts there)."""
+    """filefrag's FIBMAP path: (extents, data blocks). Block by block; in a block-mapped file,
+    where the ext2 map needs new indirect blocks the expected next block moves past them
+    (filefrag's `is_ext2` rule), so indirect blocks placed inline do not fragment; an
+    extent-mapped file gets no such rule (its map blocks are not among its data). A hole
+    starts a new extent. Each extent's "expected" is where filefrag expected it to start, from
+    the extent before it (0 for the first, and where it starts there)."""
     bs, size = doc["block_size"], doc["size"]
-    ppb = bs // 4
+    ppb = bs // 4 if is_ext2(doc) else 0
     bmap = {}
     for lblk, phys, n in doc["runs"]:
         for j in range(n):
@@ -271,7 +280,7 @@ def fibmap_extents(doc: dict) -> tuple[list[dict], int]:
     last_block = 0
     expected = 0
     for i in range(-(-size // bs)):
-        if last_block:
+        if last_block and ppb:
             last_block += _map_boundary_blocks(i, ppb)
         block = bmap.get(i, 0)
         if not block:

@@ -188,3 +188,28 @@ def test_sparse_pages_reserve_their_indirect_blocks(tmp_path):
         for i in written:
             ino = vol.lookup(vol.root_ino, b"s%d" % i).st_ino
             assert vol.read(ino, (1 << 30) + i * (1 << 22), 2048) == bytes([i + 1]) * 1024
+
+
+@pytest.mark.parametrize("profile", ["ext2", "ext4"])
+def test_directories_made_in_turn_get_ascending_blocks_as_on_ext4(tmp_path, profile):
+    """Issue 43: ext4 gives a directory block the lowest free block of its goal's group
+    (ext4_inode_to_goal_block: with flex_bg, the flex group's first group; mballoc without
+    TRY_GOAL scans from bb_first_free). `delayed` took the group's highest free block, so
+    directories made one after another got descending blocks and a cold find read them
+    backwards. Top-level directories are spread over the groups by Orlov; on the ext4 profile
+    their blocks still go to the first group of the one flex group."""
+    img = str(tmp_path / "d.img")
+    mkfs(img, 512 * MIB, profile=profile, uuid=bytes(16), hash_seed=bytes(16))
+    with Volume.open(img, VolumeOptions(alloc="delayed", disk="ideal")) as vol:
+        geo = vol.geo
+        top = [vol.mkdir(vol.root_ino, b"t%02d" % i, 0o755, 0, 0).st_ino for i in range(8)]
+        sub = [vol.mkdir(top[0], b"s%02d" % i, 0o755, 0, 0).st_ino for i in range(20)]
+        first = {ino: vol.extents(ino)["runs"][0][1] for ino in top + sub}
+        groups = {geo.group_of_inode(ino) for ino in top}
+    assert_fsck_clean(img)
+    blocks = [first[ino] for ino in sub]
+    assert blocks == sorted(blocks) and len(set(blocks)) == len(blocks), blocks
+    assert blocks[-1] - blocks[0] < 2 * len(blocks), blocks          # packed: lowest free blocks
+    if profile == "ext4":
+        assert len(groups) > 1, groups                                # Orlov spread the inodes
+        assert {geo.group_of_block(first[ino]) for ino in top} == {0}

@@ -21,7 +21,7 @@ from policies.writeback import WRITEBACK as WRITEBACK_POLICIES
 from simfs.ondisk.mkfs import mkfs
 from simfs.fs.inspection import frag_counts
 from simfs.fs.volume import Volume, VolumeOptions
-from tests.helpers import assert_fsck_clean, needs_e2fsprogs
+from tests.helpers import assert_fsck_clean, kernel_mount, needs_e2fsprogs
 
 
 def simfs(*args, **kw) -> subprocess.CompletedProcess:
@@ -204,6 +204,46 @@ def test_frag_image_is_filefrag_on_the_kernels_ext2(images, bs, tmp_path):
                 assert (out.getvalue(), rc != 0) == (want.stdout, want.returncode != 0), (name, flags)
     finally:
         subprocess.run(["umount", str(lm)], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def ext4_image(tmp_path_factory):
+    """An ext4-profile image (extent-mapped files) with files laid out by three allocators."""
+    img = str(tmp_path_factory.mktemp("frag4") / "f.img")
+    mkfs(img, 64 << 20, block_size=4096, profile="ext4")
+    with Volume.open(img, VolumeOptions(alloc="delayed")) as vol:
+        write(vol, vol.root_ino, b"big", 5 << 20)              # crosses lblk 12 and 12 + 1024
+        write(vol, vol.root_ino, b"small", 100)
+        write(vol, vol.root_ino, b"empty", 0)
+        vol.mkdir(vol.root_ino, b"dir", 0o755, 0, 0)
+    with Volume.open(img, VolumeOptions(alloc="ext2")) as vol:
+        ino = vol.create(vol.root_ino, b"sparse", 0o644, 0, 0).st_ino
+        for off in (0, 3, 40, 2000, 9000):
+            vol.write(ino, off * 4096, b"z" * 4096)
+        ino = vol.create(vol.root_ino, b"random", 0o644, 0, 0).st_ino
+        order = list(range(3000))
+        random.Random(1).shuffle(order)
+        for lblk in order:
+            vol.write(ino, lblk * 4096, b"r" * 4096)
+    with Volume.open(img, VolumeOptions(alloc="mballoc")) as vol:
+        write(vol, vol.root_ino, b"mb", 2 << 20)
+    return img
+
+
+@needs_e2fsprogs
+def test_frag_bmap_of_extent_files_is_filefrag_on_the_kernels_ext4(ext4_image, tmp_path):
+    """filefrag -B applies ext2's indirect-block rule only to block-mapped files (is_ext2 needs
+    no EXT4_EXTENTS_FL): on an extent-mapped file the expected block is the last one + 1, and
+    no cylinder-group line or perfection clause is printed (issue 41)."""
+    assert_fsck_clean(ext4_image)
+    with kernel_mount(ext4_image, tmp_path / "lm", fstype="ext4") as lm:
+        for name in ("big", "small", "empty", "dir", "sparse", "random", "mb"):
+            for flags in (["-B"], ["-B", "-v"]):
+                want = subprocess.run(["filefrag", *flags, name], cwd=lm, capture_output=True, text=True)
+                out, err = io.StringIO(), io.StringIO()
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    rc = cli.main(["frag", "--image", ext4_image, *flags, name])
+                assert (out.getvalue(), rc != 0) == (want.stdout, want.returncode != 0), (name, flags)
 
 
 def test_frag_errors(images, tmp_path):
