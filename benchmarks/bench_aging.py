@@ -2,7 +2,7 @@
 ten times, in real time (target: under one hour on this machine; a data-less image is fine).
 
 Run: python -m benchmarks.bench_aging [--repo DIR | --bundle FILE] [--pulls 1000] [--every 100]
-     [--alloc ext2] [--replay ext2] [--out DIR]
+     [--alloc ext2] [--replay ext2] [--profile ext2|ext4] [--fill PCT] [--size 512M] [--out DIR]
 
 The history defaults to ../shared/third_party/xfstests-history.bundle (6,657 first-parent
 commits, a tree of 4,650 small files), cloned next to the output. The op log comes from one
@@ -30,8 +30,10 @@ def main(argv=None) -> int:
     p.add_argument("--repo", help="a repository instead of the bundle")
     p.add_argument("--pulls", type=int, default=1000)
     p.add_argument("--every", type=int, default=100)
-    p.add_argument("--alloc", default="ext2", help="the mounted run's allocator")
-    p.add_argument("--replay", default="ext2", help="the replayed configuration(s) timed")
+    p.add_argument("--alloc", help="the mounted run's allocator (the experiment's default for the profile)")
+    p.add_argument("--replay", default=None, help="the replayed configuration(s) timed (--alloc's)")
+    p.add_argument("--profile", default="ext2", help="the images' mkfs profile (ext2 or ext4)")
+    p.add_argument("--fill", help="the nearly-full variant: fill to PCT%% first (give --size too)")
     p.add_argument("--size", help="image size (default: the experiment's rule, 4x its estimate)")
     p.add_argument("--out", default="/tmp/bench-aging")
     a = p.parse_args(argv)
@@ -45,8 +47,10 @@ def main(argv=None) -> int:
                 print(f"bench_aging: no history: {a.bundle} is missing (give --repo)", file=sys.stderr)
                 return 2
             subprocess.run(["git", "clone", "-q", a.bundle, repo], check=True)
-        cmd = aging + [repo, "--pulls", str(a.pulls), "--every", str(a.every), "--alloc", a.alloc,
-                       "--replay", a.replay, "--dataless", "--out", a.out] + (["--size", a.size] if a.size else [])
+        alloc = a.alloc or {"ext4": "mballoc"}.get(a.profile, "ext2")
+        cmd = aging + [repo, "--pulls", str(a.pulls), "--every", str(a.every), "--alloc", alloc,
+                       "--replay", a.replay or alloc, "--profile", a.profile, "--dataless", "--out", a.out]
+        cmd += (["--size", a.size] if a.size else []) + (["--fill", a.fill] if a.fill else [])
     r = subprocess.run(cmd)
     if r.returncode:
         return r.returncode
@@ -54,7 +58,8 @@ def main(argv=None) -> int:
         plan = json.load(f)
     with open(os.path.join(a.out, "results.json")) as f:
         rows = json.load(f)["measurements"]
-    print(f"history: {plan['history']}, {plan['pulls']} pulls, measured every {plan['every']}")
+    print(f"history: {plan['history']}, {plan['pulls']} pulls, measured every {plan['every']}; profile "
+          f"{plan.get('profile', 'ext2')}" + (f", filled to {plan['fill']:g}%" if plan.get("fill") else ""))
     for what, seconds in plan["wall"].items():
         print(f"  {what:24} {seconds:9.1f} s real ({seconds / 3600:.2f} h)")
     for r in rows:

@@ -31,6 +31,7 @@ def parser() -> argparse.ArgumentParser:
                     "on its own image. Measurements are written as they are made; --resume OUT "
                     "continues a run that stopped.",
         epilog="examples:\n  python -m experiments.aging --quick --out /tmp/aging\n"
+               "  python -m experiments.aging --quick --fill 90 --profile ext4 --out /tmp/aging-full\n"
                "  python -m experiments.aging ~/src/linux --commits v6.1..v6.2 --every 50 --out aging-linux\n"
                "  python -m experiments.aging --resume aging-linux")
     p.add_argument("repo", nargs="?", metavar="REPO", help="a git repository (any)")
@@ -39,9 +40,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--commits", metavar="A..B", help="clone A, pull each first-parent commit up to B")
     p.add_argument("--pulls", type=int, metavar="N", help="only the first N pulls")
     p.add_argument("--every", type=int, metavar="N", help="measure every N pulls (100; --quick 20)")
-    p.add_argument("--alloc", default="ext2", help="the mounted configuration's allocator (ext2)")
+    p.add_argument("--alloc", help="the mounted configuration's allocator (ext2; mballoc with --profile ext4)")
     p.add_argument("--replay", metavar="A,B,...",
-                   help="allocators to replay the op log under (default: every allocator)")
+                   help="allocators to replay the op log under (default: every allocator the profile takes)")
+    p.add_argument("--profile", default="ext2", metavar="ext2|ext4",
+                   help="the images' mkfs profile (simfs mkfs --profile; ext2)")
+    p.add_argument("--fill", type=float, default=0, metavar="PCT",
+                   help="the nearly-full variant: before the first pull, fill the image to PCT%% of its "
+                        "blocks with static filler files that stay (Conway et al., HotStorage'19)")
     p.add_argument("--disk", default="sata7200", help="disk model preset (sata7200)")
     p.add_argument("--size", metavar="BYTES", help="image size, e.g. 256M (default: 4x the estimate, at least 64M)")
     p.add_argument("--dataless", action="store_true", help="replays on data-less images (the mount keeps data: git reads it)")
@@ -108,9 +114,15 @@ def prepare(a) -> dict:
         raise AgingError("the pulls run on a simfs mount: run as root")
     if bool(a.repo) == a.quick:
         raise AgingError("give a git repository, or --quick for a generated history")
+    if a.profile not in PROFILES:
+        raise AgingError(f"--profile {a.profile}: choose {' or '.join(PROFILES)}")
+    takes = allocators(a.profile)
+    a.alloc = a.alloc or DEFAULT_ALLOC[a.profile]
     for name in [a.alloc] + (a.replay.split(",") if a.replay else []):
         if name not in policies.ALLOCATORS:
             raise AgingError(f"unknown allocator {name!r} (simfs policies lists them)")
+    if not 0 <= a.fill < 100:
+        raise AgingError(f"--fill {a.fill:g}: give a percentage from 0 to below 100")
     every = a.every or (QUICK_EVERY if a.quick else 100)
     if every < 1:
         raise AgingError(f"--every {every}: give at least 1")
@@ -129,14 +141,54 @@ def prepare(a) -> dict:
     if size < 2 * need:
         raise AgingError(f"--size {a.size}: too small for this history (its objects and last tree "
                          f"take {need >> 20} MiB; give at least {-(-2 * need // (1 << 20))}M)")
+    if a.fill:
+        fill_room(size, a.profile, a.fill, need)
     os.makedirs(os.path.join(out, "work"), exist_ok=True)
     plan = {"out": out, "history": "generated (--quick)" if a.quick else h.repo, "repo": h.repo,
             "commits": h.commits, "pulls": h.pulls, "every": every, "mounted": a.alloc,
-            "replay": a.replay.split(",") if a.replay else list(policies.ALLOCATORS),
+            "replay": a.replay.split(",") if a.replay else takes,
             "disk": a.disk, "size": size, "block_size": 4096, "dataless": a.dataless,
-            "pictures": not a.no_pictures, "wall": {}}
+            "profile": a.profile, "fill": a.fill, "pictures": not a.no_pictures, "wall": {}, "stopped": {}}
     save(plan)
     return plan
+
+
+PROFILES = ("ext2", "ext4")
+DEFAULT_ALLOC = {"ext2": "ext2", "ext4": "mballoc"}
+
+
+def allocators(profile: str) -> list[str]:
+    """Every allocator that takes PROFILE's images. Today all do: an allocator picks blocks
+    from the free-space map and the volume maps them (block map or extents, flex_bg groups in
+    the geometry); tests/mount/test_fsx_ext4.py runs fsx under each on the ext4 profile."""
+    import policies
+    return list(policies.ALLOCATORS)
+
+
+def fill_room(size: int, profile: str, pct: float, need: int) -> None:
+    """Refuse a --fill that leaves the history less room than it needs (AgingError), or that
+    is below what the fresh image already uses. The fresh image is made in a temporary file
+    (mkfs is in-process and fast); nothing of the run is made yet."""
+    import tempfile
+    from simfs.ondisk.mkfs import ImageError, mkfs
+    from . import fill
+    from .measure import image_used
+    with tempfile.TemporaryDirectory(prefix="aging-fill-") as tmp:
+        image = os.path.join(tmp, "probe.img")
+        try:
+            mkfs(image, size, block_size=4096, profile=profile)
+        except ImageError as e:
+            raise AgingError(f"--size {size >> 10}K: {e}") from None
+        used = image_used(image)
+    target = fill.target_blocks(len(used), pct)
+    room = (len(used) - target) * 4096
+    if target <= used.sum():
+        raise AgingError(f"--fill {pct:g}: a fresh {profile} image of {size >> 20} MiB already has "
+                         f"{100 * used.sum() / len(used):.1f}% of its blocks in use; give more")
+    if room < need:
+        raise AgingError(f"--fill {pct:g} leaves {room >> 20} MiB of the {size >> 20} MiB image for the "
+                         f"history, which needs at least {-(-need // (1 << 20))} MiB (give a lower --fill "
+                         f"or a larger --size)")
 
 
 def save(plan: dict) -> None:
@@ -145,8 +197,10 @@ def save(plan: dict) -> None:
 
 
 def config(plan: dict, alloc: str, replayed: bool = False) -> Config:
+    """The mounted configuration lays the filler (--fill); replays lay it from the op log."""
     return Config(alloc, disk=plan["disk"], size=plan["size"], block_size=plan["block_size"],
-                  extra="dataless=yes" if replayed and plan["dataless"] else "")
+                  extra="dataless=yes" if replayed and plan["dataless"] else "",
+                  profile=plan.get("profile", "ext2"), fill=0 if replayed else plan.get("fill", 0))
 
 
 def run(plan: dict) -> None:
@@ -167,19 +221,26 @@ def run(plan: dict) -> None:
             continue
         print(f"aging: replaying under alloc={alloc}", flush=True)
         t = time.monotonic()
-        replay(log, os.path.join(work, "pristine.img"), config(plan, alloc, True), work, sink,
-               commits=h.commits, done=sink.done(alloc, "replayed"), last=last)
+        try:
+            replay(log, os.path.join(work, "pristine.img"), config(plan, alloc, True), work, sink,
+                   commits=h.commits, done=sink.done(alloc, "replayed"), last=last)
+        except AgingError as e:                 # e.g. out of space where the recording was not:
+            print(f"aging: {e}; its measurements so far are kept", file=sys.stderr)
+            plan.setdefault("stopped", {})[alloc] = str(e)       # the others still replay
         plan["wall"][f"replay {alloc}"] = round(time.monotonic() - t, 1)
         save(plan)
     write(out, plan, load(out))
     if plan["pictures"]:
         draw(plan, load(out), work)
+    if plan.get("stopped"):
+        raise AgingError(f"{len(plan['stopped'])} replay(s) stopped early ({', '.join(plan['stopped'])})")
 
 
 def draw(plan: dict, rows: list[dict], work: str) -> None:
     from .pictures import blockmaps, layout_plot, ratio_plot
     out = plan["out"]
-    title = f"{plan['pulls']} pulls, {plan['disk']}"
+    title = (f"{plan['pulls']} pulls, {plan['disk']}, {plan.get('profile', 'ext2')}"
+             + (f", filled to {plan['fill']:g}%" if plan.get("fill") else ""))
     ratio_plot(rows, os.path.join(out, "ratio.png"), title)
     layout_plot(rows, os.path.join(out, "layout.png"), title)
     aged = os.path.join(work, f"aged-{plan['mounted']}.img")

@@ -19,7 +19,8 @@ NEEDLE = "simfs-aging-no-such-string-zq7"
 GREP_ARGV = ["grep", "-r", "--", NEEDLE]
 
 FIELDS = ("config", "engine", "pulls", "commit", "aged_grep_s", "clean_grep_s", "ratio",
-          "aged_layout", "clean_layout", "free_extents", "mean_free_extent_blocks", "free_blocks")
+          "aged_layout", "clean_layout", "free_extents", "mean_free_extent_blocks", "free_blocks",
+          "used_pct", "filled_pct")
 
 
 def free_extents(used: np.ndarray) -> dict:
@@ -31,6 +32,16 @@ def free_extents(used: np.ndarray) -> dict:
     starts = int(np.count_nonzero(free & ~np.concatenate(([False], free[:-1]))))
     return {"free_extents": starts, "mean_free_extent_blocks": round(n_free / starts, 3),
             "free_blocks": n_free}
+
+
+def space(used: np.ndarray) -> dict:
+    """What a measurement records of the free space: free_extents, and the share in use."""
+    return {**free_extents(used), "used_pct": used_pct(used)}
+
+
+def used_pct(used: np.ndarray) -> float:
+    """The percent of the blocks in use (metadata included, as `df` counts them on ext2)."""
+    return round(100 * int(np.count_nonzero(used)) / len(used), 3)
 
 
 def image_used(image: str) -> np.ndarray:
@@ -60,10 +71,12 @@ def phase(snapshot: dict, name: str) -> dict:
     return found[-1]
 
 
-def row(config: str, engine: str, pulls: int, commit: str, aged: dict, clean: dict, free: dict) -> dict:
-    """One measurement: `aged` and `clean` are the grep phases (elapsed, layout_score)."""
+def row(config: str, engine: str, pulls: int, commit: str, aged: dict, clean: dict, free: dict,
+        filled: float | None = None) -> dict:
+    """One measurement: `aged` and `clean` are the grep phases (elapsed, layout_score);
+    `filled` the percent of the blocks in use once the filler was laid (--fill), else None."""
     a, c = aged["elapsed"], clean["elapsed"]
     return {"config": config, "engine": engine, "pulls": pulls, "commit": commit,
             "aged_grep_s": a, "clean_grep_s": c, "ratio": a / c if c else None,
             "aged_layout": aged.get("layout_score"), "clean_layout": clean.get("layout_score"),
-            **free}
+            **free, "filled_pct": filled}

@@ -19,8 +19,9 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from . import fill
 from .history import AgingError, History, git
-from .measure import GREP_ARGV, free_extents, image_used, phase, row
+from .measure import GREP_ARGV, image_used, phase, row, space, used_pct
 
 SIMFS = [sys.executable, "-m", "simfs.cli"]
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
@@ -35,6 +36,8 @@ class Config:
     size: int = 256 << 20
     block_size: int = 4096
     extra: str = ""                 # more volume options, "key=val,..."
+    profile: str = "ext2"           # simfs mkfs --profile
+    fill: float = 0                 # --fill: percent of the blocks in use before the first pull
 
     def spec(self) -> str:
         return ",".join(x for x in (f"alloc={self.alloc}", f"disk={self.disk}", self.extra) if x)
@@ -42,7 +45,7 @@ class Config:
     def mkfs(self, image: str) -> None:
         """A fresh image; fixed UUID and hash seed, so every image of a run is alike."""
         simfs("mkfs", "-q", "--force", image, "--size", str(self.size), "-b", str(self.block_size),
-              "--uuid", UUID, "--hash-seed", UUID)
+              "--profile", self.profile, "--uuid", UUID, "--hash-seed", UUID)
 
 
 UUID = "5a6e6f00-0042-4242-8042-000000000042"
@@ -143,6 +146,7 @@ def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done:
     sparse_copy(image, os.path.join(work, "pristine.img"))
     src = mirror(h, os.path.join(work, "source.git"))
     with Mount(image, mnt, f"{cfg.spec()},oplog={log},stats={log}.stats.json") as m:
+        filled = fill_up(m, image, cfg) if cfg.fill else None
         tree = os.path.join(mnt, "tree")
         run(["git", "init", "-q", f"--separate-git-dir={os.path.join(mnt, 'git')}", tree])
         for k, v in (("gc.auto", "0"), ("maintenance.auto", "false"), ("core.fsmonitor", "false")):
@@ -151,14 +155,33 @@ def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done:
             pull(tree, src, sha, i == 0)
             if i and i % every == 0:
                 m.ctl("sync")
-                free = free_extents(image_used(image))
+                free = space(image_used(image))
                 aged = cold_grep(m, f"aged-{i}", tree, f"copy-{i}")
                 keep = os.path.join(work, f"clean-mounted-{cfg.alloc}.img") if i + every > h.pulls else None
                 clean = clean_copy(cfg, tree, work, keep)
                 m.ctl("mark", f"pulls-{i}")
                 if i not in done:
-                    sink(row(cfg.alloc, "mounted", i, sha, aged, clean, free))
+                    sink(row(cfg.alloc, "mounted", i, sha, aged, clean, free, filled))
     return image
+
+
+def fill_up(m: Mount, image: str, cfg: Config) -> float:
+    """Lay the filler (experiments.aging.fill) in MNT/filler: the planned files, a sync, then
+    the last file sized from the image's bitmaps, a sync, and the mark `filled`. Returns the
+    percent of the blocks then in use."""
+    root = os.path.join(m.mnt, "filler")
+    extents = cfg.profile == "ext4"
+    used = image_used(image)
+    target = fill.target_blocks(len(used), cfg.fill)
+    m.ctl("mark", "fill")
+    os.mkdir(root)
+    fill.lay(root, fill.plan(target - int(used.sum()), cfg.block_size, extents))
+    m.ctl("sync")
+    fill.last_file(root, target - int(image_used(image).sum()), cfg.block_size, extents)
+    m.ctl("sync")
+    used = image_used(image)
+    m.ctl("mark", "filled")
+    return used_pct(used)
 
 
 def sparse_copy(src: str, dst: str) -> None:

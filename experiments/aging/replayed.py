@@ -33,7 +33,7 @@ from simfs.fs.volume import Volume
 from simfs.ondisk.mkfs import mkfs
 
 from .history import AgingError
-from .measure import NEEDLE, free_extents, phase, row
+from .measure import NEEDLE, phase, row, space, used_pct
 from .mounted import UUID, Config, sparse_copy
 
 KINDS = {0o040000: "dir", 0o100000: "file", 0o120000: "symlink"}
@@ -81,7 +81,7 @@ def clean_copy(entries: list[Entry], opts, cfg: Config, work: str, keep: str | N
     image = os.path.join(work, "clean-inprocess.img")
     if os.path.exists(image):
         os.unlink(image)
-    mkfs(image, cfg.size, block_size=cfg.block_size, uuid=UUID, hash_seed=UUID)
+    mkfs(image, cfg.size, block_size=cfg.block_size, uuid=UUID, hash_seed=UUID, profile=cfg.profile)
     vol = Volume.open(image, dataclasses.replace(opts, stats="", trace=""))
     k = Kernel(vol)
     try:
@@ -122,6 +122,7 @@ def replay(log: str, pristine: str, cfg: Config, work: str, sink, *, commits: li
     vol.stop_when_unwritable = True
     r = TapReplayer(vol)
     free: dict[int, dict] = {}
+    filled = None
     try:
         for lineno, rec in iter_ops(log):
             if rec[0] in ("opendir", "releasedir"):
@@ -135,7 +136,9 @@ def replay(log: str, pristine: str, cfg: Config, work: str, sink, *, commits: li
                 kind, _, n = str(rec[2]).partition("-")
                 n = int(n) if n.isdigit() else -1
                 if kind == "aged":
-                    free[n] = free_extents(vol.space.block_used)
+                    free[n] = space(vol.space.block_used)
+                elif kind == "filled":                  # the filler is laid and synced (--fill)
+                    filled = used_pct(vol.space.block_used)
                 elif kind == "copy":
                     r.step(lineno, rec)             # aged-N ends here
                     aged = phase(vol.stats_snapshot(), f"aged-{n}")
@@ -147,7 +150,7 @@ def replay(log: str, pristine: str, cfg: Config, work: str, sink, *, commits: li
                         keep = os.path.join(work, f"clean-replayed-{cfg.alloc}.img") if n == last else None
                         clean = clean_copy(r.entries, opts, cfg, work, keep)
                         sink(row(cfg.alloc, "replayed", n, commits[n] if n < len(commits) else "",
-                                 aged, clean, free[n]))
+                                 aged, clean, free[n], filled))
             r.step(lineno, rec)
             if r.index >= total:
                 break

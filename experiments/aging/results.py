@@ -65,23 +65,38 @@ def write(out: str, run: dict, rows: list[dict]) -> None:
         w.writerows(rows)
     table = markdown(["configuration", "engine", "pulls", "grep aged (s)", "grep clean (s)",
                       "aged/clean", "layout aged", "layout clean", "free extents",
-                      "mean free extent (blocks)"],
+                      "mean free extent (blocks)", "blocks in use"],
                      [[r["config"], r["engine"], str(r["pulls"]), fmt_s(r["aged_grep_s"]),
                        fmt_s(r["clean_grep_s"]), fmt_ratio(r["ratio"]), _score(r["aged_layout"]),
                        _score(r["clean_layout"]), str(r["free_extents"]),
-                       f"{r['mean_free_extent_blocks']:,.1f}"] for r in rows])
+                       f"{r['mean_free_extent_blocks']:,.1f}", _pct(r.get("used_pct"))] for r in rows])
     with open(os.path.join(out, "summary.md"), "w") as f:
-        f.write(f"# Aging: {run['pulls']} pulls of {run['history']}\n\n{_about(run)}\n\n{table}\n")
+        f.write(f"# Aging: {run['pulls']} pulls of {run['history']}\n\n{_about(run, rows)}\n\n{table}\n")
 
 
 def _score(x) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
-def _about(run: dict) -> str:
+def _pct(x) -> str:
+    return "—" if x is None else f"{x:.1f}%"
+
+
+def _fill(run: dict, rows: list[dict]) -> str:
+    """The nearly-full variant's sentence (empty without --fill)."""
+    if not run.get("fill"):
+        return ""
+    got = sorted({f"{r['filled_pct']:.2f}%" for r in rows if r.get("filled_pct") is not None})
+    reached = f" (reached: {', '.join(got)})" if got else ""
+    return (f" Nearly full: before the first pull the image was filled to {run['fill']:g}% of its "
+            f"blocks with static filler files that stayed{reached}; the clean copies are not filled.")
+
+
+def _about(run: dict, rows: list[dict] = ()) -> str:
+    stopped = "".join(f" The replay under {k} stopped: {v}." for k, v in run.get("stopped", {}).items())
     return (f"Every {run['every']} pulls, each cold: `grep -r` of the aged tree, and of a clean "
             f"copy (`cp -a` onto a fresh image of the same configuration). The pulls ran as real "
             f"git on a simfs mount with alloc={run['mounted']}; the other configurations replayed "
-            f"its op log in-process. Disk {run['disk']}, image {run['size'] >> 20} MiB, "
-            f"block size {run['block_size']}. Real time: "
+            f"its op log in-process. Profile {run.get('profile', 'ext2')}, disk {run['disk']}, "
+            f"image {run['size'] >> 20} MiB, block size {run['block_size']}.{_fill(run, rows)}{stopped} Real time: "
             + ", ".join(f"{k} {v:,.0f} s" for k, v in run.get("wall", {}).items()) + ".")

@@ -8,10 +8,15 @@ onto a simfs mount, measured, and the op log replayed in-process.
 * e2fsck -fn is clean on the aged images (mounted and replayed);
 * the aged tree equals `git checkout` of the last commit in a fresh clone (diff -r);
 * --resume continues a run that stopped, with the same figures;
-* bad input (not a repository, a range past the end, an image too small) is one line and exit
-  status 2 with nothing made.
+* the nearly-full variant on the ext4 profile (--fill, --profile ext4): the filler lays the
+  image to the stated share of its blocks (dumpe2fs's counts), the mounted mballoc run and its
+  replay agree, mballoc-delalloc's replay of the same log runs, e2fsck is clean, and the aged
+  tree is the last commit under the kernel's ext4 driver;
+* bad input (not a repository, a range past the end, an image too small, a fill that leaves the
+  history no room, an unknown profile) is one line and exit status 2 with nothing made.
 
-Budget: about two minutes (mounted runs of 20 and 10 pulls, replays under three allocators).
+Budget: about a minute and a half here (mounted runs of 20, 10 and 5 pulls, replays under five
+allocators).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ pytestmark = pytest.mark.mount
 
 PULLS, EVERY = "20", "10"
 CG_PULLS = "10"          # the second mounted run: its first measurement is compared
+FILL, FULL_PULLS = 85, "5"   # the nearly-full ext4 run, on a small image (less filler to write)
+FULL_SIZE = "24M"
 COMPARED = ("pulls", "commit", "aged_grep_s", "clean_grep_s", "ratio", "aged_layout",
             "clean_layout", "free_extents", "mean_free_extent_blocks", "free_blocks")
 
@@ -63,6 +70,18 @@ def runs(tmp_path_factory):
     aging("--quick", "--pulls", CG_PULLS, "--every", EVERY, "--alloc", "cg", "--replay", "cg",
           "--no-pictures", "--out", cg)
     return ext2, cg
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    """The nearly-full variant on the ext4 profile: mounted with mballoc, replayed under
+    mballoc and mballoc-delalloc."""
+    if os.geteuid() != 0:
+        pytest.skip("the pulls run on a simfs mount: root only")
+    out = tmp_path_factory.mktemp("aging-full") / "ext4"
+    aging("--quick", "--pulls", FULL_PULLS, "--every", FULL_PULLS, "--profile", "ext4", "--fill", FILL,
+          "--size", FULL_SIZE, "--replay", "mballoc,mballoc-delalloc", "--no-pictures", "--out", out)
+    return out
 
 
 def test_aged_layout_below_clean(runs):
@@ -115,18 +134,66 @@ def test_free_space_figures_match_dumpe2fs(runs):
     assert (last["free_extents"], last["free_blocks"]) == dumpe2fs_free_extents(ext2 / "work" / "aged-ext2.img")
 
 
-def test_aged_tree_is_the_last_commit(runs, tmp_path):
-    ext2, _ = runs
-    with open(ext2 / "run.json") as f:
+def test_full_ext4_mounted_and_replayed_agree(full):
+    """--fill and --profile ext4: the run records both, the mounted mballoc run and its replay
+    give the same figures, and mballoc-delalloc's replay of the same log measured too."""
+    plan = json.loads((full / "run.json").read_text())
+    assert (plan["profile"], plan["fill"], plan["mounted"]) == ("ext4", FILL, "mballoc")
+    mounted = rows(full, "mounted", "mballoc")
+    assert len(mounted) == 1 and figures(mounted) == figures(rows(full, "replayed", "mballoc"))
+    assert mounted[0]["filled_pct"] == rows(full, "replayed", "mballoc")[0]["filled_pct"]
+    delalloc = rows(full, "replayed", "mballoc-delalloc")
+    assert len(delalloc) == 1 and figures(delalloc) != figures(mounted)
+    assert abs(delalloc[0]["filled_pct"] - FILL) < 0.1, delalloc
+    assert f"filled to {FILL}% of its blocks" in (full / "summary.md").read_text()
+
+
+def test_full_ext4_filled_as_dumpe2fs_counts(full):
+    """The filler lays the mounted image to FILL% of its blocks (the least whole number of
+    blocks at or over it; one more if the last filler file took an extent leaf), and the share
+    in use at the last measurement is what dumpe2fs reads from the unmounted image."""
+    image = full / "work" / "aged-mballoc.img"
+    head = run(["dumpe2fs", "-h", str(image)]).stdout
+    blocks = int(next(ln for ln in head.splitlines() if ln.startswith("Block count:")).split()[-1])
+    assert "extent" in head and "flex_bg" in head
+    (last,) = rows(full, "mounted", "mballoc")
+    target = -(-blocks * FILL // 100)
+    assert last["filled_pct"] in (round(100 * target / blocks, 3), round(100 * (target + 1) / blocks, 3))
+    _, free = dumpe2fs_free_extents(image)
+    assert last["free_blocks"] == free and last["used_pct"] == round(100 * (blocks - free) / blocks, 3)
+    assert last["used_pct"] > last["filled_pct"]          # the history went on top of the filler
+
+
+def test_full_ext4_images_clean(full):
+    for image in ("aged-mballoc.img", "replayed-mballoc.img", "replayed-mballoc-delalloc.img"):
+        rc, out = e2fsck(full / "work" / image)
+        assert rc == 0, f"e2fsck -fn {image}: {out}"
+
+
+def _last_commit_equals_tree(run_dir, image, tmp_path, fstype="ext2"):
+    with open(run_dir / "run.json") as f:
         plan = json.load(f)
     fresh = tmp_path / "fresh"
     run(["git", "clone", "-q", "--no-checkout", plan["repo"], str(fresh)])
     run(["git", "-C", str(fresh), "checkout", "-q", plan["commits"][-1]])
-    with kernel_mount(ext2 / "work" / "aged-ext2.img", tmp_path / "mnt") as mnt:
+    with kernel_mount(image, tmp_path / "mnt", fstype=fstype) as mnt:
         r = subprocess.run(["diff", "-r", "--no-dereference", "--exclude=.git", str(fresh), str(mnt / "tree")],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stdout[-3000:]
         assert len(list((mnt / "tree").rglob("*.c"))) > 10
+        return sum(f.stat().st_size for f in (mnt / "filler").rglob("*") if f.is_file()) \
+            if (mnt / "filler").exists() else 0
+
+
+def test_aged_tree_is_the_last_commit(runs, tmp_path):
+    ext2, _ = runs
+    assert _last_commit_equals_tree(ext2, ext2 / "work" / "aged-ext2.img", tmp_path) == 0
+
+
+def test_full_aged_tree_is_the_last_commit(full, tmp_path):
+    """Under the kernel's ext4 driver: the tree is the last commit, the filler is there."""
+    filler = _last_commit_equals_tree(full, full / "work" / "aged-mballoc.img", tmp_path, "ext4")
+    assert filler > (FILL - 10) / 100 * json.loads((full / "run.json").read_text())["size"]
 
 
 def test_resume_continues(runs):
@@ -145,25 +212,66 @@ def test_resume_continues(runs):
                                                   "blockmap.png"))
 
 
-@pytest.mark.parametrize("args, words", [
-    (["{tmp}"], "not a git repository"),
-    (["{repo}", "--pulls", "100000"], "past the end"),
-    (["{repo}", "--commits", "HEAD..HEAD~3"], "not a first-parent ancestor"),
-    (["{repo}", "--size", "4M"], "too small"),
-])
-def test_bad_input(tmp_path, capsys, args, words):
+@pytest.fixture(scope="module")
+def small_repo(tmp_path_factory):
+    """A history of four commits of 1 MiB each that does not compress (made once: no case
+    changes it)."""
     if os.geteuid() != 0:
         pytest.skip("checks run after the root check")
-    from experiments.aging.cli import main
-    repo = tmp_path / "repo"
+    repo = tmp_path_factory.mktemp("bad-input") / "repo"
     run(["git", "init", "-q", str(repo)])
     for i in range(4):
         (repo / f"f{i}").write_bytes(os.urandom(1 << 20))     # 4 MiB that do not compress
         run(["git", "-C", str(repo), "add", "."])
         run(["git", "-C", str(repo), "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", str(i)])
+    return repo
+
+
+@pytest.mark.parametrize("args, words", [
+    (["{tmp}"], "not a git repository"),
+    (["{repo}", "--pulls", "100000"], "past the end"),
+    (["{repo}", "--commits", "HEAD..HEAD~3"], "not a first-parent ancestor"),
+    (["{repo}", "--size", "4M"], "too small"),
+    (["{repo}", "--fill", "90"], "leaves"),
+    (["{repo}", "--fill", "100"], "below 100"),
+    (["{repo}", "--fill", "0.01"], "already has"),
+    (["{repo}", "--profile", "ext3"], "--profile ext3"),
+])
+def test_bad_input(tmp_path, capsys, small_repo, args, words):
+    from experiments.aging.cli import main
+    repo = small_repo
     out = tmp_path / "out"
     rc = main([a.format(tmp=tmp_path, repo=repo) for a in args] + ["--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 2, err
     assert len(err.strip().splitlines()) == 1 and words in err, err
     assert not out.exists()
+
+
+def test_a_replay_that_stops_leaves_the_others(tmp_path, monkeypatch):
+    """A replay that stops (out of space where the recording was not: a nearly-full image under
+    another allocator) keeps its measurements, the next allocator still replays, the summary
+    says which stopped and the run ends in an error (in-process, the replays stand-ins)."""
+    from experiments.aging import cli
+    from experiments.aging.history import AgingError
+    from experiments.aging.measure import row
+    plan = {"out": str(tmp_path), "history": "h", "repo": str(tmp_path), "commits": ["a", "b", "c"],
+            "pulls": 2, "every": 1, "mounted": "ext2", "replay": ["cg", "ext2"], "disk": "sata7200",
+            "size": 64 << 20, "block_size": 4096, "dataless": False, "profile": "ext2", "fill": 90,
+            "pictures": False, "wall": {"mounted": 1.0}}
+    (tmp_path / "work").mkdir()
+    phase = {"elapsed": 1.0, "layout_score": 0.5}
+    free = {"free_extents": 1, "mean_free_extent_blocks": 1.0, "free_blocks": 1, "used_pct": 95.0}
+
+    def replay(log, pristine, cfg, work, sink, **kw):
+        sink(row(cfg.alloc, "replayed", 1, "b", phase, phase, free, 90.0))
+        if cfg.alloc == "cg":
+            raise AgingError("replay under cg: operation 7 (line 7, write) ran out of space (ENOSPC)")
+        sink(row(cfg.alloc, "replayed", 2, "c", phase, phase, free, 90.0))
+
+    monkeypatch.setattr(cli, "replay", replay)
+    with pytest.raises(AgingError, match=r"1 replay\(s\) stopped early \(cg\)"):
+        cli.run(plan)
+    assert [(r["config"], r["pulls"]) for r in rows(tmp_path, "replayed")] == [("cg", 1), ("ext2", 1), ("ext2", 2)]
+    assert "ran out of space" in json.loads((tmp_path / "run.json").read_text())["stopped"]["cg"]
+    assert "The replay under cg stopped" in (tmp_path / "summary.md").read_text()
