@@ -53,7 +53,13 @@ def register(subparsers) -> None:
     s.add_argument("--out", type=Path, default=None,
                    help="results directory (default results/<experiment>[-quick]-<time>): new, empty, or "
                         "an earlier run of the same experiment, which is replaced (not a full one by --quick)")
-    s.add_argument("--size", type=size_type, default=None, help="mmap-fragmentation: the file size (default 1G, 64M with --quick; the modelled RAM scales with it)")
+    s.add_argument("--size", type=size_type, default=None, help="mmap-fragmentation: the file size (default 1G, 64M with --quick; the modelled RAM scales with it); "
+                        f"{AGING}: the image size")
+    s.add_argument("--fill", type=float, default=None, metavar="PCT",
+                   help=f"{AGING}: fill the image to PCT%% of its blocks with static files before the "
+                        "first pull (the nearly-full variant; with --size, e.g. --fill 80 --size 512M)")
+    s.add_argument("--profile", choices=("ext2", "ext4"), default=None,
+                   help=f"{AGING}: the images' mkfs profile (ext4: mounted with mballoc)")
     s.add_argument("--repetitions", "-r", type=int, default=None, help="override the experiment's repetitions")
     s.add_argument("--only", metavar="PATTERN", action="append", default=None,
                    help="run only the configurations whose name matches this shell pattern "
@@ -81,6 +87,9 @@ def run_aging(a) -> int:
     from .aging import cli as aging
     argv = ([str(a.source)] if a.source else []) + (["--quick"] if a.quick else [])
     argv += ["--out", str(a.out)] if a.out else []
+    argv += ["--size", str(a.size)] if a.size is not None else []
+    argv += ["--fill", str(a.fill)] if a.fill is not None else []
+    argv += ["--profile", a.profile] if a.profile else []
     return aging.main(argv)
 
 
@@ -197,6 +206,10 @@ def cmd_run(a) -> int:
     known = catalog.names()
     if a.name == AGING:
         return run_aging(a)
+    if a.fill is not None or a.profile:
+        print(f"simfs experiment: --fill and --profile are {AGING}'s; a job file's [mkfs] table sets "
+              "another experiment's profile", file=sys.stderr)
+        return 2
     names = known if a.name == "all" else [a.name]
     for n in names:
         if n not in known:

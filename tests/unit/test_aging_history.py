@@ -39,3 +39,17 @@ def test_simfs_experiment_runs_git_aging(tmp_path):
                         str(tmp_path), "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "not a git repository" in r.stderr
     assert not out.exists()
+
+
+def test_simfs_experiment_passes_fill_and_profile_to_git_aging_only(tmp_path):
+    """--fill reaches experiments.aging's own check (a full image is refused there); another
+    experiment refuses --fill and --profile: each one line, exit status 2."""
+    import subprocess
+    import sys
+    run = lambda *args: subprocess.run([sys.executable, "-m", "simfs.cli", "experiment", "run", *args],
+                                       capture_output=True, text=True)
+    r = run("git-aging", "--source", str(tmp_path), "--fill", "100")
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--fill 100" in r.stderr
+    r = run("readdir-order", "--quick", "--profile", "ext4", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "git-aging's" in r.stderr
+    assert not (tmp_path / "out").exists()
