@@ -22,7 +22,9 @@ A block is never written twice at once: as Linux locks a buffer for its write (l
 submit_bh's callers) until the write completes, a block written again while its last write is
 still on its way to the drive is issued when that write completes (`locked_until`). A writer
 that waits for its requests waits for the lock first (wait_on_buffer); a background write is
-queued at the lock's release without holding up the operation.
+queued at the lock's release without holding up the operation. A block evicted while its
+write is in flight is still in memory (Linux reclaims no page under writeback): read then, it
+is a hit.
 
 Writing back is what the *model* does: it occupies the modelled disk and marks buffers clean.
 The bytes themselves reach the image file through `ImageFile` (simfs.blockio.imagefile), which is
@@ -139,9 +141,23 @@ class BufferCache:
             if buf.ready_at > self.clock.now:     # read-ahead still on its way
                 self.clock.wait_until(buf.ready_at)
             return buf.data
+        if self._locked(blkno):
+            self.stats.count("cache_hits")
+            return self._keep(blkno, kind, ino).data
         self.stats.count("cache_misses")
         self.clock.io("R", blkno, 1, kind, ino)
         return self._load(blkno, 1, kind, ino, 0.0)[0].data
+
+    def _locked(self, blkno: int) -> bool:
+        """Its write is still on its way to the drive (the buffer lock is held)."""
+        return bool(self.locked_until) and self.locked_until.get(blkno, 0.0) > self.clock.now
+
+    def _keep(self, blkno: int, kind: str, ino: int) -> Buffer:
+        """The buffer of a block evicted while its write is in flight: Linux does not reclaim
+        a page under writeback, so it is still in memory - back in the cache, no request."""
+        buf = Buffer(blkno, self.image.read(blkno, 1, kind)[0], kind, ino)
+        self._insert(buf)
+        return buf
 
     def read_run(self, blkno: int, count: int, kind: str, ino: int, wait: bool,
                  needed: bool | None = None) -> None:
@@ -155,8 +171,13 @@ class BufferCache:
             if blkno + i in self.buffers:
                 i += 1
                 continue
+            if self._locked(blkno + i):
+                self._keep(blkno + i, kind, ino)
+                i += 1
+                continue
             j = i
-            while j < count and j - i < self.maxio and blkno + j not in self.buffers:
+            while j < count and j - i < self.maxio and blkno + j not in self.buffers \
+                    and not self._locked(blkno + j):
                 j += 1
             self.stats.count("cache_misses" if (wait if needed is None else needed) else "readahead_blocks", j - i)
             finish = self.clock.io("R", blkno + i, j - i, kind, ino, wait=wait)

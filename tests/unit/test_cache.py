@@ -303,6 +303,26 @@ def test_the_buffer_lock_outlives_the_buffer():
     assert clock.overlapping_writes() == []
 
 
+def test_a_block_evicted_while_its_write_is_in_flight_is_still_in_memory():
+    """Linux reclaims no page under writeback: a block the cache evicted right after starting
+    its write is read back without a request while that write is in flight (a hit), and from
+    the disk once it has completed."""
+    c, clock, stats, _ = make(capacity=64)
+    data = [dirty(c, b) for b in range(64)]
+    c.bread(100, "data")                           # evicts blocks 0..3, their writes queued
+    assert 0 not in c and clock.writes() == [(0, 4)]
+    reads = len(clock.ios)
+    hits = stats.totals()["cache_hits"]
+    assert bytes(c.bread(0, "data")) == data[0] and len(clock.ios) == reads
+    c.read_run(1, 2, "data", 0, wait=True)         # 1 and 2 as well
+    assert len(clock.ios) == reads and stats.totals()["cache_hits"] == hits + 1
+    clock.wait_until(clock.busy)                   # the write has completed
+    c.forget(1)
+    c.forget(3)
+    c.bread(3, "data")
+    assert clock.ios[-1][:3] == ("R", 3, 1)
+
+
 def test_eviction_writes_dirty_victims_then_drops_the_least_recently_used():
     c, clock, stats, image = make(capacity=64)
     bufs = [c.bread(b, "data") for b in range(64)]
