@@ -48,7 +48,8 @@ def test_btt_reads_an_untar_and_a_cold_tar_with_simfs_figures(simfs_factory, tmp
         for action in "QGIDC":         # every request's five events
             lines = re.findall(rf"^\s*8,0\s+0\s+\d+\s+\S+\s+1\s+{action}\s+(\S+) (\d+) \+ (\d+)", p.stdout, re.M)
             assert sorted((int(s), int(k)) for _, s, k in lines) == sorted(zip(cols["lba"], cols["sectors"]))
-        subprocess.run(["btt", "-i", f"{base}.bin", "-o", str(base)], capture_output=True, check=True)
+        subprocess.run(["btt", "-i", f"{base}.bin", "-o", str(base)], capture_output=True, check=True,
+                       cwd=tmp_path)      # btt writes its *_fp.dat files where it runs
         got = btt_figures((tmp_path / f"{phase}.avg").read_text())
         assert got["Q2C"][1] == got["D2C"][1] == n, phase
         assert got["Q2C"][0] == pytest.approx(own["q2c"], rel=0.01), phase
