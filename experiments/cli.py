@@ -43,6 +43,7 @@ def register(subparsers) -> None:
         epilog=EXAMPLES)
     sub = p.add_subparsers(dest="experiment_command", metavar="{list,run}")
     s = sub.add_parser("list", help="the experiments (experiments/jobs/NAME.toml)")
+    s.add_argument("--json", action="store_true", help="print the experiments as JSON")
     s.set_defaults(func=cmd_list)
     s = sub.add_parser("run", help="run one experiment (or all)", formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=EXAMPLES)
@@ -69,16 +70,27 @@ def register(subparsers) -> None:
                         "missing, as --out is)")
     s.add_argument("--keep", action="store_true", help="keep the work directory (images, traces, logs)")
     s.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    s.add_argument("--json", action="store_true",
+                   help="print the results document (results.json) instead of the tables; with all, "
+                        "one per experiment name")
     s.set_defaults(func=cmd_run)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
 def cmd_list(a) -> int:
     from . import catalog
+    rows = []
     for name in catalog.names():
         j = catalog.load(name).doc["job"]
-        print(f"{name:20s} seed {j.get('seed', '')}  {j.get('title', name)}")
-    print(f"{AGING:20s} {'':8s}  {AGING_TITLE}")
+        rows.append({"name": name, "seed": j.get("seed"), "title": j.get("title", name)})
+    rows.append({"name": AGING, "seed": None, "title": AGING_TITLE})
+    if getattr(a, "json", False):
+        import json
+        print(json.dumps(rows, indent=1))
+        return 0
+    for r in rows:
+        seed = f"seed {r['seed']}" if r["seed"] is not None else ""
+        print(f"{r['name']:20s} {seed:8s}  {r['title']}")
     return 0
 
 
@@ -205,6 +217,9 @@ def cmd_run(a) -> int:
     from .spec import SelectionError
     known = catalog.names()
     if a.name == AGING:
+        if a.json:
+            print(f"simfs experiment: --json is not for {AGING} (its summary is in --out)", file=sys.stderr)
+            return 2
         return run_aging(a)
     if a.fill is not None or a.profile:
         print(f"simfs experiment: --fill and --profile are {AGING}'s; a job file's [mkfs] table sets "
@@ -239,11 +254,12 @@ def cmd_run(a) -> int:
         print(f"simfs experiment: {why}", file=sys.stderr)
         return 2
     failed = 0
+    docs = {}
     for n in names:
         try:
-            run_one(n, quick=a.quick, source=a.source, out=a.out, size=a.size, repetitions=a.repetitions,
-                    work_dir=a.work_dir, keep=a.keep, plots=not a.no_plots, argv=sys.argv[1:],
-                    only=a.only)
+            docs[n] = run_one(n, quick=a.quick, source=a.source, out=a.out, size=a.size,
+                              repetitions=a.repetitions, work_dir=a.work_dir, keep=a.keep,
+                              plots=not a.no_plots, argv=sys.argv[1:], only=a.only, show=not a.json)[0]
         except runner.ExperimentError as e:
             print(f"simfs experiment {n}: {e}", file=sys.stderr)
             failed += 1
@@ -253,4 +269,7 @@ def cmd_run(a) -> int:
         except (OptionError, jobfile.JobError) as e:   # --size whose modelled memory no mount takes
             print(f"simfs experiment {n}: {e}", file=sys.stderr)
             return 2
+    if a.json:
+        import json
+        print(json.dumps(docs if a.name == "all" else docs.get(a.name), indent=1))
     return 1 if failed else 0

@@ -79,6 +79,8 @@ def add_arguments(p) -> None:
                    help="where images, mounts and traces live while running (default /var/tmp; made if missing, as --out is)")
     p.add_argument("--keep", action="store_true", help="keep the work directory (images, traces, logs)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--json", action="store_true",
+                   help="print the results document (results.json) instead of the tables")
 
 
 def register(subparsers) -> None:
@@ -278,10 +280,13 @@ def _report(a, exp, wl, results, all_tasks, failures, interrupted: bool, started
     made = plotting.draw_all(exp, doc, raw, work, out, warn=lambda m: err.print(f"[yellow]{m}[/]")) \
         if not a.no_plots and records else []
     report.write_all(doc, out, made)
-    if records:
-        report.print_tables(doc, Console(highlight=False, width=None if sys.stdout.isatty() else 200))
-    print(f"results: {out}/ (results.json, results.csv, table.md"
-          + (", " + ", ".join(made) if made else "") + f", configs/); wall {doc['wall_seconds']:.0f} s")
+    if getattr(a, "json", False):
+        print(json.dumps(doc, indent=1))
+    else:
+        if records:
+            report.print_tables(doc, Console(highlight=False, width=None if sys.stdout.isatty() else 200))
+        print(f"results: {out}/ (results.json, results.csv, table.md"
+              + (", " + ", ".join(made) if made else "") + f", configs/); wall {doc['wall_seconds']:.0f} s")
     if missing:
         print(f"{len(finished)} of {len(all_tasks)} tasks finished; "
               f"{'interrupted' if interrupted else 'failed'}: {len(missing)}", file=sys.stderr)

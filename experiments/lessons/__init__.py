@@ -70,6 +70,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="where to write (default lessons/NAME): new, empty, or an "
                    "earlier run of the same lesson, which is replaced")
     p.add_argument("--work-dir", type=Path, default=None, help="where the images go while running (/var/tmp)")
+    p.add_argument("--json", action="store_true",
+                   help="print the lessons (list) or the lesson's figures (figures.json) as JSON")
     p.set_defaults(func=cmd_lesson)
 
 
@@ -82,7 +84,12 @@ def _lesson_of(out: Path) -> str | None:
 
 
 def cmd_lesson(a) -> int:
+    as_json = getattr(a, "json", False)
     if a.name == "list":
+        if as_json:
+            print(json.dumps([{"name": n, "seed": m.SEED, "title": m.TITLE} for n, m in LESSONS.items()],
+                             indent=1))
+            return 0
         for n, m in LESSONS.items():
             print(f"{n:15s} seed {m.SEED}  {m.TITLE}")
         return 0
@@ -106,6 +113,9 @@ def cmd_lesson(a) -> int:
         print(f"simfs lesson: {e}: stopped; " + (f"{out} holds part of the lesson (no README.md)"
                                                  if existed else "nothing written"), file=sys.stderr)
         return 128 + e.signum
+    if as_json:
+        print(json.dumps(fig, indent=1))
+        return 0
     k = fig["key"]
     print(f"{LESSONS[a.name].TITLE}: {k['label']} = {k['ratio']:.2f}x "
           f"({k['num']:.3f} / {k['den']:.3f}); wall {fig['wall_seconds']:.0f} s")

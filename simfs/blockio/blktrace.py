@@ -77,8 +77,8 @@ def own_figures(cols: dict) -> dict:
     (D2D) and in queue order (Q2Q), by btt's rule (overlap = 0, else the distance from the
     previous request's end, or its start when going backwards); and how many requests
     overlap an earlier one still in flight. btt pairs a request's events by sector, so those
-    (which Linux never issues: a buffer under write is locked until it completes) make its
-    Q2C and D2C figures differ from these."""
+    (which Linux never issues: a buffer under write is locked until it completes, and so is
+    simfs's since the cache modelled the lock) make its Q2C and D2C figures differ from these."""
     n = len(cols["op"])
     if not n:
         return {"requests": 0}

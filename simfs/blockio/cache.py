@@ -18,6 +18,14 @@ sync/fsync write until nothing is left rolled back. Delayed blocks leave when th
 threshold (the writer keeps going) or the hard limit (the writer waits), on eviction, and on
 sync/fsync/unmount. Contiguous dirty blocks leave as one request of at most `maxio` blocks.
 
+A block is never written twice at once: as Linux locks a buffer for its write (lock_buffer in
+submit_bh's callers) until the write completes, a block written again while its last write is
+still on its way to the drive is issued when that write completes (`locked_until`). A writer
+that waits for its requests waits for the lock first (wait_on_buffer); a background write is
+queued at the lock's release without holding up the operation. A block evicted while its
+write is in flight is still in memory (Linux reclaims no page under writeback): read then, it
+is a hit.
+
 Writing back is what the *model* does: it occupies the modelled disk and marks buffers clean.
 The bytes themselves reach the image file through `ImageFile` (simfs.blockio.imagefile), which is
 told of every change and commits on its own real-time schedule; this cache never writes the
@@ -98,6 +106,11 @@ class BufferCache:
         self.sync_kinds: tuple = ()
         self.last_syncer = 0.0
         self.placer: Placer | None = None   # places delayed pages (simfs.fs.delalloc), if any
+        # the buffer locks: block -> when its last write completes (entries in the past are
+        # dropped now and then); kept apart from the buffers, for a block may be forgotten,
+        # evicted or re-keyed while its write is in flight
+        self.locked_until: dict[int, float] = {}
+        self._lock_prune = 1024
         self._resolving = False
         self.deps = DepTracker()             # soft-updates dependencies (empty for most modes)
         # the mode's answers per operation name (they depend on the name only: the contract)
@@ -128,9 +141,23 @@ class BufferCache:
             if buf.ready_at > self.clock.now:     # read-ahead still on its way
                 self.clock.wait_until(buf.ready_at)
             return buf.data
+        if self._locked(blkno):
+            self.stats.count("cache_hits")
+            return self._keep(blkno, kind, ino).data
         self.stats.count("cache_misses")
         self.clock.io("R", blkno, 1, kind, ino)
         return self._load(blkno, 1, kind, ino, 0.0)[0].data
+
+    def _locked(self, blkno: int) -> bool:
+        """Its write is still on its way to the drive (the buffer lock is held)."""
+        return bool(self.locked_until) and self.locked_until.get(blkno, 0.0) > self.clock.now
+
+    def _keep(self, blkno: int, kind: str, ino: int) -> Buffer:
+        """The buffer of a block evicted while its write is in flight: Linux does not reclaim
+        a page under writeback, so it is still in memory - back in the cache, no request."""
+        buf = Buffer(blkno, self.image.read(blkno, 1, kind)[0], kind, ino)
+        self._insert(buf)
+        return buf
 
     def read_run(self, blkno: int, count: int, kind: str, ino: int, wait: bool,
                  needed: bool | None = None) -> None:
@@ -144,8 +171,13 @@ class BufferCache:
             if blkno + i in self.buffers:
                 i += 1
                 continue
+            if self._locked(blkno + i):
+                self._keep(blkno + i, kind, ino)
+                i += 1
+                continue
             j = i
-            while j < count and j - i < self.maxio and blkno + j not in self.buffers:
+            while j < count and j - i < self.maxio and blkno + j not in self.buffers \
+                    and not self._locked(blkno + j):
                 j += 1
             self.stats.count("cache_misses" if (wait if needed is None else needed) else "readahead_blocks", j - i)
             finish = self.clock.io("R", blkno + i, j - i, kind, ino, wait=wait)
@@ -465,7 +497,7 @@ class BufferCache:
             run = [self.buffers[b] for b in blknos[i:j]]
             now = self.clock.now
             carried = [self.deps.start_write(b.blkno, now) for b in run]
-            finish = self.clock.io("W", blknos[i], len(run), run[0].kind, run[0].ino, wait=wait)
+            finish = self._issue(blknos[i], run, wait)
             requests.append((finish, len(run)))
             for b, c in zip(run, carried):
                 if c is not None and not self.deps.finish_write(b.blkno, c, finish):
@@ -479,3 +511,25 @@ class BufferCache:
             self.stats.count("blocks_written", len(run))
             i = j
         return requests
+
+    def _issue(self, blkno: int, run: list[Buffer], wait: bool) -> float:
+        """Issue one write request of the run at blkno, after the last write of any of its
+        blocks has completed (the buffer lock); returns its finish and locks its blocks until
+        then."""
+        locks = self.locked_until
+        now = self.clock.now
+        unlock = max([locks.get(b.blkno, 0.0) for b in run]) if locks else 0.0
+        if unlock > now:
+            self.stats.count("writes_waited_on_lock")
+            if wait:
+                self.clock.wait_until(unlock)    # the writer sleeps on the lock, then submits
+                unlock = 0.0
+        finish = self.clock.io("W", blkno, len(run), run[0].kind, run[0].ino, wait=wait,
+                               at=unlock if unlock > now else None)
+        for b in run:
+            locks[b.blkno] = finish
+        if len(locks) > self._lock_prune:        # forget the locks released (amortised)
+            now = self.clock.now
+            self.locked_until = {b: t for b, t in locks.items() if t > now}
+            self._lock_prune = max(1024, 2 * len(self.locked_until))
+        return finish

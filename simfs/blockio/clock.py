@@ -24,12 +24,14 @@ class SimClock:
             self.now = t
 
     def io(self, op: str, blkno: int, nblocks: int, cause: str, ino: int = 0, wait: bool = True,
-           sync: bool = False) -> float:
+           sync: bool = False, at: float | None = None) -> float:
         """Issue one request for nblocks file-system blocks at blkno; returns its finish time.
 
-        With wait the caller blocks until it finishes (the clock advances)."""
+        With wait the caller blocks until it finishes (the clock advances). `at`: the request
+        is queued then (later than now: a background write waiting for a buffer lock), in
+        its place in the drive's order of requests."""
         lba, sectors = blkno * self.spb, nblocks * self.spb
-        r = self.disk.submit(op, lba, sectors, self.now, sync)
+        r = self.disk.submit(op, lba, sectors, self.now if at is None else at, sync)
         self.stats.disk(op, lba, sectors, r, cause)
         if self.trace is not None:
             self.trace.record(op, lba, sectors, r, cause, ino, self.stats.phase.name, wait or sync)

@@ -88,8 +88,8 @@ def cmd_export(a) -> int:
               f"{f['d2d_seek_mean']:.1f} (D2D)")
         if f["overlapping_in_flight"]:
             print(f"note: {f['overlapping_in_flight']:,} requests overlap an earlier request still in flight "
-                  "(a block written again while its last write is queued); btt pairs events by sector, "
-                  "so its Q2C and D2C will differ from these figures")
+                  "(a trace from before simfs modelled the buffer lock, or a plug-in's requests); btt pairs "
+                  "events by sector, so its Q2C and D2C will differ from these figures")
     return 0
 
 

@@ -95,6 +95,19 @@ def test_experiment_list_cli():
     assert r.returncode == 2 and "matches no configuration" in r.stderr and len(r.stderr.strip().splitlines()) <= 3
 
 
+@pytest.mark.mount
+def test_experiment_run_json_prints_the_results_document(tmp_path):
+    """`--json`: the results document (what results.json holds) on stdout, no tables."""
+    out = tmp_path / "r"
+    r = run_simfs("experiment", "run", "mmap-fragmentation", "--quick", "--no-plots", "--only", "*pwrite",
+                  "--out", out, "--work-dir", tmp_path, "--json")
+    doc = json.loads(r.stdout)
+    assert doc == json.loads((out / "results.json").read_text())
+    assert [c["name"] for c in doc["configs"]] == ["ext2 pwrite", "delayed pwrite"]
+    assert {rec["config"] for rec in doc["records"]} == {"ext2 pwrite", "delayed pwrite"}
+    assert any(rec["sim"] > 0 for rec in doc["records"])
+
+
 # mounted: the quick experiments ---------------------------------------------------------------------
 def _ratio(doc: dict, label: str) -> float:
     for c in doc["comparisons"]:

@@ -67,3 +67,13 @@ def test_fio_bad_input(simfs_factory, tmp_path):
     assert r.returncode == 2 and "exec_prerun" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = run_simfs("fio", tmp_path, EXAMPLES / "rand-read.fio", check=False)
     assert r.returncode == 2 and "not a simfs mount" in r.stderr
+
+
+def test_fio_json_prints_the_simulated_document(simfs_factory, tmp_path):
+    """`--json`: the simulated fio-shaped JSON (what OUT/fio-sim.json holds) on stdout."""
+    m = simfs_factory(options="alloc=ext2,writeback=async", size="128M")
+    out = tmp_path / "fio-out"
+    r = run_simfs("fio", m.mnt, EXAMPLES / "rand-read.fio", "--out", out, "--json", timeout=600)
+    doc = json.loads(r.stdout)
+    assert doc == json.loads((out / "fio-sim.json").read_text())
+    assert [j["jobname"] for j in doc["jobs"]] == ["file1"] and doc["jobs"][0]["read"]["iops"] > 0

@@ -60,6 +60,7 @@ class RecClock:
         self.drains = 0
         self.drops = 0                   # drop_caches reaching the drive's buffer
         self.cache = None                # set by make(): lets io() check what it is asked to write
+        self.spans: list[tuple] = []     # (blkno, nblocks, issue, finish) of every write
 
     def cpu(self, s):
         self.now += s
@@ -70,13 +71,17 @@ class RecClock:
     def wait_until(self, t):
         self.now = max(self.now, t)
 
-    def io(self, op, blkno, n, kind, ino=0, wait=True, sync=False):
+    def io(self, op, blkno, n, kind, ino=0, wait=True, sync=False, at=None):
         if op == "W" and self.cache is not None:
             for b in range(blkno, blkno + n):      # only dirty, cached buffers are written
                 assert self.cache.is_dirty(b), f"write-back of block {b}, which is not dirty"
+        assert at is None or at >= self.now
         self.ios.append((op, blkno, n, kind, ino, wait))
-        start = max(self.now, self.busy)
+        issue = self.now if at is None else at
+        start = max(issue, self.busy)
         self.busy = start + 1.0
+        if op == "W":
+            self.spans.append((blkno, n, issue, self.busy))
         if wait:
             self.now = self.busy
         return self.busy
@@ -87,6 +92,19 @@ class RecClock:
 
     def writes(self):
         return [(b, n) for op, b, n, *_ in self.ios if op == "W"]
+
+    def overlapping_writes(self) -> list[tuple]:
+        """Pairs of writes of one block both in flight at once (queued, not yet completed):
+        what Linux's buffer lock never lets happen."""
+        last: dict[int, tuple] = {}
+        out = []
+        for span in self.spans:
+            blkno, n, issue, finish = span
+            for b in range(blkno, blkno + n):
+                if b in last and last[b][3] > issue:
+                    out.append((last[b], span))
+                last[b] = span
+        return out
 
 
 def make(capacity=1024, writeback="async", maxio=32, sync_interval=30.0):
@@ -235,6 +253,74 @@ def test_flush_blocks_writes_only_the_named_dirty_blocks_and_drains():
 # eviction ----------------------------------------------------------------------------------------
 def test_capacity_has_a_floor_of_64():
     assert make(capacity=3)[0].capacity == 64
+
+
+def test_a_block_written_again_while_its_write_is_in_flight_waits_for_the_lock():
+    """Linux locks a buffer for its write until the write completes: a block dirtied again
+    and written back while its last write is still queued is issued only when that write
+    completes - a background write is queued then, a writer that waits sleeps on the lock."""
+    c, clock, stats, _ = make()
+    dirty(c, 9)
+    c._write_back([9], wait=False)                 # queued behind nothing: done at t = 1
+    dirty(c, 3)
+    c._write_back([3], wait=False)                 # done at t = 2
+    dirty(c, 9, fill=1)
+    c._write_back([9], wait=False)                 # block 9 again, at t = 0: in flight until 1
+    assert clock.now == 0.0                        # the writer is not held up
+    assert clock.spans[-1] == (9, 1, 1.0, 3.0)     # queued when the lock is released
+    dirty(c, 9, fill=2)
+    c.flush_blocks([9])                            # fsync: queued at the lock's release, drained
+    assert clock.spans[-1] == (9, 1, 3.0, 4.0) and clock.now == 4.0
+    assert clock.overlapping_writes() == [] and not c.is_dirty(9)
+    assert stats.totals()["writes_waited_on_lock"] == 2
+
+
+def test_a_synchronous_metadata_write_sleeps_on_the_lock_before_it_submits():
+    """The sync mode writes an operation's inode block before it returns (sync_dirty_buffer:
+    lock_buffer first): if the block's background write is still queued, the operation
+    waits for it to complete, then submits its own write and waits for that."""
+    c, clock, _, _ = make(writeback="sync")
+    dirty(c, 7, kind="inode")
+    dirty(c, 2)
+    c._write_back([2, 7], wait=False)              # 2 done at t = 1, 7 at t = 2
+    c.begin_op("create")
+    c.mark_dirty(7, c.bread(7, "inode"), "inode")
+    c.end_op()
+    assert clock.spans[-1] == (7, 1, 2.0, 3.0) and clock.now == 3.0
+    assert clock.overlapping_writes() == []
+
+
+def test_the_buffer_lock_outlives_the_buffer():
+    """A block freed (or evicted) while its write is in flight and written again is still
+    locked until that write completes."""
+    c, clock, _, _ = make()
+    dirty(c, 5)
+    c._write_back([5], wait=False)
+    c.forget(5)
+    dirty(c, 5, kind="dir")
+    c.sync()
+    assert [s[2:] for s in clock.spans] == [(0.0, 1.0), (1.0, 2.0)]
+    assert clock.overlapping_writes() == []
+
+
+def test_a_block_evicted_while_its_write_is_in_flight_is_still_in_memory():
+    """Linux reclaims no page under writeback: a block the cache evicted right after starting
+    its write is read back without a request while that write is in flight (a hit), and from
+    the disk once it has completed."""
+    c, clock, stats, _ = make(capacity=64)
+    data = [dirty(c, b) for b in range(64)]
+    c.bread(100, "data")                           # evicts blocks 0..3, their writes queued
+    assert 0 not in c and clock.writes() == [(0, 4)]
+    reads = len(clock.ios)
+    hits = stats.totals()["cache_hits"]
+    assert bytes(c.bread(0, "data")) == data[0] and len(clock.ios) == reads
+    c.read_run(1, 2, "data", 0, wait=True)         # 1 and 2 as well
+    assert len(clock.ios) == reads and stats.totals()["cache_hits"] == hits + 1
+    clock.wait_until(clock.busy)                   # the write has completed
+    c.forget(1)
+    c.forget(3)
+    c.bread(3, "data")
+    assert clock.ios[-1][:3] == ("R", 3, 1)
 
 
 def test_eviction_writes_dirty_victims_then_drops_the_least_recently_used():
@@ -509,6 +595,7 @@ class CacheMachine(RuleBasedStateMachine):
         assert all(buf.blkno == b for b, buf in c.buffers.items())
         assert self.stats.totals().get("blocks_written", 0) == sum(n for _, n in self.clock.writes())
         assert all(n <= c.maxio for _, n in self.clock.writes())
+        assert self.clock.overlapping_writes() == []
 
 
 CacheMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=60, deadline=None,

@@ -95,6 +95,18 @@ path = "tree"
 """
 
 
+def test_json_prints_the_results_document(serial, tmp_path):
+    """`--json`: the results document on stdout instead of the tables, the one results.json
+    holds; run twice, the simulated figures equal the first run's."""
+    out = tmp_path / "j"
+    r = simfs_run(DIRORDER, "--quick", "--out", out, "--no-plots", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc == json.loads((out / "results.json").read_text())
+    first = json.loads((serial / "results.json").read_text())
+    assert [c["measured"] for c in doc["comparisons"]] == [c["measured"] for c in first["comparisons"]]
+
+
 def test_a_failing_configuration_keeps_the_others_and_resume_runs_the_rest(tmp_path):
     job = tmp_path / "fails.toml"
     job.write_text(FAILING)
