@@ -19,7 +19,7 @@ import stat
 import numpy as np
 
 from simfs.errors import FSError
-from simfs.ondisk.constants import EXTENTS_FL, FIRST_INO, ROOT_INO
+from simfs.ondisk.constants import EXTENTS_FL, FIRST_INO, NDIR_BLOCKS, ROOT_INO
 from simfs.ondisk.extent import MAX_DEPTH, check_node, root_max, root_of
 
 EUCLEAN = errno.EUCLEAN       # 117: what ext4 answers for EFSCORRUPTED
@@ -104,8 +104,9 @@ class Checks:
     def inode_problem(self, inode) -> str:
         """Why an inode as read from the image cannot be true ("" if it can), as ext4's
         __ext4_iget and ext4_ind_check_inode judge it: its type, flags of formats ext2 has
-        not, its size against what its map can address, i_block[] and the xattr block
-        against the file system and the metadata zones. (A free inode's answer is unused.)"""
+        not, its size against what its map can address, the direct block pointers and the
+        xattr block against the file system and the metadata zones. (A free inode's answer
+        is unused.)"""
         fmt = inode.mode & 0o170000
         size = inode.size
         mapped = True
@@ -136,7 +137,10 @@ class Checks:
             if why:
                 return f"extent tree root: {why}"
         elif mapped:
-            for b in inode.block:
+            # the direct pointers only, as ext4_ind_check_inode: an indirect root is checked
+            # where it is followed (bmap, truncate), so a file whose IND points into metadata
+            # still stats and unlinks, its valid blocks freed (ext4_free_branches)
+            for b in inode.block[:NDIR_BLOCKS]:
                 if b and (b >= nblocks or is_meta[b]):
                     return f"i_block[] holds block number {b}, out of range"
         acl = inode.file_acl

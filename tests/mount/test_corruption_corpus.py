@@ -1,7 +1,11 @@
 """The corruption corpus (issue 38): every corruption of tests/corruption.py mounted and driven.
 
 One small populated image (8 MiB, 1 KiB blocks, two groups) is made once per session by
-`simfs mkfs` and a simfs mount; each corruption is applied to two copies of it. The kernel's
+`simfs mkfs` and a simfs mount; each corruption is applied to two copies of it. The base is
+populated twice (POPULATIONS): on the allocator and write-back the corpus was written against
+(first-free, sync), for every corruption; and on a default mount (Orlov, async), whose other
+block choices the corruptions that name blocks or inodes the allocators chose (LAYOUT_PREFIXES:
+bitmaps, block pointers, indirect blocks) are run against again. The kernel's
 ext2 (read-write loop mount) drives one copy, simfs the other, with the same real tools under
 timeouts (tests/corruption_drive.py). simfs passes a corruption when:
 
@@ -56,6 +60,16 @@ MKFS = ("--size", "8M", "--block-size", "1024", "--blocks-per-group", "4096",
         "--hash-seed", "00000000-0000-0000-0000-000000000001")
 
 
+#: how the base image is populated (`simfs mount` options): the layout the corpus was written
+#: against, first-free with sync metadata, and a default mount's (alloc=ext2: Orlov, async)
+POPULATIONS = {"first-free": ("-o", "alloc=first-free,writeback=sync"), "default": ()}
+#: the corruptions run on both bases: those that name a block or an inode the allocators chose
+#: (a bitmap's bits, a block pointer, an indirect block's entries), so that which live blocks
+#: they hit, and which free blocks a damaged map appears to claim, depends on the layout
+LAYOUT_PREFIXES = ("bbm-", "ibm-", "ino-block0-", "ino-block5-", "ino-file-acl-", "ind-", "dind-", "tind-",
+                   "sparse-", "indblk-", "dindblk-")
+
+
 def _populate(root: Path) -> None:
     for path, what in population():
         p = root / path.lstrip("/")
@@ -76,16 +90,16 @@ def _populate(root: Path) -> None:
 class Base:
     """The pristine populated image, its layout, and the session's scratch directory."""
 
-    def __init__(self, where: Path):
+    def __init__(self, where: Path, population: str = "first-free"):
         self.where = where
+        self.population = population
         img = where / "base.img"
         run_simfs("mkfs", "-q", img, *MKFS)
         mnt = where / "base.mnt"
         mnt.mkdir()
-        # the layout the corpus was written against (first-free, sync metadata): which blocks
-        # each corruption names depends on it; the corrupted copies are then driven on a
-        # default mount
-        run_simfs("mount", img, mnt, "-o", "alloc=first-free,writeback=sync")
+        # which blocks each corruption names depends on the population's layout; the
+        # corrupted copies are driven on a default mount whatever it was
+        run_simfs("mount", img, mnt, *POPULATIONS[population])
         try:
             _populate(mnt)
         finally:
@@ -309,27 +323,51 @@ def _find_error(find_step, name: str) -> str | None:
 
 # the session's pool ------------------------------------------------------------------------------
 class Runner:
-    def __init__(self, base: Base, names: list[str]):
-        self.base = base
+    """One pool for the corruptions of every base: (population, name) -> its run."""
+
+    def __init__(self, bases: dict[str, Base], wanted: list[tuple[str, str]]):
+        self.bases = bases
         self.pool = concurrent.futures.ThreadPoolExecutor(max(1, JOBS))
-        self.futures = {n: self.pool.submit(run_one, base, n) for n in names}
+        self.futures = {(p, n): self.pool.submit(run_one, bases[p], n) for p, n in wanted}
 
-    def result(self, name: str) -> dict:
-        if name not in self.futures:
-            self.futures[name] = self.pool.submit(run_one, self.base, name)
-        return self.futures[name].result()
+    def result(self, population: str, name: str) -> dict:
+        key = population, name
+        if key not in self.futures:
+            self.futures[key] = self.pool.submit(run_one, self.bases[population], name)
+        return self.futures[key].result()
+
+
+class Bases(dict):
+    """The base images, each made when first wanted."""
+
+    def __init__(self, tmp_path_factory):
+        super().__init__()
+        self.factory = tmp_path_factory
+
+    def __missing__(self, population: str) -> Base:
+        base = self[population] = Base(self.factory.mktemp(f"corpus-{population}"), population)
+        return base
 
 
 @pytest.fixture(scope="session")
-def corpus_base(tmp_path_factory) -> Base:
-    return Base(tmp_path_factory.mktemp("corpus"))
+def corpus_bases(tmp_path_factory) -> Bases:
+    return Bases(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
-def corpus_runner(request, corpus_base) -> Runner:
-    names = [item.callspec.params["name"] for item in request.session.items
-             if item.originalname == "test_corruption" and hasattr(item, "callspec")]
-    runner = Runner(corpus_base, names)
+def corpus_base(corpus_bases) -> Base:
+    return corpus_bases["first-free"]
+
+
+@pytest.fixture(scope="session")
+def corpus_runner(request, corpus_bases) -> Runner:
+    population_of = {test: p for p, test in _TEST_OF.items()}
+    wanted = [(population_of[item.originalname], item.callspec.params["name"])
+              for item in request.session.items
+              if item.originalname in population_of and hasattr(item, "callspec")]
+    for population in dict.fromkeys(p for p, _ in wanted):
+        corpus_bases[population]                        # made before the pool starts on it
+    runner = Runner(corpus_bases, wanted)
     yield runner
     runner.pool.shutdown(wait=True, cancel_futures=True)
 
@@ -345,27 +383,63 @@ def _corpus_names() -> list[str]:
 CORPUS_NAMES = _corpus_names()
 
 
-def test_corpus_size_and_determinism(corpus_base):
-    """At least 100 named corruptions, each changing the image, the same bytes every time."""
-    L = corpus_base.layout
-    assert len(corpus_base.corruptions) >= 100
-    assert list(corpus_base.corruptions) == CORPUS_NAMES
+LAYOUT_NAMES = [n for n in CORPUS_NAMES if n.startswith(LAYOUT_PREFIXES)]
+#: the test that runs each population's corruptions
+_TEST_OF = {"first-free": "test_corruption", "default": "test_corruption_default_base"}
+
+
+@pytest.mark.parametrize("population", list(POPULATIONS))
+def test_corpus_size_and_determinism(corpus_bases, population):
+    """At least 100 named corruptions, each changing the image, the same bytes every time
+    (on the second base, those it runs)."""
+    base = corpus_bases[population]
+    L = base.layout
+    assert len(base.corruptions) >= 100
+    assert list(base.corruptions) == CORPUS_NAMES
     assert len(L.files["/bigdir"].data) >= 4, "the large directory spans several blocks"
     assert L.files["/ind"].ind and L.files["/dind"].dind and L.files["/dind"].dind_children
-    again = Layout(corpus_base.img)
+    again = Layout(base.img)
+    names = CORPUS_NAMES if population == "first-free" else LAYOUT_NAMES
     for c in corpus(again):
-        assert corrupted(corpus_base.img, again, c) == corrupted(corpus_base.img, L, corpus_base.corruptions[c.name])
+        if c.name in names:
+            assert corrupted(base.img, again, c) == corrupted(base.img, L, base.corruptions[c.name])
 
 
-#: corruptions simfs does not contain yet for want of a mechanism: name -> what is missing
-#: (strict: one that starts passing must leave this list)
-MISSING: dict[str, str] = {}
+def test_the_populations_differ_where_the_second_is_run(corpus_bases):
+    """The default mount's base is worth its time: the same tree, its files and directories
+    in other blocks and inodes, so the corruptions run on it hit other things."""
+    a, b = corpus_bases["first-free"], corpus_bases["default"]
+    assert a.layout.files.keys() == b.layout.files.keys()
+    assert a.layout.files["/ind"].data != b.layout.files["/ind"].data
+    assert a.layout.files["/ind"].ind != b.layout.files["/ind"].ind
+    assert a.layout.files["/d1"].ino != b.layout.files["/d1"].ino        # Orlov spreads directories
+    for g in range(a.layout.groups):                                    # the bitmaps hold other bits
+        for bm in ("block_bitmap", "inode_bitmap"):
+            assert a.layout.block(a.layout.gd[g][bm]) != b.layout.block(b.layout.gd[g][bm])
+    assert 30 <= len(LAYOUT_NAMES) < len(CORPUS_NAMES) // 2
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=MISSING[n])) if n in MISSING else n
-    for n in CORPUS_NAMES])
-def test_corruption(corpus_runner, name):
-    res = corpus_runner.result(name)
+#: corruptions simfs does not contain yet for want of a mechanism: (population, name) -> what is
+#: missing (strict: one that starts passing must leave this list)
+MISSING: dict[tuple[str, str], str] = {}
+
+
+def _params(population: str, names: list[str]) -> list:
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=MISSING[population, n]))
+            if (population, n) in MISSING else n for n in names]
+
+
+def _check(corpus_runner, population: str, name: str) -> None:
+    res = corpus_runner.result(population, name)
     note = ("\n(the kernel's ext2 on the same copy: " + "; ".join(res["kernel"]) + ")") if res["kernel"] else ""
-    assert not res["problems"], f"{name}:\n- " + "\n- ".join(res["problems"]) + note
+    assert not res["problems"], f"{name} ({population} base):\n- " + "\n- ".join(res["problems"]) + note
+
+
+@pytest.mark.parametrize("name", _params("first-free", CORPUS_NAMES))
+def test_corruption(corpus_runner, name):
+    _check(corpus_runner, "first-free", name)
+
+
+@pytest.mark.parametrize("name", _params("default", LAYOUT_NAMES))
+def test_corruption_default_base(corpus_runner, name):
+    _check(corpus_runner, "default", name)
