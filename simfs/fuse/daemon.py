@@ -436,19 +436,27 @@ def image_locked(image: str) -> bool:
         os.close(fd)
 
 
+#: seconds of waiting after which `simfs umount` says what it waits for, then why it may go on
+WAIT_NOTES_AFTER = (2.0, 30.0)
+
+
 def wait_for_daemon(pid: int | None, image: str | None, timeout: float | None = None,
                     quiet: bool = False) -> bool:
-    """Wait until the daemon has exited and released the image; False on timeout."""
+    """Wait until the daemon has exited and released the image; False on timeout. Says after 2 s
+    what it waits for, and after 30 s the likely reason it still waits."""
     start = time.monotonic()
-    said = False
+    first, second = WAIT_NOTES_AFTER
+    notes = [] if quiet else [
+        (first, f"simfs umount: waiting for the daemon (pid {pid}) to write back {image} ..."),
+        (second, f"simfs umount: the daemon (pid {pid}) still serves {image}: a process in another mount "
+             "namespace (unshare, a container, a test runner) may hold the mount, and it exits when "
+             "that one unmounts (Ctrl-C stops waiting; the daemon goes on)")]
     while (pid and _alive(pid)) or (image and image_locked(image)):
         waited = time.monotonic() - start
         if timeout is not None and waited > timeout:
             return False
-        if waited > 2 and not said and not quiet:
-            print(f"simfs umount: waiting for the daemon (pid {pid}) to write back {image} ...",
-                  file=sys.stderr, flush=True)
-            said = True
+        if notes and waited > notes[0][0]:
+            print(notes.pop(0)[1], file=sys.stderr, flush=True)
         time.sleep(0.02)
     return True
 
