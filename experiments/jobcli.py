@@ -104,6 +104,9 @@ def cmd_run(a) -> int:
     from . import jobfile, jobrun, runner
 
     err = Console(stderr=True, highlight=False)
+    aging = _aging_job(a)
+    if aging is not None:
+        return aging
     if a.workers is not None and a.workers < 1:
         return fail(f"--workers {a.workers}: give 1 or more")
     if a.resume and a.out and a.resume != a.out:
@@ -160,6 +163,26 @@ def cmd_run(a) -> int:
             err.print(f"work directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _aging_job(a) -> int | None:
+    """An aging job file ([aging]: experiments/aging/jobtable.py) is run by experiments.aging;
+    None for any other job file."""
+    from .aging.jobtable import AgingJobError, aging_table, argv
+    try:
+        table = aging_table(a.job)
+        if table is None:
+            return None
+        ignored = [o for o, v in (("--workers", a.workers), ("--scheduler", a.scheduler), ("--only", a.only),
+                                  ("--work-dir", a.work_dir), ("--keep", a.keep), ("--json", a.json)) if v]
+        if ignored:
+            return fail(f"{a.job} is an aging job ([aging]), run on this machine by experiments.aging: "
+                        f"{', '.join(ignored)} is for other job files")
+        from .aging import cli as aging
+        return aging.main(argv(a.job, table, quick=a.quick, out=a.out, resume=a.resume, source=a.source)
+                          + (["--no-pictures"] if a.no_plots else []))
+    except AgingJobError as e:
+        return fail(str(e))
 
 
 def _load(a):

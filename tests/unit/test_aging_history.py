@@ -53,3 +53,30 @@ def test_simfs_experiment_passes_fill_and_profile_to_git_aging_only(tmp_path):
     r = run("readdir-order", "--quick", "--profile", "ext4", "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "git-aging's" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_aging_job_file_runs_through_simfs_run(tmp_path):
+    """examples/jobs/git-aging.toml (an [aging] table) is handed by `simfs run` to
+    experiments.aging: with --source a folder that is no git repository, that is its one-line
+    refusal, exit status 2, nothing made; a key it does not know, another table beside [aging]
+    and a job-runner option are refused in one line too."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    example = Path(__file__).resolve().parents[2] / "examples" / "jobs" / "git-aging.toml"
+    run = lambda job, *args: subprocess.run([sys.executable, "-m", "simfs.cli", "run", str(job), *args],
+                                            capture_output=True, text=True)
+    out = tmp_path / "out"
+    r = run(example, "--source", str(tmp_path), "--out", str(out))
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "not a git repository" in r.stderr
+    assert not out.exists()
+    bad = tmp_path / "bad.toml"
+    for text, words in (('[aging]\nevry = 10\n', "no key 'evry'"),
+                        ('[aging]\npulls = "ten"\n', "pulls = 'ten'"),
+                        ('[aging]\npulls = 10\n[workload]\nkind = "none"\n', "only an [aging] table")):
+        bad.write_text(text)
+        r = run(bad, "--out", str(out))
+        assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and words in r.stderr, (text, r.stderr)
+    r = run(example, "--workers", "2", "--source", str(tmp_path))
+    assert r.returncode == 2 and "--workers" in r.stderr and r.stderr.strip().count("\n") == 0
+    assert not out.exists()
