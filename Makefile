@@ -133,8 +133,9 @@ test: $(STAMP) compiled $(TOOL_STAMPS) docs xfstests-build-if-present
 	$(PY) -m pytest -q -p no:cacheprovider --durations=25 -m "not long"
 
 # the cases left out of `make test` for its time (marked `long`; each has a shorter sibling there):
-# fsx on the ext4 profile for the allocators that are not ext4's, the htree-against-the-kernel
-# property and the 100,000-entry directory
+# fsx under the less used allocators (on both profiles), the corruption corpus's second base
+# beyond its block-pointer cases, the htree-against-the-kernel property and the 100,000-entry
+# directory
 test-long: $(STAMP) compiled $(TOOL_STAMPS)
 	$(PY) -m pytest -q -p no:cacheprovider --durations=10 -m long
 

@@ -162,7 +162,13 @@ def run_fsx_case(simfs_factory, tmp_path, options: str, seed: int, ops: int = FS
 
 
 # the matrix -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("alloc", allocators())
+#: the allocators `make test` runs fsx under (the default, the simplest, ext4's, the delayed
+#: one and the 2010 bug's replica); `make test-long` the others
+SHORT = ("ext2", "first-free", "mballoc", "delayed", "ext2fs-2010")
+
+
+@pytest.mark.parametrize("alloc", [a if a in SHORT else pytest.param(a, marks=pytest.mark.long)
+                                   for a in allocators()])
 def test_fsx_allocator(simfs_factory, tmp_path, alloc):
     """Every allocator, default write-back (sync) and cache."""
     run_fsx_case(simfs_factory, tmp_path, f"alloc={alloc}", _seed(f"alloc={alloc}"))
