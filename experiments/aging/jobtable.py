@@ -27,7 +27,7 @@ def aging_table(path: Path) -> dict | None:
     try:
         with open(path, "rb") as f:
             doc = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
     table = doc.get("aging")
     if table is None:
