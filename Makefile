@@ -18,6 +18,7 @@ PJDFSTEST_VERSION := 0.2.2
 FSX_STAMP         := $(TOOLS)/.fsx-$(FSX_VERSION)-munmap
 TOOL_STAMPS       := $(FSX_STAMP) $(TOOLS)/.pjdfstest-$(PJDFSTEST_VERSION)
 # fsx is built from its crate with one fix (third_party/fsx/README.md), the crate checked by SHA-256
+# (fetched from crates.io's CDN, else from where the registry's index says crates are)
 FSX_CRATE_URL     ?= https://static.crates.io/crates/fsx/fsx-$(FSX_VERSION).crate
 FSX_CRATE_SHA256  := 72680bb1e43d40729d5f6e9de5bbe604820ff51e4707e109cb5082ec67d022a2
 ifeq ($(origin CARGO),undefined)
@@ -100,7 +101,8 @@ endef
 $(FSX_STAMP): third_party/fsx/domapread-munmap.patch
 	@test -n "$(CARGO)" || { echo "cargo not found: install Rust >= 1.85 (rustup) or run make CARGO=/path/to/cargo" >&2; exit 1; }
 	rm -rf $(TOOLS)/src/fsx-$(FSX_VERSION) && mkdir -p $(TOOLS)/src
-	curl -sfL -o $(TOOLS)/src/fsx.crate $(FSX_CRATE_URL)
+	curl -sfL -o $(TOOLS)/src/fsx.crate $(FSX_CRATE_URL) || curl -sfL -o $(TOOLS)/src/fsx.crate \
+	  "$$(curl -sf https://index.crates.io/config.json | sed -n 's/.*"dl": *"\([^"]*\)".*/\1/p')/fsx/$(FSX_VERSION)/download"
 	echo "$(FSX_CRATE_SHA256)  $(TOOLS)/src/fsx.crate" | sha256sum -c --quiet
 	tar -xzf $(TOOLS)/src/fsx.crate -C $(TOOLS)/src
 	patch -s -d $(TOOLS)/src/fsx-$(FSX_VERSION) -p1 < third_party/fsx/domapread-munmap.patch
