@@ -21,6 +21,8 @@ import os
 import subprocess
 import sys
 
+from experiments.aging.cli import DEFAULT_ALLOC
+
 BUNDLE = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "third_party", "xfstests-history.bundle")
 
 
@@ -47,7 +49,7 @@ def main(argv=None) -> int:
                 print(f"bench_aging: no history: {a.bundle} is missing (give --repo)", file=sys.stderr)
                 return 2
             subprocess.run(["git", "clone", "-q", a.bundle, repo], check=True)
-        alloc = a.alloc or {"ext4": "mballoc"}.get(a.profile, "ext2")
+        alloc = a.alloc or DEFAULT_ALLOC.get(a.profile, "ext2")
         cmd = aging + [repo, "--pulls", str(a.pulls), "--every", str(a.every), "--alloc", alloc,
                        "--replay", a.replay or alloc, "--profile", a.profile, "--dataless", "--out", a.out]
         cmd += (["--size", a.size] if a.size else []) + (["--fill", a.fill] if a.fill else [])

@@ -97,12 +97,9 @@ def cmd_list(a) -> int:
 def run_aging(a) -> int:
     """`simfs experiment run git-aging`: experiments.aging with the options both commands have."""
     from .aging import cli as aging
-    argv = ([str(a.source)] if a.source else []) + (["--quick"] if a.quick else [])
-    argv += ["--out", str(a.out)] if a.out else []
-    argv += ["--size", str(a.size)] if a.size is not None else []
-    argv += ["--fill", str(a.fill)] if a.fill is not None else []
-    argv += ["--profile", a.profile] if a.profile else []
-    return aging.main(argv)
+    from .aging.jobtable import argv
+    table = {k: v for k, v in (("size", a.size), ("fill", a.fill), ("profile", a.profile)) if v is not None}
+    return aging.main(argv(Path.cwd(), table, quick=a.quick, out=a.out, source=a.source))
 
 
 class _Progress:

@@ -39,4 +39,10 @@ def find_goal(geo, req: BlockRequest, pid: int | None = None) -> int:
         goal = req.prev_phys + 1
     else:
         goal = req.map_prev or req.map_block or inode_goal(geo, req, pid)
+    return clamp(geo, goal)
+
+
+def clamp(geo, goal: int) -> int:
+    """A goal inside the volume's data blocks (ext4_ext_find_goal's and ext4_find_near's
+    callers check it against the block count the same way)."""
     return min(max(goal, geo.first_data_block), geo.blocks_count - 1)

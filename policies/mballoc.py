@@ -49,7 +49,7 @@ import numpy as np
 
 from .base import BlockAllocator, BlockRequest, NoSpace, SpaceView
 from .delayed import DelayedState
-from .ext4goal import find_goal
+from .ext4goal import clamp, find_goal
 from .groupscan import group_bits
 from .mbsearch import Group, Scanner
 
@@ -304,8 +304,7 @@ class Mballoc(BlockAllocator):
         ext = st.nearest(lblk)
         if ext is None:
             return find_goal(geo, req, pid), nb
-        goal = ext[1] + (lblk - ext[0])
-        return min(max(goal, geo.first_data_block), geo.blocks_count - 1), nb
+        return clamp(geo, ext[1] + (lblk - ext[0])), nb
 
     def _new_blocks(self, space: SpaceView, req: BlockRequest, st: MbState, lblk: int,
                     length: int) -> list[int]:

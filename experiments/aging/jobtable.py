@@ -42,8 +42,9 @@ def aging_table(path: Path) -> dict | None:
 
 def argv(path: Path, table: dict, *, quick: bool = False, out: Path | None = None,
          resume: Path | None = None, source: Path | None = None) -> list[str]:
-    """experiments.aging's command line for the table (simfs run's --quick, --out, --resume and
-    --source win over the file). A relative source is taken from the job file's folder."""
+    """experiments.aging's command line for an [aging] table, or for the options `simfs
+    experiment run git-aging` takes (simfs run's --quick, --out, --resume and --source win over
+    the file). A relative source is taken from the job file's folder."""
     if resume:
         return ["--resume", str(resume)]
     args: list[str] = []
