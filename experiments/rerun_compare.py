@@ -1,11 +1,13 @@
 """Compare a rerun's results.json with another, record by record (simulated seconds of command,
 drain and unmount; every disk counter; extra figures) and ratio by ratio:
 
-    python -m experiments.rerun_compare results/summary/ext2fs-2010/results.json NEW/results.json
+    python -m experiments.rerun_compare results/summary/ext2fs-2010 NEW
 """
 
+import argparse
 import json
 import sys
+from pathlib import Path
 
 FIELDS = ("sim", "sim_cmd", "sim_drain", "sim_umount")
 
@@ -20,12 +22,28 @@ def records(doc: dict) -> dict:
     return out
 
 
+def load(path: Path) -> dict:
+    """A run's results.json, given it or its directory; one line and exit status 2 if unreadable."""
+    f = path / "results.json" if path.is_dir() else path
+    try:
+        doc = json.loads(f.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        doc, why = None, f"not a readable results.json ({e})"
+    else:
+        why = "not an experiment's results.json (no records)"
+    if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
+        print(f"rerun_compare: {f}: {why}", file=sys.stderr)
+        sys.exit(2)
+    return doc
+
+
 def main(argv=None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    old, new = (json.load(open(p)) for p in args)
+    ap = argparse.ArgumentParser(prog="python -m experiments.rerun_compare",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("old", type=Path, help="a run's directory or its results.json")
+    ap.add_argument("new", type=Path, help="the rerun's directory or its results.json")
+    a = ap.parse_args(argv)
+    old, new = load(a.old), load(a.new)
     o, n = records(old), records(new)
     same, added = 0, set()
     for k in sorted(o):
@@ -46,8 +64,8 @@ def main(argv=None) -> int:
     print(f"{same} of {len(o)} records identical")
     if added:
         print("counters only the rerun has (not compared):", ", ".join(sorted(added)))
-    for c in old["comparisons"]:
-        m = [x for x in new["comparisons"] if x["label"] == c["label"]]
+    for c in old.get("comparisons", []):
+        m = [x for x in new.get("comparisons", []) if x["label"] == c["label"]]
         if m and m[0]["measured"] != c["measured"]:
             print(f"ratio {c['label']}: {c['measured']:.4g} -> {m[0]['measured']:.4g}")
     return 0

@@ -38,7 +38,7 @@ and phase, seekwatcher panels of the traced phases, and block maps of where the 
 figure, 0.30 means the model shows 30 % of the effect. "Why the model differs" says what in the
 model explains the difference. Regenerate this page with
 `python -m experiments.summary results/<run>... [--tree results/<run on another tree>...]
-[--intro FILE] [--append EXPERIMENT=FILE]`.
+[--intro FILE] [--append EXPERIMENT=FILE] [--outro FILE]`.
 """
 
 
@@ -133,6 +133,9 @@ def main(argv=None) -> int:
                     help="Markdown added at the end of that experiment's section (e.g. "
                          "readdir-order=results/summary/readdir-order-full/section.md); "
                          "several for one experiment are added in their order")
+    ap.add_argument("--outro", type=Path, action="append", default=[],
+                    help="Markdown put after the sections (results beyond the seed experiments); "
+                         "several are added in their order")
     a = ap.parse_args(argv)
     extra: dict[str, str] = {}
     for item in a.append:
@@ -176,7 +179,9 @@ def main(argv=None) -> int:
         sections.append(sec)
     intro = a.intro.read_text() if a.intro else INTRO
     docs_sorted = [d for _, _, d in sorted(docs, key=lambda t: t[0])]
-    (a.out / "README.md").write_text(intro.rstrip() + "\n\n" + overview(docs_sorted) + "\n" + "\n".join(sections))
+    outro = "".join("\n" + f.read_text().rstrip() + "\n" for f in a.outro)
+    (a.out / "README.md").write_text(intro.rstrip() + "\n\n" + overview(docs_sorted) + "\n" + "\n".join(sections)
+                                     + outro)
     print(f"wrote {a.out / 'README.md'}", file=sys.stderr)
     return 0
 
