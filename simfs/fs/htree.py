@@ -58,6 +58,7 @@ class HTree:
         self.unsigned = 3 if s_flags & FLAGS_UNSIGNED_HASH else 0     # s_hash_unsigned
         self.seed = bytes(seed)
         self._hashers: dict[int, DirHasher] = {}
+        self._last = (-1, b"", 0)       # (version, name, hash) of the name hashed last
 
     def is_dx(self, d) -> bool:
         return bool(d.flags & INDEX_FL)
@@ -67,6 +68,16 @@ class HTree:
         h = self._hashers.get(version)
         if h is None:
             h = self._hashers[version] = DirHasher(version + self.unsigned, self.seed)
+        return h
+
+    def name_hash(self, version: int, name: bytes) -> int:
+        """The major hash of name under a root's hash_version. A create or an unlink probes
+        its name twice (the lookup before, then the change): the last one is kept."""
+        last = self._last
+        if last[1] == name and last[0] == version:
+            return last[2]
+        h = self.hasher(version)(name)[0]
+        self._last = (version, bytes(name), h)
         return h
 
     # blocks --------------------------------------------------------------------------------
@@ -113,7 +124,7 @@ class HTree:
         if why:
             raise self.bad(d, why)
         version, info_length, levels, _ = fmt.root_info(buf)
-        h = self.hasher(version)(name)[0]
+        h = self.name_hash(version, name)
         lidx, off, seen, frames = 0, fmt.INFO_OFF + info_length, [0], []
         while True:
             count, limit = fmt.countlimit(buf, off)
