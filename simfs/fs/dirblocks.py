@@ -119,20 +119,22 @@ class Parsed:
 
 
 class Blocks:
-    """The parsed form of recently used directory blocks, by physical block number."""
+    """The parsed form of recently used directory blocks, by physical block number: `parse`
+    (bytes -> an object whose `snap` holds the bytes it was made from), Parsed by default."""
 
-    def __init__(self, capacity: int = 1024):
+    def __init__(self, capacity: int = 1024, parse=Parsed):
         self.capacity = capacity
-        self.parsed: "OrderedDict[int, Parsed]" = OrderedDict()
+        self.parse = parse
+        self.parsed: OrderedDict = OrderedDict()
 
-    def get(self, phys: int, buf) -> Parsed:
+    def get(self, phys: int, buf):
         """The parse of buf (block phys as just read): the kept one if the bytes are those it
-        was made from, else a new walk."""
+        was made from, else a new one."""
         p = self.parsed.get(phys)
         if p is not None and p.snap == buf:
             self.parsed.move_to_end(phys)
             return p
-        p = self.parsed[phys] = Parsed(buf)
+        p = self.parsed[phys] = self.parse(buf)
         self.parsed.move_to_end(phys)
         if len(self.parsed) > self.capacity:
             self.parsed.popitem(last=False)
