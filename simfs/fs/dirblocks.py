@@ -29,6 +29,9 @@ class Parsed:
     __slots__ = ("snap", "names", "offs", "rooms", "err")
 
     def __init__(self, buf):
+        self._walk(buf)
+
+    def _walk(self, buf) -> None:
         self.snap = bytes(buf)
         names, offs, rooms, err = {}, [], [], ""
         off, size = 0, len(buf)
@@ -113,7 +116,7 @@ class Parsed:
             del offs[i], rooms[i]
         del self.names[name]
         if buf.find(name, 8) >= 0:          # another record holds the name too (or part of one)
-            self.__init__(buf)
+            self._walk(buf)
         else:
             self.snap = bytes(buf)
 
