@@ -264,7 +264,8 @@ class HTree:
             size += live[order[i]][1]
             move += 1
             i -= 1
-        cut = count - move if i > 0 else count // 2
+        cut = count - move if i >= 0 else count // 2     # (i >= 0 since Linux's 2025 "ext4: fix
+                                                          # off-by-one error in do_split"; was i > 0)
         hash2 = hashes[order[cut]][0]
         continued = 1 if hash2 == hashes[order[cut - 1]][0] else 0
         moved = order[cut:]
