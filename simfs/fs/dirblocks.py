@@ -8,8 +8,9 @@ record) together with a copy of the bytes it was made from; `Blocks.get` hands i
 while the block's bytes still equal that copy (one memcmp), so a change by any code path - a
 split, an unlink, a repair, a block reused by another directory - is seen, and the answers are
 exactly those of a fresh walk. It is a shortcut for the CPU, not for the model: the caller has
-read the block through the buffer cache (charged) before asking. Bounded: least recently used
-blocks are forgotten.
+read the block through the buffer cache (charged) before asking. Bounded: past 512 blocks (a
+4 KiB leaf full of short names parses to about 25 KiB: some 12 MiB in all) the least recently
+used are forgotten.
 """
 
 import struct
@@ -22,8 +23,8 @@ _HDR = struct.Struct("<IHBB")       # a record's header: inode, rec_len, name_le
 
 
 class Parsed:
-    """One walk of a directory block: `names` (name -> (offset, inode, file type byte) of the
-    first live record so named), per record `offs` and `rooms` (rec_len less what its name
+    """One walk of a directory block: `names` (name -> offset of the first live record so
+    named), per record `offs` and `rooms` (rec_len less what its name
     uses; all of it for an empty record), and `err`, the ValueError message of the first record
     the walk cannot pass ("" if none: names and records stop there)."""
     __slots__ = ("snap", "names", "offs", "rooms", "err")
@@ -45,7 +46,7 @@ class Parsed:
                 rooms.append(rec_len - ((8 + name_len + 3) & ~3))
                 name = bytes(buf[off + 8:off + 8 + name_len])
                 if name not in names:
-                    names[name] = (off, ino, ftype)
+                    names[name] = off
             else:
                 rooms.append(rec_len)
             offs.append(off)
@@ -59,10 +60,13 @@ class Parsed:
         """(offset, inode, file type byte) of the live record named name, or None; a record
         the walk cannot pass before it is a ValueError (a name not in the block's bytes at
         all is None whatever the block holds)."""
-        hit = self.names.get(name)
-        if hit is None and self.err and self.snap.find(name, 8) >= 0:
-            raise ValueError(self.err)
-        return hit
+        off = self.names.get(name)
+        if off is None:
+            if self.err and self.snap.find(name, 8) >= 0:
+                raise ValueError(self.err)
+            return None
+        ino, _, _, ftype = _HDR.unpack_from(self.snap, off)
+        return off, ino, ftype
 
     def put(self, buf: bytearray, name: bytes, ino: int, ft: int) -> bool:
         """add_dirent_to_buf: the name into the first record with room for it (an empty one
@@ -90,12 +94,10 @@ class Parsed:
             rooms[i] = 0
             self.offs.insert(i + 1, off)
             rooms.insert(i + 1, rec_len - used - need)
-        hit = self.names.get(name)
-        if hit is None or hit[0] > off:
-            self.names[name] = (off, ino, buf[off + 7])
+        if self.names.get(name, len(buf)) > off:
+            self.names[name] = off
         self.snap = bytes(buf)
         return True
-
 
     def remove(self, buf: bytearray, off: int, name: bytes) -> None:
         """Delete the live record at off (one `find` returned, named name) as ext4 does: its
@@ -125,7 +127,7 @@ class Blocks:
     """The parsed form of recently used directory blocks, by physical block number: `parse`
     (bytes -> an object whose `snap` holds the bytes it was made from), Parsed by default."""
 
-    def __init__(self, capacity: int = 1024, parse=Parsed):
+    def __init__(self, capacity: int = 512, parse=Parsed):
         self.capacity = capacity
         self.parse = parse
         self.parsed: OrderedDict = OrderedDict()
