@@ -7,9 +7,10 @@ opened with the default options: N empty files created in one directory, every n
 up once in a shuffled order (fixed seed), N/10 names that are not there looked up, and every
 file unlinked in the same shuffled order. Each phase is timed with time.process_time (the CPU
 of this process: a busy host disturbs it less than real time) and the best of --repeat runs,
-each on a fresh image, the profiles taking turns, is kept. Issue 41's target: the ext4 profile at most 1.2x ext2's cost
-per operation. The simulated time of each phase is printed beside it: it must be the same in
-every run (checked here) and does not change when only the CPU cost does.
+each on a fresh image, the profiles taking turns, is kept. Issue 41's target: the ext4
+profile at most 1.2x ext2's cost per operation. The simulated time of each phase is printed
+beside it: it must be the same in every run (checked here) and does not change when only the
+CPU cost does.
 """
 
 from __future__ import annotations
