@@ -20,6 +20,13 @@ from simfs.ondisk.mkfs import mkfs
 from simfs.fs.volume import Volume
 
 
+def make_image(path: Path, size_bytes: int, profile: str, **mkfs_args) -> Path:
+    """A 4 KiB-block image of the profile with a fixed UUID and hash seed (the same names hash
+    alike in every run), as the benchmarks of the Volume make it."""
+    mkfs(path, size_bytes, block_size=4096, uuid=bytes(16), hash_seed=bytes(16), profile=profile, **mkfs_args)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=10_000)
@@ -28,9 +35,7 @@ def main() -> None:
     args = ap.parse_args()
     rng = random.Random(1)
     with tempfile.TemporaryDirectory() as tmp:
-        img = Path(tmp) / "bench.img"
-        mkfs(img, (args.big_mib + 400) << 20, block_size=4096, uuid=bytes(16), hash_seed=bytes(16),
-             profile=args.profile)
+        img = make_image(Path(tmp) / "bench.img", (args.big_mib + 400) << 20, args.profile)
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         with Volume.open(img) as vol:
             payload = rng.randbytes(16384)

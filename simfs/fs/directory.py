@@ -23,6 +23,7 @@ import zlib
 from collections import OrderedDict
 
 from simfs.errors import FSError
+from simfs.fs.dirblocks import Blocks
 from simfs.fs.htree import BadIndex
 from simfs.ondisk import dirent
 from simfs.ondisk.constants import FT_DIR, INDEX_FL
@@ -90,6 +91,7 @@ class Directories:
         self.checks = filemap.checks
         self.broken = -1            # the block a walk found damaged last
         self.htree = htree          # simfs.fs.htree.HTree: dir_index directories kept as htrees
+        self.leaves = Blocks()      # htree leaves walked once (simfs.fs.dirblocks)
 
     # blocks --------------------------------------------------------------------------------
     def nblocks(self, d) -> int:
@@ -278,7 +280,7 @@ class Directories:
             if hit is None:
                 raise FSError(errno.ENOENT)
             lidx, phys, buf, off, ino, _ = hit
-            _unlink(d, lidx, buf, off, self.bs, wipe=True)
+            self.leaves.get(phys, buf).remove(buf, off, name)   # (_unlink's ext4 way, wiped)
             self.htree.dirty(d, phys, buf)          # a leaf stays, however empty (no merge)
             return ino
         return self._remove(d, name)
@@ -394,7 +396,7 @@ class Directories:
         while True:
             phys, buf = ht.read(d, leaf)
             try:
-                hit = _find_record(buf, name)
+                hit = None if buf.find(name, 8) < 0 else self.leaves.get(phys, buf).find(name)
             except ValueError as e:
                 raise self.checks.corrupt(f"directory {d.ino} block {leaf}: {e}", d.ino, phys,
                                           "check_dir_entry") from None
@@ -417,7 +419,7 @@ class Directories:
             root = self.read_block(d, 0)
             self.forget(d.ino)
             frames, _, phys, leaf = ht.make_root(d, self.filemap.bmap(d, 0), root)
-            h = ht.hasher(ht.def_hash_version)(name)[0]
+            h = ht.name_hash(ht.def_hash_version, name)
         else:
             try:
                 frames, lidx, h = ht.probe(d, name)
@@ -438,55 +440,25 @@ class Directories:
     def _put(self, d, phys: int, buf, name: bytes, ino: int, ft: int) -> bool:
         """add_dirent_to_buf: the name into the first record with room, if one has."""
         try:
-            slot = _slot(buf, dirent.rec_len_for(len(name)), self.filetype)
+            if not self.leaves.get(phys, buf).put(buf, name, ino, ft):
+                return False
         except ValueError as e:
             raise self.checks.corrupt(f"directory {d.ino}: {e}", d.ino, phys, "check_dir_entry") from None
-        if slot is None:
-            return False
-        off, rec_len, used, _ = slot
-        if used:
-            dirent.set_rec_len(buf, off, used)
-        dirent.put(buf, off + used, ino, rec_len - used, name, ft)
         self.htree.dirty(d, phys, buf)
         return True
 
 
-def _find_record(buf, name: bytes):
-    """(offset, inode, file type byte) of the live record named name in a block, or None; a
-    record the walk cannot pass before it is a ValueError. (Hot: every htree lookup and create
-    runs it on a leaf, so one loop, and a name not in the block's bytes at all needs none.)"""
-    if buf.find(name, 8) < 0:
-        return None
-    off, size, n = 0, len(buf), len(name)
-    unpack = _HDR.unpack_from
-    while off + 8 <= size:
-        ino, rec_len, name_len, ftype = unpack(buf, off)
-        if rec_len < 8 or rec_len % 4 or off + rec_len > size or 8 + name_len > rec_len:
-            raise ValueError(f"corrupt directory record at offset {off} (rec_len {rec_len})")
-        if name_len == n and ino and buf[off + 8:off + 8 + n] == name:
-            return off, ino, ftype
-        off += rec_len
-    if off < size:
-        raise ValueError(f"directory record header at {off} runs off the block")
-    return None
-
-
-def _unlink(d, lidx: int, buf, target: int, bs: int, wipe: bool = False) -> int:
+def _unlink(d, lidx: int, buf, target: int, bs: int) -> int:
     """Delete the record at target from a block, merging its space into the previous record
-    (ext2_delete_entry); the room the block has there now. With `wipe` the record's bytes are
-    zeroed as ext4_generic_delete_entry zeroes them (a first record keeps its rec_len)."""
+    (ext2_delete_entry); the room the block has there now. (An htree leaf's: Parsed.remove.)"""
     prev = None
     try:
         for off, eino, rec_len, name_len in _records(buf, True):
             if off == target:
                 if prev is None:
                     dirent.set_inode(buf, off, 0)
-                    if wipe:
-                        buf[off + 6:off + rec_len] = bytes(rec_len - 6)
                     return rec_len                          # an empty record now
                 dirent.set_rec_len(buf, prev[0], prev[1] + rec_len)
-                if wipe:
-                    buf[off:off + rec_len] = bytes(rec_len)
                 return prev[1] + rec_len - prev[2]          # the previous one's slack grew
             prev = (off, rec_len, (8 + name_len + 3) & ~3)
     except ValueError as e:

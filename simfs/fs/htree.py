@@ -13,10 +13,12 @@ where a node should be is an inconsistency (EUCLEAN, reported), as ext4_read_dir
 """
 
 import errno
+import functools
 import logging
 import struct
 
 from simfs.errors import FSError
+from simfs.fs.dirblocks import Blocks
 from simfs.ondisk import dirent
 from simfs.ondisk import htree as fmt
 from simfs.ondisk.constants import COMPAT_DIR_INDEX, FLAGS_UNSIGNED_HASH, INCOMPAT, INDEX_FL
@@ -58,6 +60,9 @@ class HTree:
         self.unsigned = 3 if s_flags & FLAGS_UNSIGNED_HASH else 0     # s_hash_unsigned
         self.seed = bytes(seed)
         self._hashers: dict[int, DirHasher] = {}
+        self._last = (-1, b"", 0)       # (version, name, hash) of the name hashed last
+        self.roots = Blocks(256, functools.partial(fmt.Index, root=True))     # read once while
+        self.nodes = Blocks(256, functools.partial(fmt.Index, root=False))    # their bytes stay
 
     def is_dx(self, d) -> bool:
         return bool(d.flags & INDEX_FL)
@@ -67,6 +72,16 @@ class HTree:
         h = self._hashers.get(version)
         if h is None:
             h = self._hashers[version] = DirHasher(version + self.unsigned, self.seed)
+        return h
+
+    def name_hash(self, version: int, name: bytes) -> int:
+        """The major hash of name under a root's hash_version. A create or an unlink probes
+        its name twice (the lookup before, then the change): the last one is kept."""
+        last = self._last
+        if last[1] == name and last[0] == version:
+            return last[2]
+        h = self.hasher(version)(name)[0]
+        self._last = (version, bytes(name), h)
         return h
 
     # blocks --------------------------------------------------------------------------------
@@ -109,27 +124,26 @@ class HTree:
     def probe(self, d, name: bytes):
         """dx_probe: ([Frame] root first, the leaf's logical block, the name's hash)."""
         phys, buf = self.read(d, 0, index=True)
-        why = fmt.root_problem(buf)
-        if why:
-            raise self.bad(d, why)
-        version, info_length, levels, _ = fmt.root_info(buf)
-        h = self.hasher(version)(name)[0]
-        lidx, off, seen, frames = 0, fmt.INFO_OFF + info_length, [0], []
+        ix = self.roots.get(phys, buf)
+        if ix.problem:
+            raise self.bad(d, ix.problem)
+        levels = ix.levels
+        h = self.name_hash(ix.version, name)
+        lidx, seen, frames = 0, [0], []
         while True:
-            count, limit = fmt.countlimit(buf, off)
-            at = fmt.find(buf, off, count, h)
-            frames.append(Frame(lidx, phys, buf, off, at))
-            blk = fmt.entry_block(buf, off, at)
+            at = ix.find(h)
+            frames.append(Frame(lidx, phys, buf, ix.off, at))
+            blk = ix.blocks[at]
             if blk in seen:
                 raise self.bad(d, f"tree cycle: block {blk} points back")
             if len(frames) > levels:
                 return frames, blk, h
             seen.append(blk)
             phys, buf = self.read(d, blk, index=True)
-            why = fmt.node_problem(buf)
-            if why:
-                raise self.bad(d, f"node {blk}: {why}")
-            lidx, off = blk, fmt.NODE_ENTRIES
+            ix = self.nodes.get(phys, buf)
+            if ix.problem:
+                raise self.bad(d, f"node {blk}: {ix.problem}")
+            lidx = blk
 
     def next_leaf(self, d, frames: list, h: int) -> int | None:
         """ext4_htree_next_block: the leaf after the path's one if its hash range continues
@@ -250,7 +264,8 @@ class HTree:
             size += live[order[i]][1]
             move += 1
             i -= 1
-        cut = count - move if i > 0 else count // 2
+        cut = count - move if i >= 0 else count // 2     # (i >= 0 since Linux's 2025 "ext4: fix
+                                                          # off-by-one error in do_split"; was i > 0)
         hash2 = hashes[order[cut]][0]
         continued = 1 if hash2 == hashes[order[cut - 1]][0] else 0
         moved = order[cut:]

@@ -68,18 +68,42 @@ def entry_hash(block, off: int, i: int) -> int:
     return _U32.unpack_from(block, off + 8 * i)[0]
 
 
-def find(block, off: int, count: int, hash_: int) -> int:
-    """The entry a hash belongs under: the last one whose hash is <= hash_ (dx_probe's binary
-    search over entries 1..count-1; 0 if none)."""
-    p, q = 1, count - 1
-    unpack = _U32.unpack_from
-    while p <= q:
-        m = p + (q - p) // 2
-        if unpack(block, off + 8 * m)[0] > hash_:
-            q = m - 1
+class Index:
+    """A dx_root's or dx_node's fields read once (the probe of every lookup and insert reads
+    them): `problem` as root_problem/node_problem say it, and for a usable block the hash
+    version and levels (a root's), where its entries start, their hashes and their blocks."""
+    __slots__ = ("snap", "problem", "version", "levels", "off", "hashes", "blocks")
+
+    def __init__(self, block, root: bool):
+        self.snap = bytes(block)
+        self.version = self.levels = None
+        if root:
+            self.problem = root_problem(block)
+            self.version, info_length, self.levels, _ = root_info(block)
+            self.off = INFO_OFF + info_length
         else:
-            p = m + 1
-    return p - 1
+            self.problem = node_problem(block)
+            self.off = NODE_ENTRIES
+        self.hashes, self.blocks = [], []
+        if not self.problem:
+            count = countlimit(block, self.off)[0]
+            raw = struct.unpack_from(f"<{2 * count}I", block, self.off)
+            self.hashes = list(raw[0::2])
+            self.blocks = [b & BLOCK_MASK for b in raw[1::2]]
+
+    def find(self, hash_: int) -> int:
+        """The entry a hash belongs under: the last one whose hash is <= hash_ (dx_probe's
+        binary search over entries 1..count-1, its steps kept for an unsorted, damaged
+        index too; 0 if none)."""
+        hashes = self.hashes
+        p, q = 1, len(hashes) - 1
+        while p <= q:
+            m = p + (q - p) // 2
+            if hashes[m] > hash_:
+                q = m - 1
+            else:
+                p = m + 1
+        return p - 1
 
 
 def insert(block: bytearray, off: int, at: int, hash_: int, blk: int) -> None:

@@ -23,10 +23,12 @@ from tests.helpers import assert_fsck_clean, fill_volume, kernel_mount, needs_e2
 pytestmark = needs_e2fsprogs
 
 
-def mke2fs(img, bs: int, size: str = "32M", inodes: int = 0) -> None:
-    """An ext2 image as mke2fs makes it by default (dir_index among its features)."""
+def mke2fs(img, bs: int, size: str = "32M", inodes: int = 0, seed: str = "") -> None:
+    """An ext2 image as mke2fs makes it by default (dir_index among its features); `seed` a
+    UUID for both the file system's UUID and its hash seed (else random)."""
     subprocess.run(["mke2fs", "-q", "-F", "-t", "ext2", "-O", "dir_index", "-b", str(bs),
-                    *(["-N", str(inodes)] if inodes else []), str(img), size], check=True, capture_output=True)
+                    *(["-N", str(inodes)] if inodes else []), *(["-U", seed, "-E", f"hash_seed={seed}"] if seed else []),
+                    str(img), size], check=True, capture_output=True)
 
 
 def opts(**kw) -> VolumeOptions:
