@@ -1,15 +1,16 @@
 """In-process Volume throughput: 10,000 small files (1-16 KiB) and one 256 MiB file.
 
-Run: python -m benchmarks.bench_volume [--files N] [--big-mib N] [--profile ext2|ext4]
+Run: python -m benchmarks.bench_volume [--files N] [--big-mib N] [--profile ext2|ext4] [--json]
 Prints files/s, MB/s, peak memory (ru_maxrss) and the CPU cost of single operations (getattr, a
 lookup that misses, a 4 KiB write over a block and one that allocates it, a 4 KiB sequential
 read of a cached block: each call walks the read-ahead window again). Real time on a shared
 machine is noisy: compare runs side by side, not against a fixed figure. `--profile ext4` makes
 the image as `simfs mkfs --profile ext4` does (extent-mapped files, flex_bg, htree directories),
-mounted with the same (default) options.
+mounted with the same (default) options; benchmarks.bench_profiles runs both side by side.
 """
 
 import argparse
+import json
 import random
 import resource
 import tempfile
@@ -32,6 +33,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=10_000)
     ap.add_argument("--big-mib", type=int, default=256)
     ap.add_argument("--profile", choices=("ext2", "ext4"), default="ext2", help="the image's profile")
+    ap.add_argument("--json", action="store_true", help="print the measures as JSON (bench_profiles reads it)")
     args = ap.parse_args()
     rng = random.Random(1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -63,6 +65,11 @@ def main() -> None:
             t_read = time.perf_counter() - t0
             costs = per_op(vol)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if args.json:
+        measures = {f"{args.files:,} small files, s": t_small, f"{args.big_mib} MiB written in 128 KiB calls, s": t_big,
+                    f"{args.big_mib} MiB read, s": t_read, **{f"{k}, µs": v for k, v in costs.items()}}
+        print(json.dumps({"profile": args.profile, "peak_rss_mib": rss / 1024, "measures": measures}))
+        return
     print(f"profile     : {args.profile}")
     print(f"small files : {args.files} files, {total / 2**20:.1f} MiB in {t_small:.2f} s "
           f"= {args.files / t_small:,.0f} files/s, {total / 2**20 / t_small:.1f} MiB/s")

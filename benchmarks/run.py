@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 BENCHMARKS = ("bench_volume", "bench_scale", "bench_mount", "bench_timing", "bench_disk_models",
-              "bench_dirhash", "bench_dataless", "bench_replay", "bench_jobs")
+              "bench_dirhash", "bench_dataless", "bench_replay", "bench_jobs", "bench_profiles")
 
 
 def main() -> int:
