@@ -160,7 +160,9 @@ def plot_series(series: list[tuple[str, dict]], out, title: str | None = None,
         ax.tick_params(labelsize=10)
     if len(series) > 1 and rate_axes[0].get_legend_handles_labels()[0]:
         rate_axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, title="trace")
-    fig.tight_layout()
+    # tight_layout leaves the title a fixed share of the height: on a tall figure that is less
+    # than the title's line, which then sat over the first panel's own title; keep 0.6 inch
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return summaries

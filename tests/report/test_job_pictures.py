@@ -74,6 +74,23 @@ def test_overlapping_configurations_get_a_panel_each_on_one_scale(tmp_path, monk
     assert len(_offset_axes(kept[-1])) == 1
 
 
+def test_figure_title_clears_the_first_panels_title(tmp_path, monkeypatch):
+    """The figure's title sat over the first configuration's panel title (ext2fs-2010's
+    seekwatcher pictures of 2026-11-29): it must lie wholly above it."""
+    from simfs.pictures.seekplot import plot_series
+    kept = _figures(monkeypatch)
+    a = np.linspace(100, 200, 300)
+    plot_series([(name, _cols(a + 20 * k)) for k, name in enumerate(("ext2fs-2010 4K sync", "fixed 4K sync",
+                                                                    "sequential 4K sync", "cg 4K sync"))],
+                tmp_path / "t.png",
+                title="tar cf /dev/zero, 4K sync: 2010 allocator vs fixed vs sequential vs cg")
+    fig = kept[-1]
+    renderer = fig.canvas.get_renderer()
+    top_panel = _offset_axes(fig)[0]
+    assert fig._suptitle.get_window_extent(renderer).y0 >= \
+        top_panel._left_title.get_window_extent(renderer).y1
+
+
 def test_sizes_in_binary_units():
     from simfs.pictures.labels import human_options, human_value
     assert human_options("writeback=async,cache=28311552,alloc=cg,disk=sata7200") == \
