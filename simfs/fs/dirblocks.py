@@ -22,6 +22,21 @@ from simfs.ondisk import dirent
 _HDR = struct.Struct("<IHBB")       # a record's header: inode, rec_len, name_len, file type
 
 
+def records(block):
+    """(offset, inode, rec_len, name_len) of every record: dirent.iter_block's walk and checks
+    (a ValueError at the first record it cannot pass), without making the names."""
+    off, size = 0, len(block)
+    unpack = _HDR.unpack_from
+    while off < size:
+        if off + 8 > size:
+            raise ValueError(f"directory record header at {off} runs off the block")
+        ino, rec_len, name_len, _ = unpack(block, off)
+        if rec_len < 8 or rec_len % 4 or off + rec_len > size or 8 + name_len > rec_len:
+            raise ValueError(f"corrupt directory record at offset {off} (rec_len {rec_len})")
+        yield off, ino, rec_len, name_len
+        off += rec_len
+
+
 class Parsed:
     """One walk of a directory block: `names` (name -> offset of the first live record so
     named), per record `offs` and `rooms` (rec_len less what its name
@@ -35,25 +50,18 @@ class Parsed:
     def _walk(self, buf) -> None:
         self.snap = bytes(buf)
         names, offs, rooms, err = {}, [], [], ""
-        off, size = 0, len(buf)
-        unpack = _HDR.unpack_from
-        while off + 8 <= size:
-            ino, rec_len, name_len, ftype = unpack(buf, off)
-            if rec_len < 8 or rec_len % 4 or off + rec_len > size or 8 + name_len > rec_len:
-                err = f"corrupt directory record at offset {off} (rec_len {rec_len})"
-                break
-            if ino:
-                rooms.append(rec_len - ((8 + name_len + 3) & ~3))
-                name = bytes(buf[off + 8:off + 8 + name_len])
-                if name not in names:
-                    names[name] = off
-            else:
-                rooms.append(rec_len)
-            offs.append(off)
-            off += rec_len
-        else:
-            if off < size:
-                err = f"directory record header at {off} runs off the block"
+        try:
+            for off, ino, rec_len, name_len in records(buf):
+                if ino:
+                    rooms.append(rec_len - ((8 + name_len + 3) & ~3))
+                    name = bytes(buf[off + 8:off + 8 + name_len])
+                    if name not in names:
+                        names[name] = off
+                else:
+                    rooms.append(rec_len)
+                offs.append(off)
+        except ValueError as e:
+            err = str(e)
         self.names, self.offs, self.rooms, self.err = names, offs, rooms, err
 
     def find(self, name: bytes):

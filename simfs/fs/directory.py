@@ -18,18 +18,14 @@ name index kept for it; an insert then drops the index (INDEX_FL cleared).
 """
 
 import errno
-import struct
 import zlib
 from collections import OrderedDict
 
 from simfs.errors import FSError
-from simfs.fs.dirblocks import Blocks
+from simfs.fs.dirblocks import Blocks, records
 from simfs.fs.htree import BadIndex
 from simfs.ondisk import dirent
 from simfs.ondisk.constants import FT_DIR, INDEX_FL
-
-
-_HDR = struct.Struct("<IHBB")       # a record's header (simfs.ondisk.dirent)
 
 
 class DirIndex:
@@ -43,21 +39,6 @@ class DirIndex:
                                                             # inode past the inode count
 
 
-def _records(block: bytes, filetype: bool):
-    """(offset, inode, rec_len, name_len) of every record: dirent.iter_block's walk and checks,
-    without making the names (these scans run for every entry added)."""
-    off, size = 0, len(block)
-    unpack = _HDR.unpack_from
-    while off < size:
-        if off + 8 > size:
-            raise ValueError(f"directory record header at {off} runs off the block")
-        ino, rec_len, name_len, ftype = unpack(block, off)
-        if rec_len < 8 or rec_len % 4 or off + rec_len > size or 8 + name_len > rec_len:
-            raise ValueError(f"corrupt directory record at offset {off} (rec_len {rec_len})")
-        yield off, ino, rec_len, name_len
-        off += rec_len
-
-
 def _slot(block: bytes, need: int, filetype: bool):
     """The first record a new entry of `need` bytes fits in, as ext2_add_link looks for it:
     (offset, rec_len, used, rest) — used 0 for an empty record taken whole, else the live
@@ -65,7 +46,7 @@ def _slot(block: bytes, need: int, filetype: bool):
     block's other records (so the block's free space after the insertion needs no second
     scan). None if none fits."""
     found, rest = None, 0
-    for off, ino, rec_len, name_len in _records(block, filetype):
+    for off, ino, rec_len, name_len in records(block):
         used = (8 + name_len + 3) & ~3 if ino else 0
         if found is None and rec_len - used >= need:
             found = (off, rec_len, used)
@@ -257,7 +238,7 @@ class Directories:
         """EUCLEAN if a record the kernel checks before inserting an entry names an inode past
         the inode count: ext4_find_dest_de runs ext4_check_dir_entry on every record up to the
         one it takes (`upto`), and on all of a block it passed over (`whole`)."""
-        for off, ino, _, _ in _records(buf, self.filetype):
+        for off, ino, _, _ in records(buf):
             if off > upto and not whole:
                 return
             if ino > self.geo.inodes_count:
@@ -453,7 +434,7 @@ def _unlink(d, lidx: int, buf, target: int, bs: int) -> int:
     (ext2_delete_entry); the room the block has there now. (An htree leaf's: Parsed.remove.)"""
     prev = None
     try:
-        for off, eino, rec_len, name_len in _records(buf, True):
+        for off, eino, rec_len, name_len in records(buf):
             if off == target:
                 if prev is None:
                     dirent.set_inode(buf, off, 0)
