@@ -10,6 +10,8 @@ import os
 import sys
 import time
 
+from simfs.fuse import mountopts
+
 from .history import AgingError, History, make_quick, need_bytes, select
 from .mounted import Config, age
 from .replayed import replay
@@ -45,6 +47,9 @@ def parser() -> argparse.ArgumentParser:
                    help="allocators to replay the op log under (default: every allocator the profile takes)")
     p.add_argument("--profile", default="ext2", metavar="ext2|ext4",
                    help="the images' mkfs profile (simfs mkfs --profile; ext2)")
+    p.add_argument("--dirorder", metavar="NAME",
+                   help="readdir order of every mount and replay (-o dirorder=; default: the profile's "
+                        "kernel order, linear on ext2, hash on ext4, whose dir_index returns hash order)")
     p.add_argument("--fill", type=float, default=0, metavar="PCT",
                    help="the nearly-full variant: before the first pull, fill the image to PCT%% of its "
                         "blocks with static filler files that stay (Conway et al., HotStorage'19)")
@@ -118,6 +123,11 @@ def prepare(a) -> dict:
         raise AgingError(f"--profile {a.profile}: choose {' or '.join(PROFILES)}")
     takes = allocators(a.profile)
     a.alloc = a.alloc or DEFAULT_ALLOC[a.profile]
+    a.dirorder = a.dirorder or DEFAULT_DIRORDER[a.profile]
+    try:
+        mountopts.parse([f"dirorder={a.dirorder}"])
+    except mountopts.OptionError as e:
+        raise AgingError(f"--dirorder {a.dirorder}: {e}") from None
     for name in [a.alloc] + (a.replay.split(",") if a.replay else []):
         if name not in policies.ALLOCATORS:
             raise AgingError(f"unknown allocator {name!r} (simfs policies lists them)")
@@ -148,13 +158,14 @@ def prepare(a) -> dict:
             "commits": h.commits, "pulls": h.pulls, "every": every, "mounted": a.alloc,
             "replay": a.replay.split(",") if a.replay else takes,
             "disk": a.disk, "size": size, "block_size": 4096, "dataless": a.dataless,
-            "profile": a.profile, "fill": a.fill, "pictures": not a.no_pictures, "wall": {}, "stopped": {}}
+            "profile": a.profile, "dirorder": a.dirorder, "fill": a.fill, "pictures": not a.no_pictures, "wall": {}, "stopped": {}}
     save(plan)
     return plan
 
 
 PROFILES = ("ext2", "ext4")
 DEFAULT_ALLOC = {"ext2": "ext2", "ext4": "mballoc"}
+DEFAULT_DIRORDER = {"ext2": "linear", "ext4": "hash"}
 
 
 def allocators(profile: str) -> list[str]:
@@ -197,9 +208,13 @@ def save(plan: dict) -> None:
 
 
 def config(plan: dict, alloc: str, replayed: bool = False) -> Config:
-    """The mounted configuration lays the filler (--fill); replays lay it from the op log."""
+    """The mounted configuration lays the filler (--fill); replays lay it from the op log. A plan
+    from before --dirorder ran with simfs's default order, linear."""
+    extra = [f"dirorder={plan.get('dirorder', 'linear')}"]
+    if replayed and plan["dataless"]:
+        extra.append("dataless=yes")
     return Config(alloc, disk=plan["disk"], size=plan["size"], block_size=plan["block_size"],
-                  extra="dataless=yes" if replayed and plan["dataless"] else "",
+                  extra=",".join(extra),
                   profile=plan.get("profile", "ext2"), fill=0 if replayed else plan.get("fill", 0))
 
 
@@ -239,7 +254,8 @@ def run(plan: dict) -> None:
 def draw(plan: dict, rows: list[dict], work: str) -> None:
     from .pictures import blockmaps, layout_plot, ratio_plot
     out = plan["out"]
-    title = (f"{plan['pulls']} pulls, {plan['disk']}, {plan.get('profile', 'ext2')}"
+    title = (f"{plan['pulls']} pulls, {plan['disk']}, {plan.get('profile', 'ext2')}, "
+             f"dirorder={plan.get('dirorder', 'linear')}"
              + (f", filled to {plan['fill']:g}%" if plan.get("fill") else ""))
     ratio_plot(rows, os.path.join(out, "ratio.png"), title)
     layout_plot(rows, os.path.join(out, "layout.png"), title)

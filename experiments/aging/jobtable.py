@@ -12,7 +12,8 @@ from pathlib import Path
 #: key -> (types it takes, experiments.aging's option)
 KEYS = {"source": ((str,), None), "commits": ((str,), "--commits"), "pulls": ((int,), "--pulls"),
         "every": ((int,), "--every"), "alloc": ((str,), "--alloc"), "replay": ((list,), "--replay"),
-        "profile": ((str,), "--profile"), "fill": ((int, float), "--fill"), "disk": ((str,), "--disk"),
+        "profile": ((str,), "--profile"), "dirorder": ((str,), "--dirorder"),
+        "fill": ((int, float), "--fill"), "disk": ((str,), "--disk"),
         "size": ((str, int), "--size"), "dataless": ((bool,), "--dataless"), "quick": ((bool,), "--quick"),
         "pictures": ((bool,), "--no-pictures")}
 

@@ -139,6 +139,7 @@ def test_full_ext4_mounted_and_replayed_agree(full):
     give the same figures, and mballoc-delalloc's replay of the same log measured too."""
     plan = json.loads((full / "run.json").read_text())
     assert (plan["profile"], plan["fill"], plan["mounted"]) == ("ext4", FILL, "mballoc")
+    assert plan["dirorder"] == "hash"           # ext4's dir_index order, the profile's default
     mounted = rows(full, "mounted", "mballoc")
     assert len(mounted) == 1 and figures(mounted) == figures(rows(full, "replayed", "mballoc"))
     assert mounted[0]["filled_pct"] == rows(full, "replayed", "mballoc")[0]["filled_pct"]
@@ -236,6 +237,7 @@ def small_repo(tmp_path_factory):
     (["{repo}", "--fill", "100"], "below 100"),
     (["{repo}", "--fill", "0.01"], "already has"),
     (["{repo}", "--profile", "ext3"], "--profile ext3"),
+    (["{repo}", "--dirorder", "bogus"], "--dirorder bogus"),
 ])
 def test_bad_input(tmp_path, capsys, small_repo, args, words):
     from experiments.aging.cli import main
@@ -246,6 +248,18 @@ def test_bad_input(tmp_path, capsys, small_repo, args, words):
     assert rc == 2, err
     assert len(err.strip().splitlines()) == 1 and words in err, err
     assert not out.exists()
+
+
+def test_every_mount_and_replay_gets_the_plans_dirorder():
+    """--dirorder (default: the profile's kernel order) reaches the mounted run, the clean
+    copies and the replays alike; a plan written before the option ran with linear."""
+    from experiments.aging.cli import config
+    plan = {"disk": "sata7200", "size": 64 << 20, "block_size": 4096, "dataless": True,
+            "profile": "ext4", "dirorder": "hash"}
+    assert config(plan, "mballoc").spec() == "alloc=mballoc,disk=sata7200,dirorder=hash"
+    assert config(plan, "cg", True).spec() == "alloc=cg,disk=sata7200,dirorder=hash,dataless=yes"
+    del plan["dirorder"]
+    assert "dirorder=linear" in config(plan, "mballoc").spec()
 
 
 def test_a_replay_that_stops_leaves_the_others(tmp_path, monkeypatch):
