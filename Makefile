@@ -131,8 +131,16 @@ xfstests: xfstests-build compiled
 xfstests-ext2: xfstests-build
 	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs ext2 --out $(XFSTESTS_OUT)/ext2 -- $(XFSTESTS_ARGS)
 
+# two pytest runs over tests/, both without the `long` cases: the in-process tests on every CPU
+# (pytest-xdist, a worker a CPU, each file on one worker), then the `serial` ones one at a time:
+# whatever mounts (FUSE, loop devices, tmpfs; all of tests/mount) or times a real signal
+# (tests/conftest.py says which). Both always run; make test fails if either did.
+PYTEST_TEST := $(PY) -m pytest -q -p no:cacheprovider --durations=25
 test: $(STAMP) compiled $(TOOL_STAMPS) docs xfstests-build-if-present
-	$(PY) -m pytest -q -p no:cacheprovider --durations=25 -m "not long"
+	status=0; \
+	$(PYTEST_TEST) -m "not long and not serial" -n $$(nproc) --dist loadfile || status=1; \
+	$(PYTEST_TEST) -m "not long and serial" || status=1; \
+	exit $$status
 
 # the cases left out of `make test` for its time (marked `long`; each has a shorter sibling there):
 # fsx under the less used allocators (on both profiles), the corruption corpus's second base

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import serial_only
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -73,13 +75,28 @@ def fuse_unavailable() -> str | None:
     return None
 
 
+# `make test` runs the tests not marked `serial` on every CPU (pytest-xdist), then the `serial`
+# ones one at a time: whatever mounts (FUSE, a loop device, a tmpfs: the machine's mount table,
+# loop devices and /sbin/mount.fuse.simfs are shared) or times a real signal. Here the rule for
+# the many; the few others carry the mark by hand (a loop mount by the kernel, an interrupt).
+SERIAL_DIRS = (REPO / "tests" / "mount",)
+SERIAL_FIXTURES = {"simfs_factory", "simfs_mount", "small_host"}
+
+
+def is_serial(item) -> bool:
+    return (item.get_closest_marker("mount") is not None or bool(SERIAL_FIXTURES & set(item.fixturenames))
+            or any(d in item.path.parents for d in SERIAL_DIRS))
+
+
+@pytest.hookimpl(tryfirst=True)          # before -m selects: the serial mark must be there
 def pytest_collection_modifyitems(config, items):
     reason = fuse_unavailable()
-    if reason:
-        skip = pytest.mark.skip(reason=f"cannot mount: {reason}")
-        for item in items:
-            if "mount" in item.keywords:
-                item.add_marker(skip)
+    skip = pytest.mark.skip(reason=f"cannot mount: {reason}")
+    for item in items:
+        if is_serial(item):
+            item.add_marker(pytest.mark.serial)
+        if reason and item.get_closest_marker("mount"):      # (a test id "mount" is no mark)
+            item.add_marker(skip)
 
 
 # checks --------------------------------------------------------------------------------------------
@@ -148,6 +165,7 @@ class SimfsMount:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def mount(self, options: str | None = None) -> None:
+        serial_only("a FUSE mount")
         opts = self.options if options is None else options
         args = ["mount", self.image, self.mnt] + (["-o", opts] if opts else [])
         r = run_simfs(*args, check=False)
@@ -236,6 +254,7 @@ def simfs_mount(simfs_factory) -> SimfsMount:
 def small_host(tmp_path):
     """A 48 MiB tmpfs for an image's own host file system to fill up (skipped if it cannot be
     mounted)."""
+    serial_only("a tmpfs mount")
     host = tmp_path / "host"
     host.mkdir()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48M", "tmpfs", str(host)],

@@ -138,6 +138,14 @@ def can_loop_mount() -> str | None:
     return None
 
 
+def serial_only(what: str) -> None:
+    """Fail a test that mounts from a pytest-xdist worker (make test's parallel part): mounts
+    belong to the serial part, one at a time (tests/conftest.py); the test lacks its mark."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.fail(f"{what} in a pytest-xdist worker: mounts run one at a time, in the serial "
+                    f"part (mark the test `serial`; run those without -n)")
+
+
 @contextlib.contextmanager
 def kernel_mount(img, mnt, rw: bool = False, fstype: str = "ext2"):
     """The image mounted read-only (or `rw`) by the kernel's own ext2 driver, or with
@@ -145,6 +153,7 @@ def kernel_mount(img, mnt, rw: bool = False, fstype: str = "ext2"):
     why = can_loop_mount()
     if why:
         pytest.skip(why)
+    serial_only("a loop mount")
     mnt.mkdir()
     r = subprocess.run(["mount", "-o", "loop" if rw else "loop,ro", "-t", fstype, str(img), str(mnt)],
                        capture_output=True, text=True)

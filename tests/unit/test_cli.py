@@ -142,6 +142,7 @@ def test_stats_of_a_directory_that_only_looks_like_a_mount(tmp_path):
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
+@pytest.mark.mount
 @needs_e2fsck
 def test_fsck_of_a_mounted_image_is_no_verdict_exit_8(simfs_factory):
     """e2fsck refuses a mounted file system with 8 (operational error); simfs fsck checks it
@@ -164,6 +165,7 @@ def test_fsck_json_of_a_clean_image(tmp_path):
     assert js["clean"] is True and js["status"] == 0 and js["e2fsck_status"] == 0 and js["problems"] == []
 
 
+@pytest.mark.mount
 @needs_e2fsck
 def test_mkfs_and_umount_json(tmp_path):
     """--json on the commands that print a result: mkfs (what was made, with --disk its time)
@@ -184,6 +186,7 @@ def test_mkfs_and_umount_json(tmp_path):
     assert run_simfs("fsck", img).returncode == 0
 
 
+@pytest.mark.mount
 def test_a_plain_mount_says_it_models_linux_ext2(tmp_path):
     """A mount with no policy options models Linux's ext2 (alloc=ext2 with Orlov, async
     write-back, linear readdir) and says so in one line on stderr; /.simfs/info shows those

@@ -28,6 +28,7 @@ def xattr(*entries) -> bytes:
     return acl.to_xattr(entries)
 
 
+@pytest.mark.serial
 def test_an_acl_is_stored_in_ext2_format_and_read_back(tmp_path):
     img = tmp_path / "a.img"
     mkfs(img, 8 << 20, block_size=1024)

@@ -60,6 +60,7 @@ def test_ext2_profile_has_no_flex_groups(tmp_path):
         assert vol.geo.groups_per_flex == 1 and not vol.geo.extents
 
 
+@pytest.mark.serial
 def test_the_kernel_mounts_the_profile_read_write_and_simfs_reads_what_it_wrote(tmp_path):
     if can_loop_mount():
         pytest.skip(can_loop_mount())
@@ -83,6 +84,7 @@ def test_the_kernel_mounts_the_profile_read_write_and_simfs_reads_what_it_wrote(
     assert_fsck_clean(img)
 
 
+@pytest.mark.serial
 def test_mkfs_ext4_images_mount_in_simfs(tmp_path):
     """mkfs.ext4 -O ^has_journal,^metadata_csum,^64bit (with resize_inode, as Debian's
     mke2fs makes it): simfs reads, writes and frees on it; e2fsck stays clean; the kernel reads

@@ -86,6 +86,7 @@ def kernel_reads(img, tmp, files: dict[bytes, bytes]) -> None:
 _mounts = iter(range(10**9))
 
 
+@pytest.mark.serial
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(alloc=st.sampled_from(["ext2", "cg-2010", "delayed", "mballoc", "mballoc-delalloc"]),
@@ -110,6 +111,7 @@ def test_random_writes_holes_and_truncates_keep_the_tree_valid(tmp_path, alloc, 
     img.unlink()
 
 
+@pytest.mark.serial
 def test_tree_grows_to_index_blocks_and_shrinks_back(tmp_path):
     """400 one-block extents are more than 4 leaves of 84 hold: the tree grows to depth 2
     (ext4_ext_grow_indepth twice, splits between); debugfs and the kernel read it; truncating to nothing frees

@@ -157,6 +157,7 @@ def test_a_full_disk_leaves_the_tree_whole(tmp_path):
     assert debugfs_names(img, "/p/d") == set(names) | {b".", b".."}
 
 
+@pytest.mark.serial
 def test_two_levels_read_by_the_kernel(tmp_path):
     """Past the root's limit (124 leaves of 1 KiB) the tree grows a level: e2fsck accepts it,
     debugfs shows indirect_levels 1, and the kernel's ext4 lists every name and looks them up."""
@@ -246,6 +247,7 @@ def dir_reads(vol) -> int:
     return vol.stats.phase.counters["disk_requests_dir"]
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.long
 def test_100k_entries(tmp_path):

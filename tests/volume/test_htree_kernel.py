@@ -18,7 +18,8 @@ from simfs.fs.volume import Volume
 from tests.helpers import can_loop_mount, kernel_mount, needs_e2fsprogs
 from tests.volume.test_htree import NAMES, debugfs, levels, mke2fs, opts
 
-pytestmark = [needs_e2fsprogs, pytest.mark.skipif(can_loop_mount() is not None, reason=str(can_loop_mount()))]
+pytestmark = [needs_e2fsprogs, pytest.mark.serial,
+              pytest.mark.skipif(can_loop_mount() is not None, reason=str(can_loop_mount()))]
 
 
 def shape(img) -> list[str]:

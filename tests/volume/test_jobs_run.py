@@ -128,6 +128,7 @@ def test_a_failing_configuration_keeps_the_others_and_resume_runs_the_rest(tmp_p
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "another job or other options" in r.stderr
 
 
+@pytest.mark.serial                 # a real SIGINT, timed against the run
 def test_interrupt_then_resume_gives_the_uninterrupted_results(serial, tmp_path):
     out = tmp_path / "r"
     env = dict(os.environ, PYTHONPATH=str(REPO))

@@ -184,6 +184,7 @@ def test_volume_extents_match_the_block_map_and_charge_nothing(images):
             assert e["f_blocks"] == vol.statfs().f_blocks
 
 
+@pytest.mark.serial
 @needs_e2fsprogs
 @pytest.mark.parametrize("bs", [1024, 4096])
 def test_frag_image_is_filefrag_on_the_kernels_ext2(images, bs, tmp_path):
@@ -230,6 +231,7 @@ def ext4_image(tmp_path_factory):
     return img
 
 
+@pytest.mark.serial
 @needs_e2fsprogs
 def test_frag_bmap_of_extent_files_is_filefrag_on_the_kernels_ext4(ext4_image, tmp_path):
     """filefrag -B applies ext2's indirect-block rule only to block-mapped files (is_ext2 needs

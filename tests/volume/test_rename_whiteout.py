@@ -26,6 +26,7 @@ def _is_whiteout(a, uid=0, gid=0) -> bool:
             and a.st_nlink == 1 and (a.st_uid, a.st_gid) == (uid, gid))
 
 
+@pytest.mark.serial
 def test_whiteout_left_at_the_old_name(tmp_path):
     img = tmp_path / "img"
     mkfs(img, 8 << 20, block_size=1024)

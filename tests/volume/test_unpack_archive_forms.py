@@ -67,6 +67,7 @@ def test_the_members_carry_what_gnu_tar_extracts(archive):
     assert data[got[b"plain"].offset:got[b"plain"].offset + 30000] == b"p" * 30000
 
 
+@pytest.mark.serial
 def test_unpack_leaves_what_gnu_tar_leaves(archive, tmp_path):
     tar, real, form = archive
     img = tmp_path / "img"

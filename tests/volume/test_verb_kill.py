@@ -61,6 +61,7 @@ def _runs(states: str) -> str:
     ("writeback=async,commit=0.2", r"[=0]*x?-*"),
     ("alloc=delayed,writeback=softdep,cache=2M,commit=0.2", r"[=0]*[x0]*-*"),
 ])
+@pytest.mark.serial
 def test_kill_9_of_an_unpack_leaves_a_prefix_of_the_archive(tmp_path, source_tarball, options,
                                                             states_allowed):
     # how long the whole unpack takes here, so that the kill falls inside it

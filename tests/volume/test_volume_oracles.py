@@ -84,6 +84,7 @@ def describe_volume(vol: Volume, ino=None, prefix="") -> dict:
     return out
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("block_size", [1024, 4096])
 def test_kernel_sees_the_same_tree(tmp_path, block_size):
     if why := can_loop_mount():
@@ -102,6 +103,7 @@ def test_kernel_sees_the_same_tree(tmp_path, block_size):
     assert "src/deep/deeper" in theirs and "empty" in theirs
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("block_size", [1024, 4096])
 def test_the_largest_file_is_the_kernels(tmp_path, block_size):
     """Linux's ext2_max_size, and the kernel reading an inode of exactly that size: one byte
