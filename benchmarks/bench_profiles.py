@@ -1,12 +1,13 @@
 """The ext4 profile's cost per operation against ext2's: bench_volume on both, side by side.
 
-    python -m benchmarks.bench_profiles [--pairs 5] [--files 3000] [--big-mib 64] [--repeat 5]
+    python -m benchmarks.bench_profiles [--pairs 5] [--files 3000] [--big-mib 64] [--repeat 20]
 
 Runs `python -m benchmarks.bench_volume --json` for `--profile ext2` and `--profile ext4`,
 --pairs times, each in a process of its own, and prints a Markdown table: the median of each
 measure per profile, the ratio of the medians, and the median and range of the pairs' own
 ratios (ext4 / ext2; issue 41's target is at most 1.2x per operation). Each measure is CPU
-time, the least of --repeat timings inside its run (bench_volume says why). A pair's two runs
+time, the least of several timings inside its run (bench_volume says why; --repeat is its
+count for single operations). A pair's two runs
 follow each other, so a change in the host's load touches both alike, and every other pair
 runs ext4 first, so that neither profile always runs after a pause or always second; the
 pairs' spread says how much the host moved anyway.
@@ -54,8 +55,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=argtypes.positive, default=5, help="ext2/ext4 pairs of runs (default 5)")
     ap.add_argument("--files", type=argtypes.positive, default=3000, help="small files per run (default 3000)")
     ap.add_argument("--big-mib", type=argtypes.positive, default=64, help="size of the large file (default 64 MiB)")
-    ap.add_argument("--repeat", type=argtypes.positive, default=5,
-                    help="timings per measure inside each run, the least kept (default 5)")
+    ap.add_argument("--repeat", type=argtypes.positive, default=20,
+                    help="bench_volume's timings of each single operation, the least kept (default 20)")
     a = ap.parse_args(argv)
     runs: dict[str, list[dict[str, float]]] = {p: [] for p in PROFILES}
     with Progress(transient=True) as bar:
