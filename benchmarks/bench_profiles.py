@@ -2,15 +2,14 @@
 
     python -m benchmarks.bench_profiles [--pairs 5] [--files 3000] [--big-mib 64] [--repeat 20]
 
-Runs `python -m benchmarks.bench_volume --json` for `--profile ext2` and `--profile ext4`,
---pairs times, each in a process of its own, and prints a Markdown table: the median of each
-measure per profile, the ratio of the medians, and the median and range of the pairs' own
-ratios (ext4 / ext2; issue 41's target is at most 1.2x per operation). Each measure is CPU
-time, the least of several timings inside its run (bench_volume says why; --repeat is its
-count for single operations). A pair's two runs
-follow each other, so a change in the host's load touches both alike, and every other pair
-runs ext4 first, so that neither profile always runs after a pause or always second; the
-pairs' spread says how much the host moved anyway.
+Runs `python -m benchmarks.bench_volume --json --profile ext2,ext4` --pairs times, each pair a
+process of its own in which the two profiles' volumes are measured in turns (ext4 first in
+every other pair), and prints a Markdown table: the median of each measure per profile, the
+ratio of the medians, and the median and range of the pairs' own ratios (ext4 / ext2; issue
+41's target is at most 1.2x per operation). Each measure is CPU time, the least of several
+timings (bench_volume says why; --repeat is its count for single operations). Taking turns
+inside one process, a change in the host's load touches both profiles alike; the pairs'
+spread says how much the host moved anyway.
 """
 
 from __future__ import annotations
@@ -28,8 +27,9 @@ from experiments import argtypes
 PROFILES = ("ext2", "ext4")
 
 
-def run_once(profile: str, files: int, big_mib: int, repeat: int) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-m", "benchmarks.bench_volume", "--json", "--profile", profile,
+def run_pair(profiles: tuple[str, ...], files: int, big_mib: int, repeat: int) -> dict[str, dict[str, float]]:
+    """{profile: measures} of one bench_volume process measuring the profiles in turns."""
+    out = subprocess.run([sys.executable, "-m", "benchmarks.bench_volume", "--json", "--profile", ",".join(profiles),
                           "--files", str(files), "--big-mib", str(big_mib), "--repeat", str(repeat)],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)["measures"]
@@ -52,7 +52,7 @@ def table(runs: dict[str, list[dict[str, float]]]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_profiles",
                                  description=__doc__.splitlines()[0])
-    ap.add_argument("--pairs", type=argtypes.positive, default=5, help="ext2/ext4 pairs of runs (default 5)")
+    ap.add_argument("--pairs", type=argtypes.positive, default=5, help="ext2/ext4 pairs, each a process (default 5)")
     ap.add_argument("--files", type=argtypes.positive, default=3000, help="small files per run (default 3000)")
     ap.add_argument("--big-mib", type=argtypes.positive, default=64, help="size of the large file (default 64 MiB)")
     ap.add_argument("--repeat", type=argtypes.positive, default=20,
@@ -60,11 +60,12 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     runs: dict[str, list[dict[str, float]]] = {p: [] for p in PROFILES}
     with Progress(transient=True) as bar:
-        task = bar.add_task("bench_volume pairs", total=a.pairs * len(PROFILES))
+        task = bar.add_task("bench_volume pairs", total=a.pairs)
         for k in range(a.pairs):
-            for p in (PROFILES if k % 2 == 0 else PROFILES[::-1]):
-                runs[p].append(run_once(p, a.files, a.big_mib, a.repeat))
-                bar.advance(task)
+            pair = run_pair(PROFILES if k % 2 == 0 else PROFILES[::-1], a.files, a.big_mib, a.repeat)
+            for p in PROFILES:
+                runs[p].append(pair[p])
+            bar.advance(task)
     print(table(runs))
     return 0
 
