@@ -14,10 +14,11 @@ What is measured, and why so (Python's timeit is the model): CPU time of this pr
 nor the wait for the host's disk (the image's fsync) counts; with the garbage collector off
 while a timing runs, as timeit has it (its pauses depend on everything the process holds).
 Each single operation is timed 20 times (--repeat) over 1,000 calls (a 4 KiB allocation on
-fresh offsets each time, so that every call still takes a new block), the large file is
-written and read 5 times (--big-repeat; a fresh file each time, the last one unlinked
-before), and each figure is the least of its timings: the fastest repeat is the one the host
-disturbed least. The small files are timed once, a directory of 100 at a time. With two
+fresh offsets each time, so that every call still takes a new block) and its figure is the
+least of those timings: the fastest repeat is the one the host disturbed least. The large
+file is written and read 5 times (--big-repeat; a fresh file each time, the last one
+unlinked before), timed 4 MiB at a time: its figure is the sum over the 4 MiB segments of
+each one's least time. The small files are timed once, a directory of 100 at a time. With two
 profiles every timing of one is followed by the same timing of the other (which goes first
 alternates), so a host that slows down for a while - a busy neighbour CPU slows this one
 for seconds - slows both alike. Compare profiles side by side, not against a fixed figure.
@@ -40,6 +41,7 @@ from simfs.ondisk.mkfs import mkfs
 from simfs.fs.volume import Volume
 
 PROFILES = ("ext2", "ext4")
+SEGMENT_CALLS = 32              # 128 KiB calls timed together in the large file: 4 MiB
 
 
 def make_image(path: Path, size_bytes: int, profile: str, **mkfs_args) -> Path:
@@ -139,28 +141,34 @@ def small_files(vols: dict, files: int) -> tuple[dict[str, float], dict[str, int
 
 def big_file(vols: dict, mib: int, repeat: int) -> tuple[dict[str, float], dict[str, float]]:
     """({profile: write seconds}, {profile: read seconds}) of a `mib` MiB file in 128 KiB
-    calls, each the least of `repeat`: a fresh file written and synced, then read back, then
-    unlinked (untimed)."""
+    calls: written and synced, read back, unlinked (untimed), `repeat` times, a fresh file each
+    time. The file goes a segment of 4 MiB at a time, the volumes in turns, and each figure
+    is the sum over the segments (and the sync) of each one's least time over the repeats."""
     chunk = random.Random(2).randbytes(128 * 1024)
-    writes: dict[str, list[float]] = {p: [] for p in vols}
-    reads: dict[str, list[float]] = {p: [] for p in vols}
+    offsets = list(range(0, mib << 20, len(chunk)))
+    segments = [offsets[i:i + SEGMENT_CALLS] for i in range(0, len(offsets), SEGMENT_CALLS)]
+    writes = {p: [[] for _ in range(len(segments) + 1)] for p in vols}      # the last: the sync
+    reads = {p: [[] for _ in segments] for p in vols}
     for r in range(repeat):
         name = b"big%d" % r
+        files = {p: vol.create(vol.root_ino, name, 0o644, 0, 0).st_ino for p, vol in vols.items()}
+        for k, seg in enumerate(segments):
+            for p, vol in _turns(vols, r + k):
+                with _cpu(writes[p][k]):
+                    for off in seg:
+                        vol.write(files[p], off, chunk)
         for p, vol in _turns(vols, r):
-            big = vol.create(vol.root_ino, name, 0o644, 0, 0).st_ino
-            with _cpu(writes[p]):
-                for off in range(0, mib << 20, len(chunk)):
-                    vol.write(big, off, chunk)
+            with _cpu(writes[p][-1]):
                 vol.sync()
-        for p, vol in _turns(vols, r):
-            big = vol.lookup(vol.root_ino, name).st_ino
-            with _cpu(reads[p]):
-                for off in range(0, mib << 20, len(chunk)):
-                    vol.read(big, off, len(chunk))
+        for k, seg in enumerate(segments):
+            for p, vol in _turns(vols, r + k):
+                with _cpu(reads[p][k]):
+                    for off in seg:
+                        vol.read(files[p], off, len(chunk))
         for vol in vols.values():
             vol.unlink(vol.root_ino, name)
             vol.sync()
-    return {p: min(t) for p, t in writes.items()}, {p: min(t) for p, t in reads.items()}
+    return ({p: sum(min(t) for t in writes[p]) for p in vols}, {p: sum(min(t) for t in reads[p]) for p in vols})
 
 
 def per_op(vols: dict, n: int = 1_000, repeat: int = 20) -> dict[str, dict[str, float]]:
