@@ -72,8 +72,8 @@ def main(argv=None) -> None:
         return
     for p, m in results.items():
         t_small, t_big, t_read, *_ = m.values()
-        print(f"profile     : {p} (CPU time; the best of {args.big_repeat} for the large file, "
-              f"of {args.repeat} for single operations)")
+        print(f"profile     : {p} (CPU time; the large file: the least of {args.big_repeat} per 4 MiB, "
+              f"single operations: of {args.repeat})")
         print(f"small files : {args.files} files, {sizes[p] / 2**20:.1f} MiB in {t_small:.2f} s "
               f"= {args.files / t_small:,.0f} files/s, {sizes[p] / 2**20 / t_small:.1f} MiB/s")
         print(f"big write   : {args.big_mib} MiB in {t_big:.2f} s = {args.big_mib / t_big:.1f} MiB/s")
