@@ -45,8 +45,8 @@ def _length(n: int) -> int:
 def _search(entries, lblk: int) -> int:
     """ext4_ext_binsearch(_idx): the last entry starting at or before lblk, else the first;
     -1 for no entries."""
-    if not entries:
-        return -1
+    if len(entries) < 2:                # none, or the one (a small file's, a directory's)
+        return len(entries) - 1
     return max(0, bisect.bisect_right(entries, (lblk, 1 << 20, 1 << 64)) - 1)
 
 
@@ -73,9 +73,9 @@ class ExtentMap:
         return self.fm._damaged(inode, self.checks.corrupt(f"inode {inode.ino}: extent tree: {what}",
                                                            inode.ino, blk, "ext4_ext_check"))
 
-    def _root(self, inode) -> Node:
-        """The root in i_block, checked (once per content: kept by its words), as a copy the
-        caller may change."""
+    def _shared_root(self, inode) -> Node:
+        """The root in i_block, checked (once per content: kept by its words), as the cached
+        node itself: read it, never change it (it stands for these words)."""
         words = tuple(inode.block)
         node = self.roots.get(words)
         if node is None:
@@ -86,6 +86,11 @@ class ExtentMap:
             if len(self.roots) >= _NODE_CACHE:
                 self.roots.clear()
             self.roots[words] = node
+        return node
+
+    def _root(self, inode) -> Node:
+        """The root in i_block, checked, as a copy the caller may change."""
+        node = self._shared_root(inode)
         return Node(node.depth, node.max, list(node.entries), node.generation)
 
     def _read(self, inode, blk: int, depth: int, first: int, peek: bool = False) -> Node:
@@ -116,20 +121,33 @@ class ExtentMap:
             path.append(_Step(node, child, _search(node.entries, lblk)))
         return path
 
+    def _leaf(self, inode, lblk: int) -> tuple[Node, int, int]:
+        """(leaf, its block or 0 for the inode, entry index) for lblk: _find's walk, charged
+        alike, for readers only: no path kept and the root not copied (a lookup of a small
+        file or directory is mostly this)."""
+        node = self._shared_root(inode)
+        blk = 0
+        pos = _search(node.entries, lblk)
+        while node.depth:
+            first, _, blk = node.entries[pos]
+            node = self._read(inode, blk, node.depth - 1, first)
+            pos = _search(node.entries, lblk)
+        return node, blk, pos
+
     def bmap(self, inode, lblk: int) -> int:
         """Physical block of lblk, 0 for a hole (or an unwritten extent: it reads as zeros)."""
-        step = self._find(inode, lblk)[-1]
-        if step.pos < 0:
+        node, _, pos = self._leaf(inode, lblk)
+        if pos < 0:
             return 0
-        s, n, p = step.node.entries[step.pos]
+        s, n, p = node.entries[pos]
         if s <= lblk < s + n:               # (n > MAX_LEN: unwritten, never inside)
             return p + lblk - s
         return 0
 
     def locate(self, inode, lblk: int) -> tuple[int, int]:
         """(entry index in its leaf, the leaf's block or 0 for the inode)."""
-        step = self._find(inode, lblk)[-1]
-        return max(step.pos, 0), step.blk
+        _, blk, pos = self._leaf(inode, lblk)
+        return max(pos, 0), blk
 
     # writing -----------------------------------------------------------------------------
     def _set_root(self, inode, node: Node) -> None:

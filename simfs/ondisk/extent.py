@@ -121,10 +121,18 @@ def root_of(block_words) -> tuple[Node | None, str]:
 
 
 def root_words(node: Node) -> list[int]:
-    """i_block's 15 words holding this root node."""
-    buf = bytearray(ROOT_BYTES)
-    node.pack_into(buf, ROOT_BYTES)
-    return list(_N_BLOCKS.unpack(buf))
+    """i_block's 15 words holding this root node: the bytes pack_into writes, read as 15
+    little-endian words, built as words (the header and each entry are whole words; every
+    extent a file grows stores its root again, so this runs once per block written)."""
+    if len(node.entries) > root_max():
+        raise ValueError(f"a root holds at most {root_max()} entries, not {len(node.entries)}")
+    words = [MAGIC | len(node.entries) << 16, node.max | node.depth << 16, node.generation]
+    for lblk, n, phys in node.entries:
+        if node.depth:                  # _INDEX: block, leaf_lo, leaf_hi | unused
+            words += (lblk, phys & 0xFFFFFFFF, phys >> 32)
+        else:                           # _ENTRY: block, len | start_hi, start_lo
+            words += (lblk, n | (phys >> 32) << 16, phys & 0xFFFFFFFF)
+    return words + [0] * (ROOT_BYTES // 4 - len(words))
 
 
 def extent_root(blocks: list[int]) -> list[int]:
