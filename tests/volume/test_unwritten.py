@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simfs.fs.volume import Volume, VolumeOptions
+from tests.conftest import SimfsMount
 from tests.helpers import assert_fsck_clean, can_loop_mount, kernel_mount, needs_e2fsprogs
 
 BS = 4096
@@ -163,6 +164,31 @@ def test_truncate_and_unlink_free_unwritten_blocks(fallocated, tmp_path):
     assert extents(img, "/f") == [(0, 7, p, True)]
     assert kernel_reads(img, tmp_path, "f") == [bytes(6 * BS + 1)]
     assert a_ext                                            # (a was there to be freed)
+
+
+@pytest.mark.mount
+def test_real_tools_through_a_mount_read_zeros_and_write_into_the_extent(fallocated, tmp_path):
+    """cat reads the unwritten extent as zeros through FUSE; dd conv=notrunc writes into its
+    middle (delayed allocation); after unmount the kernel reads the same bytes."""
+    img, _ = fallocated
+    m = SimfsMount(img, tmp_path / "fuse", "alloc=mballoc-delalloc")
+    m.mnt.mkdir()
+    try:
+        m.mount()
+        cat = subprocess.run(["cat", str(m.mnt / "f")], capture_output=True, check=True).stdout
+        assert cat == bytes(256 << 10)
+        subprocess.run(["dd", "if=/dev/urandom", f"of={m.mnt / 'f'}", "bs=4096", "seek=3", "count=2",
+                        "conv=notrunc", "status=none"], check=True)
+        want = (m.mnt / "f").read_bytes()
+        assert want[:3 * BS] == bytes(3 * BS) and want[5 * BS:] == bytes(len(want) - 5 * BS)
+        assert any(want[3 * BS:5 * BS])
+        m.umount()
+    finally:
+        m.force_cleanup()
+    assert_fsck_clean(img)
+    p = extents(img, "/f")[0][2]
+    assert extents(img, "/f") == [(0, 3, p, True), (3, 2, p + 3, False), (5, 11, p + 5, True)]
+    assert kernel_reads(img, tmp_path, "f") == [want]
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
