@@ -191,9 +191,9 @@ def test_real_tools_through_a_mount_read_zeros_and_write_into_the_extent(falloca
     assert kernel_reads(img, tmp_path, "f") == [want]
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(writes=st.lists(st.tuples(st.integers(0, 20 * BS), st.integers(1, 3 * BS)), min_size=1, max_size=8),
-       alloc=st.sampled_from(["mballoc", "mballoc-delalloc"]))
+       alloc=st.sampled_from(["mballoc", "mballoc-delalloc", "ext2", "cg"]))
 def test_random_writes_into_fallocated_ranges_read_back_as_the_kernel_reads(tmp_path_factory, writes, alloc):
     """Writes anywhere in and past a file fallocated as 16 blocks: simfs reads the byte model,
     e2fsck is clean, the kernel reads the same bytes."""
