@@ -193,10 +193,12 @@ def test_real_tools_through_a_mount_read_zeros_and_write_into_the_extent(falloca
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(writes=st.lists(st.tuples(st.integers(0, 20 * BS), st.integers(1, 3 * BS)), min_size=1, max_size=8),
-       alloc=st.sampled_from(["mballoc", "mballoc-delalloc", "ext2", "cg"]))
-def test_random_writes_into_fallocated_ranges_read_back_as_the_kernel_reads(tmp_path_factory, writes, alloc):
-    """Writes anywhere in and past a file fallocated as 16 blocks: simfs reads the byte model,
-    e2fsck is clean, the kernel reads the same bytes."""
+       alloc=st.sampled_from(["mballoc", "mballoc-delalloc", "ext2", "cg"]), keep_size=st.booleans())
+def test_random_writes_into_fallocated_ranges_read_back_as_the_kernel_reads(tmp_path_factory, writes, alloc,
+                                                                           keep_size):
+    """Writes anywhere in and past a file fallocated as 16 blocks (with `keep_size`, past its
+    end: fallocate -n): simfs reads the byte model, e2fsck is clean, the kernel reads the same
+    bytes."""
     if can_loop_mount():
         pytest.skip(can_loop_mount())
     tmp = tmp_path_factory.mktemp("uw")
@@ -205,11 +207,12 @@ def test_random_writes_into_fallocated_ranges_read_back_as_the_kernel_reads(tmp_
         f.truncate(32 << 20)
     subprocess.run(["mkfs.ext4", "-q", "-F", "-b", str(BS), "-O", NO_JOURNAL, str(img)], check=True)
     with kernel_mount(img, tmp / "rw", rw=True, fstype="ext4") as mnt:
-        subprocess.run(["fallocate", "-l", "64K", str(mnt / "f")], check=True)
+        (mnt / "f").touch()
+        subprocess.run(["fallocate", *(["-n"] if keep_size else []), "-l", "64K", str(mnt / "f")], check=True)
     (first, n, p, unwritten), = extents(img, "/f")
     assert first == 0 and n == 16 and unwritten
     stale(img, p, 16)
-    model = bytearray(16 * BS)
+    model = bytearray(0 if keep_size else 16 * BS)
     with Volume.open(img, VolumeOptions(alloc=alloc)) as vol:
         ino = ino_of(vol, b"f")
         vol.hold(ino)
