@@ -134,15 +134,17 @@ class ExtentMap:
             pos = _search(node.entries, lblk)
         return node, blk, pos
 
-    def bmap(self, inode, lblk: int) -> int:
-        """Physical block of lblk, 0 for a hole (or an unwritten extent: it reads as zeros)."""
+    def bmap(self, inode, lblk: int, unwritten: bool = False) -> int:
+        """Physical block of lblk, 0 for a hole or a block of an unwritten extent (it reads
+        as zeros, as ext4_map_blocks answers a reader); with `unwritten` that block too (it
+        is allocated: a write converts it, never delays it)."""
         node, _, pos = self._leaf(inode, lblk)
         if pos < 0:
             return 0
         s, n, p = node.entries[pos]
-        if s <= lblk < s + n:               # (n > MAX_LEN: unwritten, never inside)
-            return p + lblk - s
-        return 0
+        if n <= MAX_LEN:
+            return p + lblk - s if s <= lblk < s + n else 0
+        return p + lblk - s if unwritten and s <= lblk < s + n - MAX_LEN else 0
 
     def locate(self, inode, lblk: int) -> tuple[int, int]:
         """(entry index in its leaf, the leaf's block or 0 for the inode)."""
@@ -197,10 +199,13 @@ class ExtentMap:
         if step.pos >= 0:
             s, n, p = step.node.entries[step.pos]
             if s <= lblk < s + _length(n):
-                if n > MAX_LEN:
-                    raise FSError(errno.EOPNOTSUPP, f"inode {inode.ino}: writing into an unwritten "
-                                                    "extent is not supported")
-                return p + lblk - s, False
+                if n <= MAX_LEN:
+                    return p + lblk - s, False
+                if phys:                    # delayed allocation never delays such a block
+                    raise FSError(errno.EIO, f"inode {inode.ino}: block {lblk} delayed inside "
+                                             "an unwritten extent")
+                self.set_pointer(inode, lblk, p + lblk - s)     # converted: reads its data now
+                return p + lblk - s, True
         fm = self.fm
         if phys:
             fm._own(inode, phys)
@@ -375,8 +380,11 @@ class ExtentMap:
         self._store(inode, top)
 
     def set_pointer(self, inode, lblk: int, phys: int) -> None:
-        """Map lblk (mapped) to another block (cluster reallocation): its extent is cut
-        around it, and lblk goes in again at `phys` (merged where contiguous)."""
+        """Map lblk (mapped) to another block (cluster reallocation), or, in an unwritten
+        extent, to its own block written (ext4_ext_convert_to_initialized): its extent is cut
+        around it, the parts left keeping their state (ext4_split_extent), and lblk goes in
+        again written at `phys`, merged with a written neighbour where contiguous (the
+        fast path into the extent before or after, ext4_ext_try_to_merge)."""
         path = self._find(inode, lblk)
         if self.space.free_blocks - self.space.reserved < 2 * len(path) + 2:
             raise FSError(errno.ENOSPC)       # before anything is cut: two inserts may split
@@ -384,8 +392,10 @@ class ExtentMap:
         entries, pos = step.node.entries, step.pos
         s, n, p = entries[pos]
         k = lblk - s
-        left = (s, k, p) if k else None
-        right = (lblk + 1, n - k - 1, p + k + 1) if n - k - 1 else None
+        flag = MAX_LEN if n > MAX_LEN else 0
+        n -= flag
+        left = (s, k + flag, p) if k else None
+        right = (lblk + 1, n - k - 1 + flag, p + k + 1) if n - k - 1 else None
         if left:
             entries[pos] = left
         elif right:

@@ -152,7 +152,8 @@ class FileIO:
                 pos = offset + done
                 lblk, lo = divmod(pos, bs)
                 n = min(bs - lo, len(data) - done)
-                if self.placement.delayed and not self.filemap.bmap(inode, lblk):
+                # a block of an unwritten extent is allocated: converted below, not delayed
+                if self.placement.delayed and not self.filemap.bmap(inode, lblk, unwritten=True):
                     key = self.delalloc.delay(inode, lblk)
                     buf = self.cache.page(key, "data", ino)
                     buf[lo:lo + n] = data[done:done + n]

@@ -82,10 +82,11 @@ class FileMap:
         raise FSError(errno.EFBIG)
 
     # lookups -----------------------------------------------------------------------------
-    def bmap(self, inode, lblk: int) -> int:
-        """Physical block of lblk, 0 for a hole."""
+    def bmap(self, inode, lblk: int, unwritten: bool = False) -> int:
+        """Physical block of lblk, 0 for a hole (and for a block of an unwritten extent
+        unless `unwritten`: simfs.fs.extentmap)."""
         if inode.flags & EXTENTS_FL:
-            return self.ext.bmap(inode, lblk)
+            return self.ext.bmap(inode, lblk, unwritten)
         slot, idx = self.path(lblk)
         blk = inode.block[slot]
         nblocks, is_meta = self.nblocks, self.is_meta
