@@ -142,9 +142,9 @@ class ExtentMap:
         if pos < 0:
             return 0
         s, n, p = node.entries[pos]
-        if n <= MAX_LEN:
-            return p + lblk - s if s <= lblk < s + n else 0
-        return p + lblk - s if unwritten and s <= lblk < s + n - MAX_LEN else 0
+        if not s <= lblk < s + _length(n):
+            return 0
+        return p + lblk - s if n <= MAX_LEN or unwritten else 0
 
     def locate(self, inode, lblk: int) -> tuple[int, int]:
         """(entry index in its leaf, the leaf's block or 0 for the inode)."""
