@@ -147,15 +147,17 @@ def serial_only(what: str) -> None:
 
 
 @contextlib.contextmanager
-def kernel_mount(img, mnt, rw: bool = False, fstype: str = "ext2"):
+def kernel_mount(img, mnt, rw: bool = False, fstype: str = "ext2", options: str = ""):
     """The image mounted read-only (or `rw`) by the kernel's own ext2 driver, or with
-    fstype="ext4" its ext4 driver (an ext4-profile image); skips where it cannot be."""
+    fstype="ext4" its ext4 driver (an ext4-profile image), with more mount `options`; skips
+    where it cannot be."""
     why = can_loop_mount()
     if why:
         pytest.skip(why)
     serial_only("a loop mount")
     mnt.mkdir()
-    r = subprocess.run(["mount", "-o", "loop" if rw else "loop,ro", "-t", fstype, str(img), str(mnt)],
+    opts = ",".join(o for o in ("loop" if rw else "loop,ro", options) if o)
+    r = subprocess.run(["mount", "-o", opts, "-t", fstype, str(img), str(mnt)],
                        capture_output=True, text=True)
     if r.returncode:
         pytest.skip(f"kernel refused the loop mount here: {r.stderr.strip()}")

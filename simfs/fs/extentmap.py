@@ -27,6 +27,8 @@ from simfs.ondisk.extent import (
 )
 
 _NODE_CACHE = 8192           # decoded nodes kept (the buffers themselves are the cache's)
+ZEROOUT_KB = 32              # s_extent_max_zeroout_kb's default (fs/ext4/super.c)
+CONVERTED = 2                # map_for_write's "new" for a converted block of an unwritten extent
 
 
 class _Step:
@@ -191,9 +193,11 @@ class ExtentMap:
             return max(p + lblk - s, self.geo.first_data_block)
         return step.blk
 
-    def map_for_write(self, inode, lblk: int, kind: str = "data", phys: int = 0) -> tuple[int, bool]:
+    def map_for_write(self, inode, lblk: int, kind: str = "data", phys: int = 0) -> tuple[int, int]:
         """(physical block, newly allocated) for lblk, allocating (or with `phys`, linking the
-        block delayed allocation took) what is missing."""
+        block delayed allocation took) what is missing; a block of an unwritten extent is
+        converted and answered CONVERTED (new to its writer, who starts from zeros, but not
+        allocated now: no cluster reallocation moves it)."""
         path = self._find(inode, lblk)
         step = path[-1]
         if step.pos >= 0:
@@ -204,8 +208,8 @@ class ExtentMap:
                 if phys:                    # delayed allocation never delays such a block
                     raise FSError(errno.EIO, f"inode {inode.ino}: block {lblk} delayed inside "
                                              "an unwritten extent")
-                self.set_pointer(inode, lblk, p + lblk - s)     # converted: reads its data now
-                return p + lblk - s, True
+                self._convert(inode, path, lblk)
+                return p + lblk - s, CONVERTED
         fm = self.fm
         if phys:
             fm._own(inode, phys)
@@ -380,32 +384,96 @@ class ExtentMap:
         self._store(inode, top)
 
     def set_pointer(self, inode, lblk: int, phys: int) -> None:
-        """Map lblk (mapped) to another block (cluster reallocation), or, in an unwritten
-        extent, to its own block written (ext4_ext_convert_to_initialized): its extent is cut
-        around it, the parts left keeping their state (ext4_split_extent), and lblk goes in
-        again written at `phys`, merged with a written neighbour where contiguous (the
-        fast path into the extent before or after, ext4_ext_try_to_merge)."""
-        path = self._find(inode, lblk)
-        if self.space.free_blocks - self.space.reserved < 2 * len(path) + 2:
-            raise FSError(errno.ENOSPC)       # before anything is cut: two inserts may split
+        """Map lblk (mapped) to another block (cluster reallocation)."""
+        self._cut(inode, self._find(inode, lblk), lblk, lblk + 1, phys)
+
+    def _convert(self, inode, path: list[_Step], lblk: int) -> None:
+        """ext4_ext_convert_to_initialized for the block lblk of the unwritten extent `path`
+        ends at. The fast path (lblk at the extent's start or end, its written neighbour
+        contiguous) and the plain cut are _cut's. Under write-time allocation (nodelalloc,
+        where write_begin converts one block at a time) an extent inside i_size may be zeroed
+        instead of cut: the rest of it from lblk if no more than s_extent_max_zeroout_kb
+        (32 KiB), then the head if what is written from the extent's start is still under
+        that; and when the cut finds no free block for a new leaf, the whole extent
+        (ext4_split_extent_at's ENOSPC fallback, EXT4_EXT_MAY_ZEROOUT). The zeros are written
+        and waited for (ext4_ext_zeroout). Under delayed allocation the kernel converts at
+        write-back (dioread_nolock's end-io path), which cuts and never zeroes."""
+        step = path[-1]
+        s, n, p = step.node.entries[step.pos]
+        n -= MAX_LEN
+        lo, hi = lblk, lblk + 1
+        bs = self.geo.block_size
+        if self._abuts(step, lblk, n):
+            self._cut(inode, path, lo, hi, p + lblk - s, room=True)     # needs no new block
+            return
+        may_zeroout = not self.placement.delayed and s + n <= max(-(-inode.size // bs), hi)
+        if may_zeroout:
+            most = ZEROOUT_KB * 1024 // bs
+            rest = s + n - lblk                     # `allocated`
+            if rest > 1:
+                if rest <= most:
+                    hi = s + n
+                if hi - s < most:
+                    lo = s
+        if may_zeroout and not self._fits(path, lo, hi):
+            lo, hi = s, s + n
+        zeroed = [p + b - s for b in range(lo, hi) if b != lblk]
+        if zeroed:
+            for b in zeroed:
+                self.cache.write(b, bytes(bs), "data", inode.ino)
+            self.cache.flush_blocks(zeroed)
+        self._cut(inode, path, lo, hi, p + lo - s)
+
+    @staticmethod
+    def _abuts(step: _Step, lblk: int, n: int) -> bool:
+        """The fast path's test: lblk at the start (end) of its n-block extent, and the
+        written extent before (after) it in the leaf contiguous on disk and in the file."""
+        entries, pos = step.node.entries, step.pos
+        s, _, p = entries[pos]
+        if n < 2:
+            return False
+        if lblk == s and pos > 0:
+            s2, n2, p2 = entries[pos - 1]
+            return n2 < MAX_LEN and s2 + n2 == s and p2 + n2 == p
+        if lblk == s + n - 1 and pos + 1 < len(entries):
+            s2, n2, p2 = entries[pos + 1]
+            return n2 < MAX_LEN and s2 == s + n and p2 == p + n
+        return False
+
+    def _fits(self, path: list[_Step], lo: int, hi: int) -> bool:
+        """[lo, hi) can be cut out of the extent `path` ends at: its leaf has a slot for each
+        extent the cut adds, or there are free blocks for two insertions that split every level."""
+        node = path[-1].node
+        s, n, _ = node.entries[path[-1].pos]
+        adds = (lo > s) + (hi < s + _length(n))
+        return (len(node.entries) + adds <= node.max
+                or self.space.free_blocks - self.space.reserved >= 2 * len(path) + 2)
+
+    def _cut(self, inode, path: list[_Step], lo: int, hi: int, phys: int, room: bool = False) -> None:
+        """Take [lo, hi) out of the extent `path` ends at, the parts left keeping their state
+        (ext4_split_extent, EXT4_EXT_MARK_UNWRIT1/2), and put it in again written at `phys`,
+        merged with a written neighbour where contiguous (the fast path into the extent before
+        or after, ext4_ext_try_to_merge). ENOSPC before anything is cut if a split could
+        find no block (unless the caller knows there is `room`: the fast path needs none)."""
         step = path[-1]
         entries, pos = step.node.entries, step.pos
         s, n, p = entries[pos]
-        k = lblk - s
         flag = MAX_LEN if n > MAX_LEN else 0
         n -= flag
-        left = (s, k + flag, p) if k else None
-        right = (lblk + 1, n - k - 1 + flag, p + k + 1) if n - k - 1 else None
+        left = (s, lo - s + flag, p) if lo > s else None
+        right = (hi, s + n - hi + flag, p + hi - s) if hi < s + n else None
+        if not (room or self._fits(path, lo, hi)):
+            raise FSError(errno.ENOSPC)
         if left:
             entries[pos] = left
         elif right:
             entries[pos] = right
         else:
-            del entries[pos]          # (an emptied leaf takes lblk back at once, below)
+            del entries[pos]          # (an emptied leaf takes [lo, hi) back at once, below)
         self._store(inode, step)
         if left and right:
             self._insert(inode, *right)
-        self._insert(inode, lblk, 1, phys)
+        self._insert(inode, lo, hi - lo, phys)
 
     # freeing -----------------------------------------------------------------------------
     def truncate(self, inode, keep_blocks: int) -> None:

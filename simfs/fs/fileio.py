@@ -11,6 +11,7 @@ import errno
 
 from simfs.blockio.cache import vkey
 from simfs.errors import FSError
+from simfs.fs.extentmap import CONVERTED
 from simfs.fs.operation import operation
 from simfs.ondisk.constants import EXTENTS_FL
 
@@ -161,7 +162,7 @@ class FileIO:
                     done += n
                     continue
                 phys, new = self.filemap.map_for_write(inode, lblk)
-                if new:
+                if new and new != CONVERTED:        # a converted block keeps its place
                     phys = self._cluster_write(inode, lblk, phys)
                 if new or n == bs:
                     buf = self.cache.getblk(phys, "data", ino)

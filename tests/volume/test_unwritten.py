@@ -11,6 +11,7 @@ split extents, and `e2fsck -fn` stays clean, also after truncate and unlink.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -67,7 +68,9 @@ def stale(img, blk: int, n: int) -> None:
 def fallocated(tmp_path):
     """An image the kernel wrote: `f` is one 64 KiB unwritten extent then a hole up to 256 KiB;
     `a` is 8 KiB written then 56 KiB unwritten, physically contiguous (the kernel's write
-    into a fallocated range split it); stale bytes under the unwritten extents and after f's."""
+    into a fallocated range split it); `g` is 64 KiB unwritten past its size of 0
+    (fallocate -n); `h` is 64 KiB fallocated with blocks 5 and 15 written, four extents that
+    fill the root; stale bytes under the unwritten extents and after f's."""
     if can_loop_mount():
         pytest.skip(can_loop_mount())
     img = tmp_path / "u.img"
@@ -79,6 +82,14 @@ def fallocated(tmp_path):
         subprocess.run(["fallocate", "-l", "64K", str(mnt / "a")], check=True)
         with open(mnt / "a", "r+b") as f:
             f.write(head)
+        (mnt / "g").touch()
+        subprocess.run(["fallocate", "-n", "-l", "64K", str(mnt / "g")], check=True)
+        subprocess.run(["fallocate", "-l", "64K", str(mnt / "h")], check=True)
+        with open(mnt / "h", "r+b") as f:
+            f.seek(5 * BS)
+            f.write(b"5" * BS)
+            f.seek(15 * BS)
+            f.write(b"F" * BS)
         subprocess.run(["fallocate", "-l", "64K", str(mnt / "f")], check=True)
         os.truncate(mnt / "f", 256 << 10)
     f_ext = extents(img, "/f")
@@ -91,6 +102,13 @@ def fallocated(tmp_path):
     assert past > 0, "no free block after f's extent to fill with stale bytes"
     stale(img, p, 16 + past)
     stale(img, a_ext[1][2], 14)
+    (_, n, q, unwritten), = extents(img, "/g")
+    assert n == 16 and unwritten
+    stale(img, q, 16)
+    h = extents(img, "/h")
+    assert [(s, n, u) for s, n, _, u in h] == [(0, 5, True), (5, 1, False), (6, 9, True), (15, 1, False)], h
+    stale(img, h[0][2], 5)
+    stale(img, h[2][2], 9)
     assert_fsck_clean(img)
     return img, head
 
@@ -119,35 +137,95 @@ def test_unwritten_extents_read_as_zeros_as_the_kernel_reads_them(fallocated, tm
     assert_fsck_clean(img)
 
 
-@pytest.mark.parametrize("alloc", ["mballoc", "mballoc-delalloc"])
-def test_writes_into_unwritten_extents_convert_them_as_ext4_does(fallocated, tmp_path, alloc):
-    """A write in the middle splits the extent in three (unwritten, written, unwritten); one at
-    the start of `a`'s unwritten part goes into the written extent before it (the fast path)."""
-    img, head = fallocated
-    f_ext, a_ext = extents(img, "/f"), extents(img, "/a")
-    mid = os.urandom(5000)
+#: (file, offset, bytes): into the middle of f, at the start of a's unwritten part (the fast
+#: path), near f's end, into what is left unwritten between; into g past its size, then before
+WRITES = [("f", 5 * BS + 100, os.urandom(5000)), ("a", 2 * BS, b"x" * 10), ("f", 13 * BS, b"y" * 10),
+          ("f", 9 * BS + 7, b"z" * 3), ("g", 3 * BS, b"q" * 10), ("g", 0, os.urandom(5000))]
+
+
+@pytest.mark.parametrize("alloc,kernel_opts,leaves", [("mballoc", "nodelalloc", 0), ("cg", "nodelalloc", 0),
+                                                      ("mballoc-delalloc", "", 1)])
+def test_writes_into_unwritten_extents_convert_them_as_the_kernel_does(fallocated, tmp_path, alloc,
+                                                                       kernel_opts, leaves):
+    """The same writes by simfs and by the kernel (a copy of the image, mounted read-write
+    `nodelalloc` or with delayed allocation) leave the same leaf extents: under nodelalloc
+    the kernel zeroes short unwritten parts instead of cutting them (EXT4_EXT_MAY_ZEROOUT,
+    only inside i_size), under delayed allocation it cuts; both take the fast path into a
+    contiguous written neighbour. Nothing is allocated but a leaf block for f's seven extents
+    (no cluster reallocation moves a converted block); the kernel reads simfs's files back."""
+    img, _ = fallocated
+    oracle = tmp_path / "kernel.img"
+    shutil.copyfile(img, oracle)
+    with kernel_mount(oracle, tmp_path / "k", rw=True, fstype="ext4", options=kernel_opts) as mnt:
+        for name, off, data in WRITES:
+            fd = os.open(mnt / name, os.O_WRONLY)
+            try:
+                assert os.pwrite(fd, data, off) == len(data)
+            finally:
+                os.close(fd)
+    want = kernel_reads(oracle, tmp_path, "f", "a", "g")
     with Volume.open(img, VolumeOptions(alloc=alloc)) as vol:
-        f, a = ino_of(vol, b"f"), ino_of(vol, b"a")
+        inos = {n: ino_of(vol, n.encode()) for n in ("f", "a", "g")}
         free = vol.space.free_blocks
-        for ino in (f, a):
+        for ino in inos.values():
             vol.hold(ino)
-        assert vol.write(f, 5 * BS + 100, mid) == len(mid)       # blocks 5 and 6, partly
-        assert vol.write(a, 2 * BS, b"x" * 10) == 10             # block 2, its first bytes
-        want_f = bytearray(256 << 10)
-        want_f[5 * BS + 100:5 * BS + 100 + len(mid)] = mid
-        want_a = head + b"x" * 10 + bytes(14 * BS - 10)
-        assert vol.read(f, 0, 1 << 20) == want_f               # before write-back, too
-        assert vol.read(a, 0, 1 << 20) == want_a
-        for ino in (f, a):
+        for name, off, data in WRITES:
+            assert vol.write(inos[name], off, data) == len(data)
+        assert [vol.read(inos[n], 0, 1 << 20) for n in ("f", "a", "g")] == want   # before write-back
+        for ino in inos.values():
             vol.drop(ino)
-        assert vol.space.free_blocks == free                   # nothing allocated: converted
+        used = free - vol.space.free_blocks
     assert_fsck_clean(img)
-    p, q = f_ext[0][2], a_ext[0][2]
-    assert extents(img, "/f") == [(0, 5, p, True), (5, 2, p + 5, False), (7, 9, p + 7, True)]
-    assert extents(img, "/a") == [(0, 3, q, False), (3, 13, q + 3, True)]
-    assert kernel_reads(img, tmp_path, "f", "a") == [bytes(want_f), want_a]
+    for name in ("f", "a", "g"):
+        assert extents(img, "/" + name) == extents(oracle, "/" + name), name
+    assert used == leaves
+    assert kernel_reads(img, tmp_path, "f", "a", "g") == want
+
+
+@pytest.mark.parametrize("alloc", ["mballoc", "mballoc-delalloc"])
+def test_a_full_volume_zeroes_the_extent_it_cannot_cut(fallocated, alloc):
+    """No free block, and h's root full: cutting block 10 out of h's unwritten 6..14 would
+    need a leaf block. Under write-time allocation ext4 zeroes the whole extent and marks it
+    written instead (ext4_split_extent_at's ENOSPC fallback, h lies inside i_size), merged with
+    the written blocks either side; under delayed allocation the write fails with ENOSPC and
+    nothing changes. The image stays clean either way."""
+    img, _ = fallocated
+    p = extents(img, "/h")[0][2]
+    with Volume.open(img, VolumeOptions(alloc=alloc)) as vol:
+        fill = vol.create(vol.root_ino, b"fill", 0o644, 0, 0).st_ino
+        off = 0
+        for size in (1 << 20, BS):          # (delayed allocation gives back what it reserved)
+            while True:
+                try:
+                    n = vol.write(fill, off, bytes(size))
+                    vol.fsync(fill)
+                except OSError as e:
+                    assert e.errno == errno.ENOSPC
+                    break
+                off += n
+                if n < size:
+                    break
+        assert vol.space.free_blocks - vol.space.reserved < 4
+        h = ino_of(vol, b"h")
+        before = vol.read(h, 0, 1 << 20)
+        if alloc == "mballoc-delalloc":
+            with pytest.raises(OSError) as e:
+                vol.write(h, 10 * BS, b"t" * 10)
+            assert e.value.errno == errno.ENOSPC
+            want = before
+        else:
+            assert vol.write(h, 10 * BS, b"t" * 10) == 10
+            want = bytearray(before)
+            want[10 * BS:10 * BS + 10] = b"t" * 10
+        assert vol.read(h, 0, 1 << 20) == want
+    assert_fsck_clean(img)
+    if alloc == "mballoc-delalloc":
+        assert [(s, n, u) for s, n, _, u in extents(img, "/h")] == [(0, 5, True), (5, 1, False),
+                                                                  (6, 9, True), (15, 1, False)]
+    else:
+        assert extents(img, "/h") == [(0, 5, p, True), (5, 11, p + 5, False)]
     with Volume.open(img, VolumeOptions(read_only=True)) as vol:
-        assert vol.read(ino_of(vol, b"f"), 0, 1 << 20) == want_f
+        assert vol.read(ino_of(vol, b"h"), 0, 1 << 20) == want
 
 
 def test_truncate_and_unlink_free_unwritten_blocks(fallocated, tmp_path):
