@@ -5,7 +5,9 @@ fibmap_extents, perfection). A file that cannot be read: one line on stderr, exi
 `simfs frag` reads the virtual extended attribute `user.simfs.extents` of a file on a
 mounted simfs (simfs/fuse/operations.py; FIEMAP cannot reach a FUSE daemon), or asks
 `Volume.extents` of an image opened read-only. Its output is filefrag's (e2fsprogs 1.47,
-misc/filefrag.c) for a block-mapped file of the Linux kernel's ext2:
+misc/filefrag.c) for a block-mapped file of the Linux kernel's ext2, and for an extent-mapped
+file (ext4 profile) of its ext4, whose FIEMAP rows are the leaf extents, `unwritten` or
+unflagged (no `merged`):
 
 * default (filefrag's FIEMAP path): one table row per run of logically and physically
   consecutive blocks, as the kernel's ext2 reports them (Linux 6.18, checked against filefrag
@@ -35,7 +37,7 @@ import stat
 import sys
 
 from simfs.cli.common import fail
-from simfs.fs.inspection import fiemap_extents, fibmap_extents, frag_counts, is_ext2, perfection
+from simfs.fs.inspection import PAGED_LISTS, fiemap_extents, fibmap_extents, frag_counts, is_ext2, perfection
 
 EXTENTS_XATTR = "user.simfs.extents"
 
@@ -81,8 +83,8 @@ def read_extents(path: str) -> dict:
     doc = json.loads(raw)
     for k in range(1, doc.get("pages", 1)):
         more = json.loads(os.getxattr(path, f"{EXTENTS_XATTR}.{k}"))
-        for key in ("runs", "indirect", "delalloc"):
-            doc[key] += more[key]
+        for key in PAGED_LISTS:
+            doc[key] += more.get(key, [])
     return doc
 
 
@@ -107,7 +109,7 @@ def _log10(n: int) -> int:
     return l
 
 
-_FLAG_ORDER = ("last", "unknown_loc", "delalloc", "merged")
+_FLAG_ORDER = ("last", "unknown_loc", "delalloc", "unwritten", "merged")
 
 
 def _widths(doc: dict) -> tuple[int, int]:
@@ -122,10 +124,9 @@ def _row_text(i: int, r: dict, expected: int, size: int, bs: int, lw: int, pw: i
     else:
         flags = " " * min(pw, 19) + "  "
     names = set(r["flags"])
-    flags += "".join(f + "," for f in _FLAG_ORDER if f in names)
+    flags = (flags + "".join(f + "," for f in _FLAG_ORDER if f in names))[:-1]
     if (r["logical"] + r["length"]) * bs >= size:
-        flags += "eof,"
-    flags = flags[:-1]
+        flags += ",eof"         # filefrag 1.47's print_flags cut the last character, flag or not
     length = 0 if unknown else r["length"]
     last_phys = r["physical"] + (0 if unknown else r["length"] - 1)
     return (f"{i:4d}: {r['logical']:>{lw}}..{r['logical'] + r['length'] - 1:>{lw}}: "

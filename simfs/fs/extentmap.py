@@ -550,26 +550,37 @@ class ExtentMap:
             return
         yield from self._walk(inode, root, set(), peek)
 
-    def _walk(self, inode, node: Node, seen: set, peek: bool):
+    def _walk(self, inode, node: Node, seen: set, peek: bool, whole: bool = False):
         for s, n, p in node.entries:
             if node.depth == 0:
+                if whole:
+                    yield s, p, _length(n), n > MAX_LEN
+                    continue
                 for i in range(_length(n)):
                     yield s + i, p + i
                 continue
             child = self._child(inode, p, node.depth - 1, s, seen, peek)
             if child is not None:
                 yield "ETB", p
-                yield from self._walk(inode, child, seen, peek)
+                yield from self._walk(inode, child, seen, peek, whole)
 
-    def runs(self, inode) -> tuple[list[tuple[int, int, int]], list[tuple[str, int]]]:
-        """(extents as (lblk, phys, n) merged where contiguous, tree blocks) for inspection
-        (uncharged)."""
-        runs, tree = [], []
-        for key, phys in self.blocks(inode, peek=True):
-            if isinstance(key, str):
-                tree.append((key, phys))
-            elif runs and runs[-1][0] + runs[-1][2] == key and runs[-1][1] + runs[-1][2] == phys:
-                runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + 1)
+    def runs(self, inode) -> tuple[list[tuple[int, int, int]], list[tuple[str, int]], list[tuple]]:
+        """For inspection (uncharged): (runs as (lblk, phys, n), extents merged where
+        contiguous in the file and on disk, written or not; tree blocks; the leaves' extents
+        as (lblk, phys, n, unwritten), what ext4's FIEMAP reports one by one)."""
+        runs, tree, leaves = [], [], []
+        try:
+            root = self._root(inode)
+        except FSError:
+            return runs, tree, leaves
+        for item in self._walk(inode, root, set(), True, whole=True):
+            if isinstance(item[0], str):
+                tree.append(item)
+                continue
+            leaves.append(item)
+            s, p, n, _ = item
+            if runs and runs[-1][0] + runs[-1][2] == s and runs[-1][1] + runs[-1][2] == p:
+                runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + n)
             else:
-                runs.append((key, phys, 1))
-        return runs, tree
+                runs.append((s, p, n))
+        return runs, tree, leaves

@@ -27,7 +27,8 @@ class Inspection:
         not an I/O the tool would do, so nothing is charged or cached (like peek_attr).
 
         runs: [(lblk, phys, n)], maximal runs of logically and physically consecutive data
-        blocks in logical order; indirect: [(level, phys)] with level "IND"/"DIND"/"TIND",
+        blocks in logical order; leaf_extents: an extent-mapped file's extents as its leaves
+        hold them, [(lblk, phys, n, unwritten)] (empty for a block-mapped file); indirect: [(level, phys)] with level "IND"/"DIND"/"TIND",
         in the order debugfs's `stat` lists them; delalloc: [(lblk, n)] runs of blocks a
         delayed allocator has not placed yet; xattr_block: the extended-attribute block or 0.
         Fast symlinks and device inodes have no runs."""
@@ -37,9 +38,9 @@ class Inspection:
         geo = self.geo
         lblks, physs, indirect = [], [], []
         mapped = inode.has_block_map and not inode.is_fast_symlink(geo.block_size)
-        runs = []
+        runs, leaves = [], []
         if mapped and inode.flags & EXTENTS_FL:
-            runs, indirect = self.filemap.ext.runs(inode)
+            runs, indirect, leaves = self.filemap.ext.runs(inode)
         elif mapped:
             direct = np.array(inode.block[:NDIR_BLOCKS], dtype=np.int64)
             idx = np.flatnonzero(direct)
@@ -76,7 +77,7 @@ class Inspection:
         delalloc = self.delalloc.runs(inode)
         return {"ino": ino, "mode": inode.mode, "size": inode.size, "i_blocks": inode.blocks,
                 "inode_flags": inode.flags,     # what FS_IOC_GETFLAGS shows filefrag
-                "block_size": geo.block_size, "runs": runs, "indirect": indirect,
+                "block_size": geo.block_size, "runs": runs, "leaf_extents": leaves, "indirect": indirect,
                 "delalloc": delalloc, "xattr_block": inode.file_acl,
                 "blocks_count": geo.blocks_count, "first_data_block": geo.first_data_block,
                 "blocks_per_group": geo.blocks_per_group, "inodes_count": geo.inodes_count,
@@ -220,14 +221,24 @@ def is_ext2(doc: dict) -> bool:
     return not doc.get("inode_flags", 0) & EXTENTS_FL
 
 
+#: the lists of an extents document, which the mount's virtual xattr hands out in pages
+PAGED_LISTS = ("runs", "leaf_extents", "indirect", "delalloc")
+
+
 def fiemap_extents(doc: dict) -> tuple[int, list[dict]]:
-    """filefrag's FIEMAP path: (extents found, rows). Rows are what the kernel's ext2 reports,
-    maximal runs of logically and physically consecutive blocks (flags "merged", the last one
-    "last"), plus unplaced delayed blocks ("unknown_loc", "delalloc"), in logical order; a row is
-    a new extent unless it continues the previous one physically (filefrag's `expected` /
-    `expected_dense`: an indirect block between two runs makes two extents). Each row's
-    "expected" is the block filefrag expected there, 0 when it continues. Units: blocks."""
-    rows = [{"logical": l, "physical": p, "length": n, "flags": ["merged"]} for l, p, n in doc["runs"]]
+    """filefrag's FIEMAP path: (extents found, rows). Rows are what the kernel reports: for a
+    block-mapped file (ext2_fiemap) maximal runs of logically and physically consecutive
+    blocks, flagged "merged"; for an extent-mapped one (ext4's iomap report) each leaf extent,
+    "unwritten" if it is; the last one "last"; plus unplaced delayed blocks ("unknown_loc",
+    "delalloc"), in logical order. A row is a new extent unless it continues the previous one
+    physically (filefrag's `expected` / `expected_dense`: an indirect block between two runs
+    makes two extents). Each row's "expected" is the block filefrag expected there, 0 when it
+    continues. Units: blocks."""
+    if doc.get("leaf_extents"):
+        rows = [{"logical": l, "physical": p, "length": n, "flags": ["unwritten"] if u else []}
+                for l, p, n, u in doc["leaf_extents"]]
+    else:
+        rows = [{"logical": l, "physical": p, "length": n, "flags": ["merged"]} for l, p, n in doc["runs"]]
     for lblk, n in doc.get("delalloc", []):
         rows.append({"logical": lblk, "physical": 0, "length": n, "flags": ["unknown_loc", "delalloc"]})
     rows.sort(key=lambda r: r["logical"])

@@ -25,6 +25,7 @@ import json
 import pyfuse3
 
 from simfs.errors import FSError
+from simfs.fs.inspection import PAGED_LISTS
 from simfs.fs.types import ACL_ACCESS, ACL_DEFAULT, XATTR_ACL_KILL_SGID
 from simfs.fuse import control
 from simfs.fuse.handler import caller_in_group, handler, vino
@@ -37,7 +38,7 @@ EXTENTS_PER_PAGE = 512
 def extents_page(ext: dict, page: int) -> bytes:
     """Page `page` of a Volume.extents() result as the user.simfs.extents value."""
     n = EXTENTS_PER_PAGE
-    lists = {"runs": ext["runs"], "indirect": ext["indirect"], "delalloc": ext["delalloc"]}
+    lists = {k: ext[k] for k in PAGED_LISTS}
     pages = max(1, *(-(-len(v) // n) for v in lists.values()))
     if not 0 <= page < pages:
         raise FSError(pyfuse3.ENOATTR)

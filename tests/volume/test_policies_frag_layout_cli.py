@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import random
+import shutil
 import subprocess
 import sys
 
@@ -118,8 +119,9 @@ def test_frag_counts_like_filefrag():
 def test_extents_xattr_pages_join(monkeypatch):
     from simfs.fuse import operations as fuse_ops
     runs = [(i, 1000 + 2 * i, 1) for i in range(1300)]
+    leaves = [(i, 1000 + 2 * i, 1, i % 3 == 0) for i in range(1300)]
     ext = {"ino": 12, "mode": 0o100644, "size": 1300 * 4096, "i_blocks": 0, "block_size": 4096,
-           "runs": runs, "indirect": [("IND", 5)], "delalloc": [], "xattr_block": 0,
+           "runs": runs, "leaf_extents": leaves, "indirect": [("IND", 5)], "delalloc": [], "xattr_block": 0,
            "blocks_count": 1 << 20, "first_data_block": 0, "blocks_per_group": 32768,
            "inodes_count": 1 << 16, "inodes_per_group": 2048, "f_blocks": 1 << 20}
     pages = {}
@@ -134,6 +136,7 @@ def test_extents_xattr_pages_join(monkeypatch):
     monkeypatch.setattr(cf.os, "getxattr", lambda path, name: pages[name])
     got = cf.read_extents("/x")
     assert [tuple(r) for r in got["runs"]] == runs and got["indirect"] == [["IND", 5]]
+    assert [tuple(r) for r in got["leaf_extents"]] == leaves
 
 
 # frag: the volume ---------------------------------------------------------------------------------
@@ -233,18 +236,29 @@ def ext4_image(tmp_path_factory):
 
 @pytest.mark.serial
 @needs_e2fsprogs
-def test_frag_bmap_of_extent_files_is_filefrag_on_the_kernels_ext4(ext4_image, tmp_path):
-    """filefrag -B applies ext2's indirect-block rule only to block-mapped files (is_ext2 needs
-    no EXT4_EXTENTS_FL): on an extent-mapped file the expected block is the last one + 1, and
-    no cylinder-group line or perfection clause is printed (issue 41)."""
-    assert_fsck_clean(ext4_image)
-    with kernel_mount(ext4_image, tmp_path / "lm", fstype="ext4") as lm:
-        for name in ("big", "small", "empty", "dir", "sparse", "random", "mb"):
-            for flags in (["-B"], ["-B", "-v"]):
+def test_frag_of_extent_files_is_filefrag_on_the_kernels_ext4(ext4_image, tmp_path):
+    """On an extent-mapped file filefrag's FIEMAP rows are the leaf extents, unflagged or
+    `unwritten` (no `merged`: that is ext2's block-mapped report), and a row with no flag at
+    the end of the file reads ",eof" (filefrag 1.47); -B applies ext2's indirect-block rule
+    only to block-mapped files (is_ext2 needs no EXT4_EXTENTS_FL): there the expected block is
+    the last one + 1, and no cylinder-group line or perfection clause is printed (issue 41).
+    The kernel fallocates a file `fa` and writes into its middle, leaving unwritten extents."""
+    img = tmp_path / "f.img"
+    shutil.copyfile(ext4_image, img)
+    with kernel_mount(img, tmp_path / "rw", rw=True, fstype="ext4") as mnt:
+        subprocess.run(["fallocate", "-l", "256K", str(mnt / "fa")], check=True)
+        with open(mnt / "fa", "r+b") as f:
+            f.seek(10 * 4096)
+            f.write(b"w" * 8192)
+    (tmp_path / "rw").rmdir()
+    assert_fsck_clean(img)
+    with kernel_mount(img, tmp_path / "lm", fstype="ext4") as lm:
+        for name in ("big", "small", "empty", "dir", "sparse", "random", "mb", "fa"):
+            for flags in ([], ["-v"], ["-e"], ["-B"], ["-B", "-v"]):
                 want = subprocess.run(["filefrag", *flags, name], cwd=lm, capture_output=True, text=True)
                 out, err = io.StringIO(), io.StringIO()
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    rc = cli.main(["frag", "--image", ext4_image, *flags, name])
+                    rc = cli.main(["frag", "--image", str(img), *flags, name])
                 assert (out.getvalue(), rc != 0) == (want.stdout, want.returncode != 0), (name, flags)
 
 
