@@ -28,10 +28,11 @@ class Inspection:
 
         runs: [(lblk, phys, n)], maximal runs of logically and physically consecutive data
         blocks in logical order; leaf_extents: an extent-mapped file's extents as its leaves
-        hold them, [(lblk, phys, n, unwritten)] (empty for a block-mapped file); indirect: [(level, phys)] with level "IND"/"DIND"/"TIND",
-        in the order debugfs's `stat` lists them; delalloc: [(lblk, n)] runs of blocks a
-        delayed allocator has not placed yet; xattr_block: the extended-attribute block or 0.
-        Fast symlinks and device inodes have no runs."""
+        hold them, [(lblk, phys, n, unwritten)] (empty for a block-mapped file); indirect:
+        [(level, phys)] with level "IND"/"DIND"/"TIND", in the order debugfs's `stat` lists
+        them; delalloc: [(lblk, n)] runs of blocks a delayed allocator has not placed yet;
+        xattr_block: the extended-attribute block or 0. Fast symlinks and device inodes have
+        no runs."""
         if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
             raise FSError(errno.ENOENT)
         inode = self.inodes.peek(ino)
