@@ -427,17 +427,18 @@ class ExtentMap:
     @staticmethod
     def _abuts(step: _Step, lblk: int, n: int) -> bool:
         """The fast path's test: lblk at the start (end) of its n-block extent, and the
-        written extent before (after) it in the leaf contiguous on disk and in the file."""
+        written extent before (after) it in the leaf contiguous on disk and in the file, and
+        short enough to take one more block (`prev_len < EXT_INIT_MAX_LEN - map_len`)."""
         entries, pos = step.node.entries, step.pos
         s, _, p = entries[pos]
         if n < 2:
             return False
         if lblk == s and pos > 0:
             s2, n2, p2 = entries[pos - 1]
-            return n2 < MAX_LEN and s2 + n2 == s and p2 + n2 == p
+            return n2 + 1 < MAX_LEN and s2 + n2 == s and p2 + n2 == p
         if lblk == s + n - 1 and pos + 1 < len(entries):
             s2, n2, p2 = entries[pos + 1]
-            return n2 < MAX_LEN and s2 == s + n and p2 == p + n
+            return n2 + 1 < MAX_LEN and s2 == s + n and p2 == p + n
         return False
 
     def _fits(self, path: list[_Step], lo: int, hi: int) -> bool:
@@ -541,14 +542,15 @@ class ExtentMap:
             return None
 
     # listing -----------------------------------------------------------------------------
-    def blocks(self, inode, peek: bool = False):
+    def blocks(self, inode, peek: bool = False, whole: bool = False):
         """Yield ("ETB", phys) for each tree block before what it maps and (lblk, phys) for
-        every mapped block, in logical order (debugfs stat's order)."""
+        every mapped block, in logical order (debugfs stat's order); with `whole`, a leaf
+        extent at a time as (lblk, phys, n, unwritten)."""
         try:
             root = self._root(inode)
         except FSError:
             return
-        yield from self._walk(inode, root, set(), peek)
+        yield from self._walk(inode, root, set(), peek, whole)
 
     def _walk(self, inode, node: Node, seen: set, peek: bool, whole: bool = False):
         for s, n, p in node.entries:
@@ -569,11 +571,7 @@ class ExtentMap:
         contiguous in the file and on disk, written or not; tree blocks; the leaves' extents
         as (lblk, phys, n, unwritten), what ext4's FIEMAP reports one by one)."""
         runs, tree, leaves = [], [], []
-        try:
-            root = self._root(inode)
-        except FSError:
-            return runs, tree, leaves
-        for item in self._walk(inode, root, set(), True, whole=True):
+        for item in self.blocks(inode, peek=True, whole=True):
             if isinstance(item[0], str):
                 tree.append(item)
                 continue

@@ -159,8 +159,9 @@ class FileMap:
         self.cache.mark_dirty(map_block, buf, "indirect", inode.ino)
 
     # allocation --------------------------------------------------------------------------
-    def map_for_write(self, inode, lblk: int, kind: str = "data", phys: int = 0) -> tuple[int, bool]:
-        """(physical block, newly allocated) for lblk, allocating what is missing.
+    def map_for_write(self, inode, lblk: int, kind: str = "data", phys: int = 0) -> tuple[int, int]:
+        """(physical block, newly allocated) for lblk, allocating what is missing (an extent-
+        mapped file's block of an unwritten extent: simfs.fs.extentmap.CONVERTED).
 
         With `phys` (delayed allocation placed the data and took the block already) that
         block is linked; missing indirect blocks are still asked of the allocator. If an
