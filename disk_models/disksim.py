@@ -117,7 +117,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from . import disksim_map as dmap
-from .disksim_drives import PRESETS, drive_files, drive_preset, source_of
+from .disksim_drives import PRESETS, capacity, drive_files, drive_preset, source_of
 from .disksim_files import Block, DiskSimFileError
 from .layout import Layout
 from .base import DiskModel
@@ -278,12 +278,12 @@ class DiskSimDrive(RotatingDrive):
 
     @classmethod
     def preset_for(cls, path: str) -> Preset:
-        """The preset `disk=disksim:PATH` stands for: the file's drive, its Block count."""
+        """The preset `disk=disksim:PATH` stands for: the file's drive, its Block count (or the
+        known correction of a short one: the same capacity as the suite's preset of that file)."""
         if not path:
             raise ValueError("disk=disksim:PATH needs the path of a DiskSim .parv file")
         f = drive_files(path)
-        cap = int(f.model.num("Block count"))
-        return drive_preset(f"disksim:{path}", path, f.disk.name, cap)
+        return drive_preset(f"disksim:{path}", path, f.disk.name, *capacity(f))
 
     def __init__(self, spec):
         f = drive_files(source_of(spec.preset))

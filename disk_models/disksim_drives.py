@@ -14,7 +14,18 @@ from .presets import Preset
 #: may run from build/compiled, where no data is)
 DATA = str(importlib.resources.files("disk_models") / "data" / "disksim")
 
-#: preset name -> (parameter file in DATA, DiskSim's name for the drive, capacity = Block count)
+#: .model files whose Block count is known to be short, by (dm_disk name, Block count): the
+#: capacity used instead and why. The HP C3323A's .model says 1743672, but its zones map more and
+#: its own trace reads up to block 2049226; DiskSim serves what the zones map (it never checks
+#: Block count), so does this. Keyed by the file's contents, not its path, so that the preset and
+#: `disk=disksim:PATH` of the same file (or a copy) get the same drive.
+HP_C3323A = ("HP_C3323A_validate_model", 1_743_672)
+SHORT_COUNTS = {HP_C3323A: (
+    2_049_227, "[derived] blocks up to the trace's highest (2049226) as the zone table maps them; the "
+               ".model's Block count (1743672) is smaller than the 1 GB drive and DiskSim does not check it")}
+
+#: preset name -> (parameter file in DATA, DiskSim's name for the drive, capacity(): the
+#: .model's Block count, or its SHORT_COUNTS correction; a test checks each against its file)
 DRIVES = {
     "disksim-atlas_iii": ("atlas_III.parv", "Quantum Atlas III QM39100TD-SW", 17_783_250),
     "disksim-barracuda": ("barracuda.parv", "Seagate Barracuda ST32171W", 4_110_000),
@@ -23,16 +34,17 @@ DRIVES = {
     "disksim-ibm18es": ("ibm18es.parv", "IBM Ultrastar 18ES DNES-309170W", 17_916_240),
     "disksim-atlas10k": ("atlas10k.parv", "Quantum Atlas 10K (Tornado)", 17_938_986),
     "disksim-hp_c2247a": ("hp_c2247a.parv", "HP C2247A", 2_054_864),
-    "disksim-hp_c3323a": ("hp_c3323a.parv", "HP C3323A", None),     # see CAPACITY_NOTE
+    "disksim-hp_c3323a": ("hp_c3323a.parv", "HP C3323A", SHORT_COUNTS[HP_C3323A][0]),
     "disksim-hp_c2490a": ("hp_c2490a.parv", "HP C2490A", 4_165_272),
     "disksim-dec_rz26": ("dec_rz26.parv", "DEC RZ26", 2_050_860),
 }
 
-#: the HP C3323A's .model says Block count = 1743672, but its zones map more and its trace reads up
-#: to block 2049226; DiskSim serves what the zones map (it never checks Block count), so does this.
-CAPACITY_NOTE = {"disksim-hp_c3323a": (2_049_227, "[derived] blocks up to the trace's highest (2049226) as the zone "
-                                       "table maps them; the .model's Block count (1743672) is smaller than the "
-                                       "1 GB drive and DiskSim does not check it")}
+
+def capacity(files) -> tuple[int, str | None]:
+    """(blocks, why) of a drive's files: its .model's Block count, or the known correction of a
+    short one (SHORT_COUNTS; why is None for a Block count read as is)."""
+    count = int(files.model.num("Block count"))
+    return SHORT_COUNTS.get((files.model.name, count), (count, None))
 
 
 def drive_preset(name: str, path: str, drive: str, capacity: int, why: str | None = None) -> Preset:
@@ -44,8 +56,9 @@ def drive_preset(name: str, path: str, drive: str, capacity: int, why: str | Non
                                       "suite, disk_models/data/disksim/PROVENANCE.md)"})
 
 
-PRESETS = tuple(drive_preset(n, f"disk_models/data/disksim/{f}", d, c) if c else
-                drive_preset(n, f"disk_models/data/disksim/{f}", d, *CAPACITY_NOTE[n]) for n, (f, d, c) in DRIVES.items())
+PRESETS = tuple(drive_preset(n, f"disk_models/data/disksim/{f}", d, c,
+                             SHORT_COUNTS[HP_C3323A][1] if n == "disksim-hp_c3323a" else None)
+                for n, (f, d, c) in DRIVES.items())
 
 _loaded: dict = {}
 _given: dict = {}

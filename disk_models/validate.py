@@ -21,6 +21,7 @@ Wilkes' "demerit figure". `demerit_from_samples` reproduces `rms` to the printed
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -204,6 +205,39 @@ def read_disksim_output(path: str, which: str = "IOdriver Physical access time d
     return np.array(xs), np.array(ys)
 
 
+def disksim_run(path: str) -> tuple[str | None, int | None]:
+    """(the trace DiskSim ran, the requests it handled) as its output file states them
+    ("*** I/O trace used : NAME", "IOdriver Total Requests handled: N"); None where absent."""
+    name = count = None
+    try:
+        with open(path, encoding="latin-1") as f:
+            for line in f:
+                if line.startswith("*** I/O trace used") and ":" in line:
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("IOdriver Total Requests handled:"):
+                    try:
+                        count = int(line.split(":", 1)[1])
+                    except ValueError:
+                        pass
+                    break
+    except OSError as e:
+        raise TraceError(f"cannot read DiskSim output {path}: {e.strerror or e}") from None
+    return name, count
+
+
+def check_same_run(path: str, trace_path: str, requests: int) -> None:
+    """TraceError unless DiskSim's output `path` is of the trace being compared: the same
+    trace file name and as many requests (another drive's output would be scored silently)."""
+    name, count = disksim_run(path)
+    if name is None or count is None:
+        raise TraceError(f"{path}: no '*** I/O trace used' or 'IOdriver Total Requests handled' line "
+                         "(is it DiskSim's output of a validate run?)")
+    mine = os.path.basename(trace_path)
+    if os.path.basename(name) != mine or count != requests:
+        raise TraceError(f"{path} is DiskSim's output of {name} ({count} requests), not of {mine} "
+                         f"({requests} requests): give the output of `disksim PARV OUT validate {mine} 0`")
+
+
 # -- the report ----------------------------------------------------------------------------------
 @dataclass
 class Validation:
@@ -233,8 +267,12 @@ def summary(ms: np.ndarray) -> dict:
 
 
 def validate(disk, trace_path: str, disksim_output: str | None = None) -> Validation:
-    """Replay `trace_path` through `disk` (a fresh DiskModel) and score it against the trace."""
+    """Replay `trace_path` through `disk` (a fresh DiskModel) and score it against the trace;
+    with `disksim_output`, DiskSim's output of the same trace (checked: check_same_run) is
+    scored against it too."""
     tr = read_trace(trace_path, disk.sectors)
+    if disksim_output:
+        check_same_run(disksim_output, trace_path, len(tr.ops))
     sim, wall = replay(disk, tr)
     v = Validation(disk.name, trace_path, len(tr.ops), demerit_from_samples(sim, tr.measured),
                    summary(tr.measured), summary(sim), wall, samples={"measured": tr.measured, "simfs": sim})

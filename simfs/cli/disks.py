@@ -69,7 +69,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     val.add_argument("trace", help="the trace file (validate format)")
     val.add_argument("--disk", required=True, help="the drive: a preset, disksim:PATH.parv, with overrides NAME[,key=value...]")
     val.add_argument("--disksim", metavar="OUTV", help="DiskSim's output of the same run (disksim PARV OUTV validate "
-                                                       "TRACE 0): its demerit and CDF are shown too")
+                                                       "TRACE 0): its demerit and CDF are shown too; refused unless its header names "
+                                                       "TRACE's file name and request count")
     val.add_argument("--plot", metavar="PNG", help="draw the CDFs into this picture")
     val.add_argument("--json", action="store_true", help="print the results as JSON")
     val.set_defaults(func=cmd_validate)

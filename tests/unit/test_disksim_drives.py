@@ -289,3 +289,47 @@ def test_every_disksim_preset_derives_its_figures(preset):
     from simfs.cli.disks import show_doc
     d = show_doc(preset)["derived"]
     assert 0 < d["seek_mean"]["value"] < d["seek_full"]["value"]
+
+
+# -- DiskSim's output of another run; the same drive by preset and by path (issue 51, item 17) -----
+OUTV = os.path.join(DATA, "disksim-output", "cheetah9LP.outv")
+
+
+def _in_process(argv, capsys):
+    import argparse
+    from simfs.cli import disks as cli_disks
+    parser = argparse.ArgumentParser(prog="simfs")
+    cli_disks.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    code = args.func(args)
+    return (code, *capsys.readouterr())
+
+
+@pytest.mark.parametrize("lines,name", [(300, "t.trace"), (300, "cheetah9LP.trace"), (None, "other.trace")])
+def test_disksim_output_of_another_trace_is_refused(tmp_path, capsys, lines, name):
+    """cheetah9LP's output beside another trace (another name, another request count, or both):
+    one line, exit 2, before any replay; the header's trace and count are named."""
+    text = open(os.path.join(DATA, "cheetah9LP.trace")).readlines()
+    tr = tmp_path / name
+    tr.write_text("".join(text[:lines]))
+    code, out, err = _in_process(["disks", "validate", str(tr), "--disk", "disksim-cheetah9lp",
+                                  "--disksim", OUTV], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "cheetah9LP.trace (10000 requests)" in err and f"not of {name}" in err
+
+
+def test_disksim_output_of_the_same_trace_is_scored():
+    v = validate(make_disk("disksim-cheetah9lp"), os.path.join(DATA, "cheetah9LP.trace"), OUTV)
+    assert round(v.disksim_demerit, 6) == 0.107098
+
+
+@pytest.mark.parametrize("preset", sorted(DRIVES))
+def test_a_preset_and_its_parv_path_are_the_same_drive(preset):
+    """`disk=disksim:PATH.parv` of a suite's file has its preset's capacity (the HP C3323A's short
+    Block count is corrected by the file's contents, not by the preset's name), so both accept
+    the drive's own trace."""
+    from disk_models.disksim_drives import capacity
+    path = os.path.join(DATA, DRIVES[preset][0])
+    a, b = make_disk(preset), make_disk(f"disksim:{path}")
+    assert a.sectors == b.sectors == PRESETS[preset].values["capacity"] == capacity(b.files)[0]
+    read_trace(os.path.join(DATA, DRIVES[preset][0][:-5] + ".trace"), b.sectors)
