@@ -41,15 +41,15 @@ class Parsed:
     """One walk of a directory block: `names` (name -> offset of the first live record so
     named), per record `offs` and `rooms` (rec_len less what its name
     uses; all of it for an empty record), and `err`, the ValueError message of the first record
-    the walk cannot pass ("" if none: names and records stop there)."""
-    __slots__ = ("snap", "names", "offs", "rooms", "err")
+    the walk cannot pass ("" if none: names and records stop there) with `erroff`, its offset."""
+    __slots__ = ("snap", "names", "offs", "rooms", "err", "erroff")
 
     def __init__(self, buf):
         self._walk(buf)
 
     def _walk(self, buf) -> None:
         self.snap = bytes(buf)
-        names, offs, rooms, err = {}, [], [], ""
+        names, offs, rooms, err, end = {}, [], [], "", 0
         try:
             for off, ino, rec_len, name_len in records(buf):
                 if ino:
@@ -60,17 +60,18 @@ class Parsed:
                 else:
                     rooms.append(rec_len)
                 offs.append(off)
+                end = off + rec_len
         except ValueError as e:
             err = str(e)
-        self.names, self.offs, self.rooms, self.err = names, offs, rooms, err
+        self.names, self.offs, self.rooms, self.err, self.erroff = names, offs, rooms, err, end
 
     def find(self, name: bytes):
-        """(offset, inode, file type byte) of the live record named name, or None; a record
-        the walk cannot pass before it is a ValueError (a name not in the block's bytes at
-        all is None whatever the block holds)."""
+        """(offset, inode, file type byte) of the live record named name, or None; a name
+        whose bytes lie past a record the walk cannot pass is a ValueError (it may be hidden
+        there); any other name is found or not whatever the block holds past its break."""
         off = self.names.get(name)
         if off is None:
-            if self.err and self.snap.find(name, 8) >= 0:
+            if self.err and self.snap.find(name, self.erroff) >= 0:
                 raise ValueError(self.err)
             return None
         ino, _, _, ftype = _HDR.unpack_from(self.snap, off)

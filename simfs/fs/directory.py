@@ -8,7 +8,11 @@ operation still reads the directory blocks a linear ext2 directory would read.
 A damaged directory block does not hide the rest of the directory: a record whose rec_len or
 name_len breaks the block's chain ends that block only (ext4_check_dir_entry's "skip to the
 next block"), a hole or a block met twice is skipped, each reported as an inconsistency
-(simfs.fs.checks); the entries before the break, and every other block, stay listed and found.
+(simfs.fs.checks); the entries before the break, and every other block, stay listed and found,
+as ext4's lookup (search_dirblock, block by block) and readdir find them. Only the block's own
+names past the break fail (EUCLEAN: a name whose bytes lie there may be hidden in it); a new
+name goes into a block before the first damaged one or not at all (ext4_find_dest_de meets the
+damage before it finds room), never into a damaged block.
 
 With an `HTree` (the image has dir_index and the volume keeps htrees), a directory with
 INDEX_FL is looked up, added to and listed through its hash index (simfs.fs.htree; the records
@@ -29,12 +33,13 @@ from simfs.ondisk.constants import FT_DIR, INDEX_FL
 
 
 class DirIndex:
-    __slots__ = ("names", "free", "nentries", "bad", "wild")
+    __slots__ = ("names", "free", "nentries", "bad", "broken", "wild")
 
     def __init__(self):
         self.names: dict[bytes, tuple[int, int, int]] = {}   # name -> (ino, ftype, position)
         self.free: list[int] = []                           # per block: largest insertable record
         self.bad = -1                                       # first block whose chain breaks
+        self.broken: dict[int, int] = {}                    # block -> offset of its first bad record
         self.wild = -1                                      # first block with an entry naming an
                                                             # inode past the inode count
 
@@ -146,8 +151,10 @@ class Directories:
                     best = max(best, rec_len)
                 end = off + rec_len
             idx.free.append(best if end == self.bs else 0)      # a damaged block takes no entry
-            if self.broken == lidx and idx.bad < 0:
-                idx.bad = lidx
+            if self.broken == lidx:
+                idx.broken[lidx] = end
+                if idx.bad < 0:
+                    idx.bad = lidx
         self.indexes[d.ino] = idx
         self.indexed_entries += len(idx.names)
         while self.indexed_entries > self.capacity and len(self.indexes) > 1:
@@ -182,15 +189,19 @@ class Directories:
     def _lookup(self, d, name: bytes) -> tuple[int, int] | None:
         idx = self._index(d)
         hit = idx.names.get(name)
-        if idx.bad >= 0 and (hit is None or hit[2] // self.bs > idx.bad):
-            # a linear search meets the damaged block first: ext4_find_entry's EUCLEAN (so
-            # no name is added to, or looked up past, a block that is not understood)
-            raise self.checks.corrupt(f"directory {d.ino}: block {idx.bad} is damaged", d.ino, 0, "find_entry")
         if hit:
             self._touch_upto(d, hit[2] // self.bs)
-        else:   # a miss scans everything, or reads the root and the leaf the hash picks
-            self._touch_upto(d, (zlib.crc32(name) % max(1, self.nblocks(d))) if self.indexed else self.nblocks(d) - 1)
-        return (hit[0], hit[1]) if hit else None
+            return hit[0], hit[1]
+        # a miss scans everything, or reads the root and the leaf the hash picks
+        self._touch_upto(d, (zlib.crc32(name) % max(1, self.nblocks(d))) if self.indexed else self.nblocks(d) - 1)
+        for lidx, off in idx.broken.items():
+            # each block is searched on its own (ext4's search_dirblock): a damaged one fails
+            # only the names that may lie past its break, where no record can be trusted
+            if self.read_block(d, lidx).find(name, off) >= 0:
+                raise self.checks.corrupt(f"directory {d.ino} block {lidx}: '{name.decode(errors='replace')}' "
+                                          f"may lie past the damaged record at offset {off}", d.ino,
+                                          self.filemap.bmap(d, lidx), "search_dirblock")
+        return None
 
     def add(self, d, name: bytes, ino: int, ftype: int) -> None:
         """Insert an entry; the caller checked that the name is new. May grow the directory."""
@@ -202,6 +213,8 @@ class Directories:
         for lidx, room in enumerate(idx.free):
             if room < need:
                 continue
+            if 0 <= idx.bad < lidx:
+                break                               # the damaged block comes first
             buf = self.read_block(d, lidx)
             slot = _slot(buf, need, self.filetype)
             if slot is None:
@@ -222,6 +235,11 @@ class Directories:
             idx.free[lidx] = max(rest, rec_len - used - need)
             self._indexed(idx, name, (ino, ftype, lidx * self.bs + pos))
             return
+        if idx.bad >= 0:
+            # ext4_add_entry tries the blocks in order: find_dest_de checks every record it
+            # passes, so the damaged block fails the insertion before any later block is tried
+            raise self.checks.corrupt(f"directory {d.ino}: block {idx.bad} is damaged before any room "
+                                      "for a new entry", d.ino, self.filemap.bmap(d, idx.bad), "find_dest_de")
         if idx.wild >= 0:
             self._check_dest(d, idx.wild, self.read_block(d, idx.wild), self.bs, True)
         lidx = self.nblocks(d)
@@ -311,8 +329,14 @@ class Directories:
 
     def is_empty(self, d) -> bool:
         if self._dx(d):                 # every block read, as ext4_empty_dir reads them
-            return all(name in (b".", b"..") for _, name, _, _ in self.entries(d))
-        return all(n in (b".", b"..") for n in self._index(d).names)
+            self.broken = -1
+            names = [name for _, name, _, _ in self.entries(d)]
+            broken = self.broken >= 0
+        else:
+            idx = self._index(d)
+            names, broken = idx.names, idx.bad >= 0
+        # a damaged record is not an empty directory (ext4_empty_dir): its blocks may hold names
+        return not broken and all(n in (b".", b"..") for n in names)
 
     def entries(self, d, from_pos: int = 0):
         """Yield (position, name, ino, ftype) of live entries at or after byte position from_pos."""

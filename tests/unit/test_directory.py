@@ -214,11 +214,14 @@ def test_corrupt_block_and_hole_end_that_block_only(vol):
     errors = vol.sb.error_count
     assert dirs.lookup(d, b".") == (d.ino, FT_DIR)            # before the break: found
     assert vol.sb.error_count == errors + 1
-    with pytest.raises(FSError) as e:                        # past it: EUCLEAN (ext4_find_entry)
+    with pytest.raises(FSError) as e:                        # past it: EUCLEAN (search_dirblock)
         dirs.lookup(d, b"a" * 200)
     assert e.value.errno == errno.EUCLEAN
-    dirs.add(d, b"b", 801, FT_REG)                                        # goes to a new block
-    assert vol.filemap.bmap(d, 1) and (BS, b"b", 801, FT_REG) in list(dirs.entries(d))
+    assert dirs.lookup(d, b"c") is None                       # not in the block's bytes: ENOENT
+    with pytest.raises(FSError) as e:                        # no room before the damage: no new
+        dirs.add(d, b"b", 801, FT_REG)                       # block either (ext4_find_dest_de)
+    assert e.value.errno == errno.EUCLEAN and not dirs.is_empty(d)
+    assert vol.filemap.bmap(d, 1) == 0
     assert bytes(vol.cache.bread(phys, "dir", d.ino))[16:18] == (3).to_bytes(2, "little")
     d2 = new_dir(vol, b"d2")
     d2.size = 2 * BS                                                      # block 1 is a hole

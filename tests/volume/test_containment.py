@@ -396,10 +396,13 @@ def test_entry_naming_an_impossible_inode_is_not_the_end(tmp_path, bad):
     assert_error_recorded(img)
 
 
-def test_record_that_breaks_the_chain_ends_its_block_only(tmp_path):
-    """The listing goes on past the damaged block (ext4_readdir skips to the next block); a
-    lookup that would have to pass it, and so any new name, is EUCLEAN (ext4_find_entry);
-    names before it are found."""
+def test_record_that_breaks_the_chain_hides_its_own_block_only(tmp_path):
+    """Issue 51 item 9: one bad record hides only the names after it in its own block, as
+    ext4's lookup searches each block on its own (search_dirblock) and its readdir skips to
+    the next block: every name of every other block, before the damage or after it, is
+    listed, found and removable; the damaged block's names before the break are found, those
+    past it are EUCLEAN (reported). A new name needs room before the damage (ext4_find_dest_de
+    meets the bad record first: EUCLEAN), and the directory is not empty for rmdir."""
     img, d = _dir_with_names(tmp_path, 200)
     raw = Image(img)
     entries = _entry_offsets(raw, d)
@@ -409,20 +412,35 @@ def test_record_that_breaks_the_chain_ends_its_block_only(tmp_path):
     victim = in_bad[len(in_bad) // 2]
     raw.write(victim[0] + 4, struct.pack("<H", 3))          # rec_len 3: not a record
     lost = {e[3] for e in in_bad if e[0] >= victim[0]}
-    before = [e[3] for e in entries if blocks.index(e[0] // raw.bs) < blocks.index(bad)]
+    kept = {e[3] for e in in_bad if e[0] < victim[0]}
     after = [e[3] for e in entries if blocks.index(e[0] // raw.bs) > blocks.index(bad)]
-    assert before and after
+    others = [e[3] for e in entries if e[0] // raw.bs != bad and e[3] not in (b".", b"..")]
+    assert kept and lost and len(after) > 40
     with Volume.open(img, OPTS) as v:
         names = set(_listing(v, d))
-        expect = {e[3] for e in entries} - lost
-        assert names == expect and set(after) <= names
-        for name in before[:20]:
+        assert names == {e[3] for e in entries} - lost
+        for name in others + sorted(kept):                   # every name the damage does not cover
             v.lookup(d, name)
-        for op in (lambda: v.lookup(d, after[0]), lambda: v.create(d, b"new", 0o644, 0, 0),
-                   lambda: v.unlink(d, after[1])):
+        for name in sorted(lost):
             with pytest.raises(FSError) as e:
-                op()
+                v.lookup(d, name)
             assert e.value.errno == EUCLEAN
+        with pytest.raises(FSError) as e:
+            v.lookup(d, b"name-9999")                        # in no block: ENOENT, not EUCLEAN
+        assert e.value.errno == errno.ENOENT
+        v.unlink(d, after[1])                                # a later block's name goes
+        with pytest.raises(FSError) as e:
+            v.lookup(d, after[1])
+        assert e.value.errno == errno.ENOENT
+        with pytest.raises(FSError) as e:                    # no room before the damage
+            v.create(d, b"new", 0o644, 0, 0)
+        assert e.value.errno == EUCLEAN
+        for name in others + sorted(kept):
+            if name != after[1]:
+                v.unlink(d, name)
+        with pytest.raises(FSError) as e:                    # the hidden names are still there
+            v.rmdir(ROOT, b"d")
+        assert e.value.errno == errno.ENOTEMPTY
     assert Image(img).read(bad)[victim[0] % raw.bs + 4:victim[0] % raw.bs + 6] == struct.pack("<H", 3)
     assert_error_recorded(img)
 
