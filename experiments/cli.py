@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from simfs.cli.common import size_type
+from simfs.cli.tables import add_markdown_option
 
 EXAMPLES = """examples:
   simfs experiment list
@@ -73,6 +74,7 @@ def register(subparsers) -> None:
     s.add_argument("--json", action="store_true",
                    help="print the results document (results.json) instead of the tables; with all, "
                         "one per experiment name")
+    add_markdown_option(s)
     s.set_defaults(func=cmd_run)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
@@ -118,7 +120,7 @@ class _Progress:
 def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: Path | None = None,
             size: int | None = None, repetitions: int | None = None, work_dir: Path | None = None,
             keep: bool = False, plots: bool = True, show: bool = True, argv=None,
-            only: list[str] | None = None) -> tuple[dict, Path]:
+            only: list[str] | None = None, markdown: bool = False) -> tuple[dict, Path]:
     """Run experiment `name`; returns (results document, results directory)."""
     import tempfile
     from rich.console import Console
@@ -163,7 +165,7 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
             if plots else []
         report.write_all(doc, out, made)
         if show:
-            report.print_tables(doc, Console(highlight=False, width=None if sys.stdout.isatty() else 200))
+            report.print_tables(doc, markdown)
             print(f"results: {out}/ (results.json, results.csv, table.md"
                   + (", " + ", ".join(made) if made else "") + f"); wall {doc['wall_seconds']:.0f} s")
         return doc, out
@@ -256,7 +258,8 @@ def cmd_run(a) -> int:
         try:
             docs[n] = run_one(n, quick=a.quick, source=a.source, out=a.out, size=a.size,
                               repetitions=a.repetitions, work_dir=a.work_dir, keep=a.keep,
-                              plots=not a.no_plots, argv=sys.argv[1:], only=a.only, show=not a.json)[0]
+                              plots=not a.no_plots, argv=sys.argv[1:], only=a.only, show=not a.json,
+                              markdown=a.markdown)[0]
         except runner.ExperimentError as e:
             print(f"simfs experiment {n}: {e}", file=sys.stderr)
             failed += 1

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from simfs.cli.tables import add_markdown_option
+
 EXAMPLES = """examples:
   simfs run examples/jobs/alloc-ab.toml --quick             # seconds: a tiny generated tree
   simfs run examples/jobs/alloc-ab.toml --source ~/src/linux --out results/linux-ab
@@ -81,6 +83,7 @@ def add_arguments(p) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--json", action="store_true",
                    help="print the results document (results.json) instead of the tables")
+    add_markdown_option(p)
 
 
 def register(subparsers) -> None:
@@ -285,8 +288,6 @@ def _execute(a, job, spec: dict, fp: dict, out: Path, work: Path, client, err, c
 def _report(a, exp, wl, results, all_tasks, failures, interrupted: bool, started: float, out: Path,
             work: Path, err) -> int:
     """Results, tables and plots of the finished tasks; what is missing, and the exit status."""
-    from rich.console import Console
-
     from . import plots as plotting, report
     records, layouts = results.load(all_tasks)
     raw = {"records": records, "layouts": layouts, "started": started, "wall": time.time() - started}
@@ -307,7 +308,7 @@ def _report(a, exp, wl, results, all_tasks, failures, interrupted: bool, started
         print(json.dumps(doc, indent=1))
     else:
         if records:
-            report.print_tables(doc, Console(highlight=False, width=None if sys.stdout.isatty() else 200))
+            report.print_tables(doc, getattr(a, "markdown", False))
         print(f"results: {out}/ (results.json, results.csv, table.md"
               + (", " + ", ".join(made) if made else "") + f", configs/); wall {doc['wall_seconds']:.0f} s")
     if missing:

@@ -152,11 +152,14 @@ def fmt_ratio(x: float | None) -> str:
 
 
 def fmt_metric(name: str, x: float) -> str:
+    """An extra metric's cell: counts whole, MB/s with one decimal, anything else (a fio job's
+    IOPS, blocks per extent, seconds) as people read numbers, never '1.2e+03'."""
     if name in ("extents", "data_extents", "perfect", "files", "data_blocks"):
         return f"{x:,.0f}"
     if name == "mb_s":
         return f"{x:.1f}"
-    return f"{x:.3g}"
+    from simfs.cli.tables import number
+    return number(x)
 
 
 def _phase_columns(doc: dict) -> list[tuple[str, str, str]]:
@@ -407,23 +410,16 @@ def write_all(doc: dict, out: Path, plots: list[str] | None = None) -> None:
     (out / "table.md").write_text(table_md(doc, plots))
 
 
-def print_tables(doc: dict, console) -> None:
-    from rich.table import Table
-
-    def rich_table(title, header, rows):
-        t = Table(title=title, title_justify="left")
-        for i, h in enumerate(header):
-            t.add_column(h, justify="left" if i == 0 else "right", overflow="fold")
-        for r in rows:
-            t.add_row(*r)
-        return t
-
-    console.print(rich_table(f"{doc['title']} — simulated seconds", *main_table(doc)))
+def print_tables(doc: dict, markdown: bool = False, file=None) -> None:
+    """The run's tables on stdout (`simfs run`, `simfs experiment run`) through
+    simfs/cli/tables.py: rich's on a terminal, Markdown elsewhere or with --markdown."""
+    from simfs.cli.tables import Table, echo
+    out = [Table(f"{doc['title']} — simulated seconds", *main_table(doc))]
     lt = layout_table(doc)
     if lt:
-        console.print(rich_table("where the files landed", *lt))
+        out.append(Table("where the files landed", *lt))
     if doc["comparisons"]:
-        console.print(rich_table("ratios against the seed" if has_published(doc) else "ratios",
-                                 *compare_table(doc, explain=False)))
-    for n in doc.get("notes", []):
-        console.print(f"note: {n}", highlight=False)
+        out.append(Table("ratios against the seed" if has_published(doc) else "ratios",
+                         *compare_table(doc, explain=False)))
+    out += [f"note: {n}" for n in doc.get("notes", [])]
+    echo(out, markdown, file)

@@ -6,7 +6,8 @@ Results rows are matched by configuration and phase (by phase alone when each fi
 configuration); statistics by phase name (`all` and each mark). Rows of one file the other has
 no partner for are named in a note on stderr, one line per file, not dropped silently. The
 figures are the simulated seconds and every counter: what differs is shown, the way people put
-two fio outputs side by side.
+two fio outputs side by side. Latencies are kept in seconds (JSON) and printed in milliseconds,
+as `simfs stats` prints them; the table goes through simfs/cli/tables.py.
 Reading a results document needs only JSON: nothing here imports the experiments package.
 """
 
@@ -16,6 +17,7 @@ import json
 import sys
 
 from simfs.blockio.stats import layout_score
+from simfs.cli import tables
 from simfs.cli.common import Fmt, fail
 
 TIME_METRICS = ("sim", "sim_cmd", "sim_drain")
@@ -28,7 +30,7 @@ def register(sub) -> None:
         description="Compare two results files (results.json of `simfs run` or `simfs experiment run`) "
                     "or two statistics files (`simfs stats --json`, -o stats=PATH, `simfs verb --json`): "
                     "for each phase (and configuration), the simulated seconds and every counter of A "
-                    "and B and the ratio B / A, as a Markdown table (or JSON).",
+                    "and B and the ratio B / A, as a table (Markdown when not on a terminal, or JSON).",
         epilog="examples:\n"
                "  simfs compare results/ab-old/results.json results/ab-new/results.json\n"
                "  simfs compare ext2.stats.json cg.stats.json --json | jq '.[] | select(.metric == \"seeks\")'\n"
@@ -44,6 +46,7 @@ def register(sub) -> None:
                         "bytes, listing), with a warning; without it that is refused")
     s.add_argument("--all", action="store_true", help="also rows where A equals B (default: only differences; "
                                                        "simulated seconds are always shown)")
+    tables.add_markdown_option(s)
     s.set_defaults(func=cmd_compare)
 
 
@@ -196,17 +199,25 @@ def _num(x) -> str:
     return f"{x:.4g}" if abs(x) < 1000 else f"{x:,.1f}"
 
 
-def markdown(rs: list[dict], a: str, b: str) -> str:
+def _latency(metric: str) -> bool:
+    """A latency figure (seconds in the rows, milliseconds in the table)."""
+    return metric.startswith("latency ")
+
+
+def table(rs: list[dict], a: str, b: str) -> tables.Table:
+    """The rows as a table: latencies in ms (their metric named '... ms'), other figures as
+    they are, the ratio with three decimals."""
     withcfg = any(r["config"] for r in rs)
     head = (["configuration"] if withcfg else []) + ["phase", "metric", "A", "B", "B / A"]
-    lines = [f"A = {a}", f"B = {b}", "",
-             "| " + " | ".join(head) + " |",
-             "|" + "|".join(["---"] * (len(head) - 3) + ["---:"] * 3) + "|"]
+    rows = []
     for r in rs:
         ratio = "—" if r["ratio"] is None else f"{r['ratio']:.3f}"
-        cells = ([r["config"]] if withcfg else []) + [r["phase"], r["metric"], _num(r["a"]), _num(r["b"]), ratio]
-        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines)
+        if _latency(r["metric"]):
+            cells = [r["metric"] + " ms", tables.ms(r["a"]), tables.ms(r["b"])]
+        else:
+            cells = [r["metric"], _num(r["a"]), _num(r["b"])]
+        rows.append(([r["config"]] if withcfg else []) + [r["phase"], *cells, ratio])
+    return tables.Table(f"A = {a}, B = {b}", head, rows, right=[False] * (len(head) - 3) + [True] * 3)
 
 
 def cmd_compare(a) -> int:
@@ -228,5 +239,8 @@ def cmd_compare(a) -> int:
         json.dump(rs, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print((f"**WARNING: {differ}.**\n\n" if differ else "") + markdown(rs, a.a, a.b))
+        how = tables.style(a.markdown)
+        if differ:
+            print(f"**WARNING: {differ}.**\n" if how == tables.MARKDOWN else f"WARNING: {differ}.\n")
+        tables.echo(table(rs, a.a, a.b), a.markdown)
     return 0

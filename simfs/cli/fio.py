@@ -27,6 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from simfs.cli import tables
 from simfs.cli.common import Fmt, fail
 
 SETUP = "fio-setup"
@@ -52,6 +53,7 @@ def register(sub) -> None:
                    help="where fio.json, fio-sim.json, the job file run and fio's prerun logs go "
                         "(made if missing; default: fio-out)")
     s.add_argument("--json", action="store_true", help="print the simulated fio-shaped JSON")
+    tables.add_markdown_option(s)
     s.set_defaults(func=cmd_fio)
 
 
@@ -156,21 +158,22 @@ def simulate(fio_doc: dict, stats: dict) -> dict:
             "jobs": jobs}
 
 
-def _table(doc: dict) -> str:
-    rows = [("job", "dir", "ios", "sim IOPS", "host IOPS", "sim MB/s", "sim p50 ms", "sim p99 ms")]
+def table(doc: dict) -> tables.Table:
+    """The simulated figures per job and direction (fio's count of I/Os, simulated IOPS beside
+    fio's host IOPS, MB/s and the p50/p99 completion latency in ms), numbers as fio prints them."""
+    rows = []
     for j in doc["jobs"]:
         for d in ("read", "write"):
             x = j.get(d)
             if not x or not x["total_ios"]:
                 continue
             pct = x["clat_ns"].get("percentile", {})
-            rows.append((j["jobname"], d, str(x["total_ios"]), f"{x['iops']:.1f}",
-                         f"{j['host'][d]['iops'] or 0:.1f}", f"{x['bw_bytes'] / 1e6:.2f}",
-                         f"{pct.get('50.000000', 0) / 1e6:.3f}", f"{pct.get('99.000000', 0) / 1e6:.3f}"))
-    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |" for r in rows]
-    lines.insert(1, "|" + "|".join("-" * (x + 2) for x in w) + "|")
-    return "\n".join(lines)
+            rows.append((j["jobname"], d, f"{x['total_ios']:,}", tables.number(x["iops"]),
+                         tables.number(j["host"][d]["iops"] or 0), tables.number(x["bw_bytes"] / 1e6),
+                         tables.ms(pct.get("50.000000", 0) / 1e9), tables.ms(pct.get("99.000000", 0) / 1e9)))
+    return tables.Table("fio's jobs in simulated time", ["job", "dir", "ios", "sim IOPS", "host IOPS", "sim MB/s",
+                                                         "sim p50 ms", "sim p99 ms"], rows,
+                        right=[False, False] + [True] * 6)
 
 
 def cmd_fio(a) -> int:
@@ -219,5 +222,8 @@ def cmd_fio(a) -> int:
         return 1
     doc = simulate(fio_doc, stats)
     (out / "fio-sim.json").write_text(json.dumps(doc, indent=2) + "\n")
-    print(json.dumps(doc, indent=2) if a.json else _table(doc))
+    if a.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        tables.echo(table(doc), a.markdown)
     return 0

@@ -1,8 +1,9 @@
 """`simfs stats MNT`: the /.simfs/stats document as tables people can paste.
 
-Tables are Markdown pipe tables, padded to line up: readable in a terminal, and rendered as
-tables when pasted into an issue or a README. No colours, no wrapping, no trailing blanks. The `time` section (Volume.stats_snapshot, see
-simfs/blockio/stats.py) becomes:
+Tables go through simfs/cli/tables.py: rich's on a terminal, padded Markdown pipe tables
+anywhere else or with --markdown (readable in a file, rendered as tables when pasted into an
+issue or a README). The `time` section (Volume.stats_snapshot, see simfs/blockio/stats.py)
+becomes:
 
   simulated time      the clock, the disk model and policies, dirty and cached blocks now
   phases              one column per phase (`all`, then each mark) and the total: elapsed and
@@ -16,6 +17,10 @@ simfs/blockio/stats.py) becomes:
                       and each disk request kind's simulated latency, and the rotational misses
 
 Any other section is one name/value table (nested mappings flattened as a.b).
+
+`--diff A B` shows the same figures for one phase of two runs: each row's A, B, B - A and B / A,
+for the phases table (with the drive's own work), the disk time, the disk requests by cause,
+the operations and the latency percentiles.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import math
 import os
 import sys
 
+from simfs.cli import tables
 from simfs.cli.common import Fmt, fail
 from simfs.units import format_size
 
@@ -46,6 +52,7 @@ def register(sub) -> None:
     s.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare two runs (stats files or mounts)")
     s.add_argument("--phase", metavar="NAME",
                    help="with --diff: the phase to compare (default: total)")
+    tables.add_markdown_option(s)
     s.set_defaults(func=cmd_stats)
 
 
@@ -126,16 +133,67 @@ def _phase(t: dict, name: str) -> dict | None:
     return next((p for p in reversed(t.get("phases", [])) if p.get("name") == name), None)
 
 
+def _change(label: str, x, y, kind: str) -> tuple:
+    """(label, A, B, B-A, B/A, kind); a figure one side lacks (None) has no difference."""
+    if x is None or y is None:
+        return (label, x, y, None, "-" if x is None and y is None else ("new" if x is None else "gone"), kind)
+    ratio = f"{y / x:.2f}x" if x else ("-" if not y else "new")
+    return (label, x, y, y - x, ratio, kind)
+
+
 def diff_rows(a: dict, b: dict) -> list[tuple]:
-    """(label, A, B, B-A, B/A) for every row of the phases table and of the drive's own work."""
-    rows = []
-    for label, get, kind in PHASE_ROWS + tuple(drive_rows([a, b])):
-        if kind == "str":
-            continue
-        x, y = get(a), get(b)
-        ratio = f"{y / x:.2f}x" if x else ("-" if not y else "new")
-        rows.append((label, x, y, y - x, ratio, kind))
-    return rows
+    """(label, A, B, B-A, B/A, kind) for every row of the phases table and of the drive's own work."""
+    return [_change(label, get(a), get(b), kind) for label, get, kind in PHASE_ROWS + tuple(drive_rows([a, b]))]
+
+
+def diff_sections(a: dict, b: dict) -> list[tuple[str, list[tuple]]]:
+    """The other tables of `simfs stats` for two phases, as (title, rows like diff_rows'):
+    the disk time, the disk requests by cause, the operations and the latency (seconds; shown
+    in ms) with the rotational misses. A table neither phase has anything for is left out."""
+    both = (a, b)
+    out = [("disk time (simulated seconds, summed over requests)",
+            [_change(k, a.get("disk_time", {}).get(k, 0.0), b.get("disk_time", {}).get(k, 0.0), "s")
+             for k in DISK_COMPONENTS])]
+    causes = sorted({k[len("disk_requests_"):] for p in both for k in p.get("counters", {})
+                     if k.startswith("disk_requests_")})
+    out.append(("disk requests by cause",
+                [_change(k, *(p.get("counters", {}).get("disk_requests_" + k, 0) for p in both), "n")
+                 for k in causes]))
+    ops = []
+    for op in sorted({k for p in both for k in p.get("operations", {})}):
+        oa, ob = (p.get("operations", {}).get(op, {}) for p in both)
+        ops += [_change(f"{op}: count", oa.get("count", 0), ob.get("count", 0), "n"),
+                _change(f"{op}: simulated s", oa.get("time", 0.0), ob.get("time", 0.0), "s"),
+                _change(f"{op}: mean ms", *(o["time"] / o["count"] if o.get("count") else None
+                                            for o in (oa, ob)), "ms")]
+    out.append(("operations (count, simulated seconds, mean)", ops))
+    lats = [p.get("latency") if isinstance(p.get("latency"), dict) else None for p in both]
+    if any(lats):
+        la, lb = (x or {} for x in lats)
+
+        def kinds(lat):
+            return {**{f"op {k}": v for k, v in (lat.get("operations") or {}).items()},
+                    **{f"disk {k}": v for k, v in (lat.get("disk") or {}).items()}}
+        ka, kb = kinds(la), kinds(lb)
+        rows = []
+        for kind in [*ka, *(k for k in kb if k not in ka)]:
+            sa, sb = ka.get(kind), kb.get(kind)
+            for c in LATENCY_COLUMNS:
+                rows.append(_change(f"{kind} {c}", *(s.get(c, 0) if isinstance(s, dict) else None
+                                                     for s in (sa, sb)), "n" if c == "count" else "ms"))
+        rows.append(_change("rotational misses", la.get("rotational_misses"), lb.get("rotational_misses"), "n"))
+        out.append(("latency (simulated ms)", rows))
+    return [(title, rows) for title, rows in out if rows]
+
+
+def _diff_json(rows: list[tuple]) -> list[dict]:
+    return [dict(name=r[0], a=r[1], b=r[2], diff=r[3], ratio=r[4]) for r in rows]
+
+
+def _diff_table(title: str, rows: list[tuple]) -> tables.Table:
+    return tables.Table(title, ["", "A", "B", "B - A", "B / A"],
+                        [(r[0], _fmt(r[1], r[5]), _fmt(r[2], r[5]), _fmt(r[3], r[5], sign=True), r[4])
+                         for r in rows])
 
 
 def cmd_diff(a) -> int:
@@ -154,23 +212,23 @@ def cmd_diff(a) -> int:
                               + [str(q.get("name", "?")) for q in t.get("phases", [])])
             return fail(f"{path} has no phase {a.phase!r}; it has: {names}", "stats")
         phases.append(p)
-    rows = diff_rows(*phases)
+    rows, sections = diff_rows(*phases), diff_sections(*phases)
     if a.json:
-        print(json.dumps({"a": a.diff[0], "b": a.diff[1], "phase": a.phase,
-                          "rows": [dict(name=r[0], a=r[1], b=r[2], diff=r[3], ratio=r[4]) for r in rows]},
+        print(json.dumps({"a": a.diff[0], "b": a.diff[1], "phase": a.phase, "rows": _diff_json(rows),
+                          "sections": [{"title": t, "rows": _diff_json(r)} for t, r in sections]},
                          indent=1))
         return 0
     settings = [(k, human(k, docs[0].get(k, "")), human(k, docs[1].get(k, "")))
                 for k in ("disk", "alloc", "dirorder", "writeback", "block_size")
                 if docs[0].get(k) is not None or docs[1].get(k) is not None]
-    print(table(f"A = {a.diff[0]}, B = {a.diff[1]}", ["setting", "A", "B"], settings))
-    print()
-    print(table(f"phase {a.phase}: A, B, B - A and B / A", ["", "A", "B", "B - A", "B / A"],
-                [(r[0], _fmt(r[1], r[5]), _fmt(r[2], r[5]), _fmt(r[3], r[5]), r[4]) for r in rows]))
+    tables.echo([tables.Table(f"A = {a.diff[0]}, B = {a.diff[1]}", ["setting", "A", "B"], settings,
+                              right=[False, False, False]),
+                 _diff_table(f"phase {a.phase}: A, B, B - A and B / A", rows),
+                 *(_diff_table(f"phase {a.phase}, {title}", r) for title, r in sections)], a.markdown)
     return 0
 
 
-def unmount_summary(doc: dict, path: str = "") -> str:
+def unmount_summary(doc: dict, path: str = "", how: str | None = None) -> str:
     """The last word at unmount: simulated time, disk requests and seeks per phase, with the
     final write-back (recorded in the last phase) as a row of its own; totals last."""
     t = time_of(doc)
@@ -192,7 +250,7 @@ def unmount_summary(doc: dict, path: str = "") -> str:
     rows.append(("total", f"{tot.get('elapsed', 0.0):.6f}", f"{req(tot):,}", f"{_c('seeks')(tot):,}"))
     title = f"simulated time on {t.get('disk', '?')} (alloc={t.get('alloc', '?')}, " \
             f"writeback={t.get('writeback', '?')}, dirorder={t.get('dirorder', '?')})"
-    out = table(title, ["phase", "simulated s", "disk requests", "seeks"], rows)
+    out = table(title, ["phase", "simulated s", "disk requests", "seeks"], rows, how)
     return out + (f"\nfinal statistics: {path} (simfs stats {path})" if path else "")
 
 
@@ -210,14 +268,15 @@ def cmd_stats(a) -> int:
             doc = load_stats(a.mountpoint)
         except ValueError as e:
             return fail(str(e), "stats")
+        how = tables.style(a.markdown)
         if a.json:
             show_stats(doc, True)
         elif "time" in doc:
-            print_stats(doc)
+            print_stats(doc, how=how)
         else:
-            sys.stdout.write("\n\n".join(time_tables(doc)) + "\n")
+            sys.stdout.write("\n\n".join(time_tables(doc, how)) + "\n")
         if time_of(doc).get("unmount") and not a.json:       # a final statistics file
-            print("\n" + unmount_summary(doc))
+            print("\n" + unmount_summary(doc, how=how))
         return 0
     path = os.path.join(a.mountpoint, ".simfs", "stats")
     try:
@@ -234,7 +293,7 @@ def cmd_stats(a) -> int:
     if a.json:
         sys.stdout.write(raw.decode())
         return 0
-    print_stats(doc)
+    print_stats(doc, how=tables.style(a.markdown))
     return 0
 
 
@@ -246,15 +305,15 @@ def _c(key):
     return lambda p: p.get("counters", {}).get(key, 0)
 
 
-def _hit_ratio(p) -> str:
+def _hit_ratio(p) -> float | None:
+    """Buffer-cache hits in % of lookups; None without a lookup."""
     c = p.get("counters", {})
     hits, misses = c.get("cache_hits", 0), c.get("cache_misses", 0)
-    return f"{100 * hits / (hits + misses):.1f}%" if hits + misses else "-"
+    return 100 * hits / (hits + misses) if hits + misses else None
 
 
-def _score(p) -> str:
-    score = p.get("layout_score")
-    return "-" if score is None else f"{score:.3f}"
+def _score(p) -> float | None:
+    return p.get("layout_score")
 
 
 PHASE_ROWS = (
@@ -270,11 +329,11 @@ PHASE_ROWS = (
     ("MiB read", lambda p: _c("sectors_read")(p) * _MIB, "mib"),
     ("MiB written", lambda p: _c("sectors_written")(p) * _MIB, "mib"),
     ("seeks (>128 sectors)", _c("seeks"), "n"),
-    ("layout score (Conway: 1 - jumps/4K read)", _score, "str"),
+    ("layout score (Conway: 1 - jumps/4K read)", _score, "score"),
     ("drive-cache hits", _c("drive_cache_hits"), "n"),
     ("buffer-cache hits", _c("cache_hits"), "n"),
     ("buffer-cache misses", _c("cache_misses"), "n"),
-    ("buffer-cache hit ratio", _hit_ratio, "str"),
+    ("buffer-cache hit ratio", _hit_ratio, "pct"),
     ("read-ahead blocks", _c("readahead_blocks"), "n"),
     ("blocks written back", _c("blocks_written"), "n"),
     ("write-back throttled", _c("writeback_throttled"), "n"),
@@ -322,28 +381,32 @@ def human(key: str, v):
     return str(v)
 
 
-def _fmt(v, kind: str) -> str:
+def _fmt(v, kind: str, sign: bool = False) -> str:
+    """A figure of a row of `kind`: s (seconds, 6 decimals), ms (seconds shown in ms), mib, n
+    (a count), score (3 decimals), pct; '-' for None. `sign`: a difference, '+' when above 0."""
+    if v is None:
+        return "-"
     if kind == "s":
-        return f"{v:.6f}"
-    if kind == "mib":
-        return f"{v:.2f}"
-    if kind == "n":
-        return f"{int(v):,}"
-    return str(v)
+        text = f"{v:.6f}"
+    elif kind == "ms":
+        text = tables.ms(v)
+    elif kind == "mib":
+        text = f"{v:.2f}"
+    elif kind == "n":
+        text = f"{int(v):,}"
+    elif kind == "score":
+        text = f"{v:.3f}"
+    elif kind == "pct":
+        text = f"{v:.1f}%"
+    else:
+        return str(v)
+    return "+" + text if sign and v > 0 and text.strip("0.,%") else text
 
 
-def table(title, columns, rows) -> str:
-    """A titled Markdown pipe table, columns padded (first left-aligned, the rest right)."""
-    rows = [[str(x) for x in r] for r in rows] or [["(none)"] + [""] * (len(columns) - 1)]
-    cols = [str(c) for c in columns]
-    widths = [max(3, len(cols[i]), *(len(r[i]) for r in rows)) for i in range(len(cols))]
-
-    def line(cells):
-        return "| " + " | ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                                 for i, (c, w) in enumerate(zip(cells, widths))) + " |"
-    rule = "|" + "|".join((":" + "-" * (w + 1)) if i == 0 else ("-" * (w + 1) + ":")
-                          for i, w in enumerate(widths)) + "|"
-    return "\n".join([title, "", line(cols), rule, *(line(r) for r in rows)])
+def table(title, columns, rows, how: str | None = None) -> str:
+    """A titled table (first column left-aligned, the rest right) in the look `how`
+    (tables.MARKDOWN or tables.RICH; None: tables.style() for stdout)."""
+    return tables.render(tables.Table(title, list(columns), list(rows)), how)
 
 
 def _columns(sect: dict) -> list[dict]:
@@ -355,28 +418,32 @@ def _columns(sect: dict) -> list[dict]:
     return phases
 
 
-def time_tables(sect: dict) -> list:
-    """Tables for the simulated-time section (Volume.stats_snapshot)."""
+def time_tables(sect: dict, how: str | None = None) -> list:
+    """Tables for the simulated-time section (Volume.stats_snapshot), as text in the look `how`."""
+    how = how or tables.style()
     out = []
+
+    def tab(title, columns, rows):
+        return table(title, columns, rows, how)
     setting = [(k, human(k, v)) for k, v in sect.items() if not isinstance(v, (dict, list))]
-    out.append(table("simulated time", ["name", "value"], setting))
+    out.append(tab("simulated time", ["name", "value"], setting))
     cols = _columns(sect)
     names = [p.get("name", "?") for p in cols]
-    out.append(table("phases (simulated seconds; one column per phase)", ["", *names],
-                     [(label, *(_fmt(get(p), kind) for p in cols)) for label, get, kind in PHASE_ROWS]))
-    out.append(table("disk time (simulated seconds, summed over requests)", ["component", *names],
-                     [(k, *(f"{p.get('disk_time', {}).get(k, 0.0):.6f}" for p in cols))
-                      for k in DISK_COMPONENTS]))
+    out.append(tab("phases (simulated seconds; one column per phase)", ["", *names],
+                   [(label, *(_fmt(get(p), kind) for p in cols)) for label, get, kind in PHASE_ROWS]))
+    out.append(tab("disk time (simulated seconds, summed over requests)", ["component", *names],
+                   [(k, *(f"{p.get('disk_time', {}).get(k, 0.0):.6f}" for p in cols))
+                    for k in DISK_COMPONENTS]))
     drive = drive_rows(cols)
     if drive:
-        out.append(table("the drive's own work (in no request above: FLUSH CACHE, write-cache destaging)",
-                         ["", *names], [(label, *(_fmt(get(p), kind) for p in cols))
-                                        for label, get, kind in drive]))
+        out.append(tab("the drive's own work (in no request above: FLUSH CACHE, write-cache destaging)",
+                       ["", *names], [(label, *(_fmt(get(p), kind) for p in cols))
+                                      for label, get, kind in drive]))
     causes = sorted({k[len("disk_requests_"):] for p in cols for k in p.get("counters", {})
-                     if k.startswith("disk_requests_")})
-    out.append(table("disk requests by cause", ["cause", *names],
-                     [(k, *(f"{p.get('counters', {}).get('disk_requests_' + k, 0):,}" for p in cols))
-                      for k in causes]))
+                   if k.startswith("disk_requests_")})
+    out.append(tab("disk requests by cause", ["cause", *names],
+                   [(k, *(f"{p.get('counters', {}).get('disk_requests_' + k, 0):,}" for p in cols))
+                    for k in causes]))
     ops = sorted({k for p in cols for k in p.get("operations", {})})
     head, rows = ["op"], []
     for n in names:
@@ -391,7 +458,7 @@ def time_tables(sect: dict) -> list:
         o = last.get("operations", {}).get(op, {})
         row.append(f"{1000 * o['time'] / o['count']:.3f}" if o.get("count") else "")
         rows.append(row)
-    out.append(table("operations (count and simulated seconds; mean of the last column)", head, rows))
+    out.append(tab("operations (count and simulated seconds; mean of the last column)", head, rows))
     for p in cols:
         lat = p.get("latency")
         if not isinstance(lat, dict):
@@ -399,30 +466,31 @@ def time_tables(sect: dict) -> list:
         kinds = {**{f"op {k}": v for k, v in (lat.get("operations") or {}).items()},
                  **{f"disk {k}": v for k, v in (lat.get("disk") or {}).items()}}
         out.append(latency_table(f"latency in phase {p.get('name', '?')} (simulated ms; "
-                                 f"rotational misses: {lat.get('rotational_misses', 0):,})", kinds))
+                                 f"rotational misses: {lat.get('rotational_misses', 0):,})", kinds, how))
     return out
 
 
 LATENCY_COLUMNS = ("count", "mean", "p50", "p90", "p99", "p99.9", "max")
 
 
-def latency_table(title: str, kinds: dict) -> str:
+def latency_table(title: str, kinds: dict, how: str | None = None) -> str:
     """kind -> summary (Histogram.summary: seconds) as a table in milliseconds."""
     return table(title, ["kind", *LATENCY_COLUMNS],
-                 [(k, f"{v.get('count', 0):,}", *(f"{1000 * v.get(c, 0.0):.3f}" for c in LATENCY_COLUMNS[1:]))
-                  for k, v in kinds.items() if isinstance(v, dict)])
+                 [(k, f"{v.get('count', 0):,}", *(tables.ms(v.get(c, 0.0)) for c in LATENCY_COLUMNS[1:]))
+                  for k, v in kinds.items() if isinstance(v, dict)], how)
 
 
-def render_stats(doc: dict) -> str:
+def render_stats(doc: dict, how: str | None = None) -> str:
     """A /.simfs/stats document as text: one or more tables per section, blank lines between."""
+    how = how or tables.style()
     scalars = [(k, human(k, v)) for k, v in doc.items() if not isinstance(v, dict)]
-    out = [table("simfs", ["name", "value"], scalars)]
+    out = [table("simfs", ["name", "value"], scalars, how)]
     for name, sect in doc.items():
         if not isinstance(sect, dict):
             continue
         if name == "time" and "phases" in sect:
             try:
-                out += time_tables(sect)
+                out += time_tables(sect, how)
                 continue
             except Exception:     # an unexpected shape: fall back to the generic table
                 pass
@@ -434,18 +502,19 @@ def render_stats(doc: dict) -> str:
             else:
                 flat[k] = v
         out.append(table(name, ["name", "value"],
-                         [(str(k), human(str(k).rpartition(".")[2], v)) for k, v in sorted(flat.items())]))
+                         [(str(k), human(str(k).rpartition(".")[2], v)) for k, v in sorted(flat.items())], how))
     return "\n\n".join(out) + "\n"
 
 
-def show_stats(doc: dict, as_json: bool) -> None:
+def show_stats(doc: dict, as_json: bool, markdown: bool = False) -> None:
     """A command's statistics on stdout: raw JSON, or the tables `simfs stats` prints."""
     if as_json:
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print_stats(doc)
+        print_stats(doc, how=tables.style(markdown))
 
 
-def print_stats(doc: dict, file=None) -> None:
-    (file or sys.stdout).write(render_stats(doc))
+def print_stats(doc: dict, file=None, how: str | None = None) -> None:
+    f = file or sys.stdout
+    f.write(render_stats(doc, how or tables.style(file=f)))

@@ -8,6 +8,12 @@ import json
 from simfs.cli.main import main
 
 
+def md_rows(out: str) -> list[list[str]]:
+    """The body rows of the Markdown table(s) in `out`, cells stripped (simfs/cli/tables.py)."""
+    lines = [ln for ln in out.splitlines() if ln.startswith("|") and not ln.startswith("|:") and "--:" not in ln]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
+
+
 def _results(path, rows):
     """A results document as `simfs run` writes it, reduced to what compare reads."""
     path.write_text(json.dumps({"configs": [], "summary": [
@@ -27,7 +33,7 @@ def test_rows_without_a_partner_are_named_once_per_side(tmp_path, capsys):
     b = _results(tmp_path / "b.json", [("ext2", "untar", 4.0), ("ext2", "tar", 1.0), ("delayed", "untar", 1.0)])
     assert main(["compare", str(a), str(b)]) == 0
     out, err = capsys.readouterr()
-    assert "| ext2 | untar | sim | 2 | 4 | 2.000 |" in out
+    assert ["ext2", "untar", "sim", "2", "4", "2.000"] in md_rows(out)
     assert err.splitlines() == [
         f"simfs compare: note: 2 rows of A ({a}) not in B, left out: cg / untar, cg / find",
         f"simfs compare: note: 1 row of B ({b}) not in A, left out: delayed / untar"]
@@ -48,3 +54,19 @@ def test_no_note_when_every_row_has_a_partner(tmp_path, capsys):
     assert main(["compare", str(a), str(b)]) == 0
     out, err = capsys.readouterr()
     assert "ext2 vs cg" in out and err == ""
+
+
+def test_latencies_print_in_ms_and_stay_seconds_in_json(tmp_path, capsys):
+    """The rest of simfs prints latency in ms (simfs stats, trace, the run's latency table)."""
+    def doc(path, p99):
+        path.write_text(json.dumps({"configs": [], "summary": [
+            {"config": "ext2", "phase": "tar", "sim": {"mean": 1.0}, "counters": {},
+             "latency": {"disk": {"all": {"count": 10, "mean": 0.004, "p50": 0.003, "p99": p99, "max": 0.02}}}}]}))
+        return path
+    a, b = doc(tmp_path / "a.json", 0.0125), doc(tmp_path / "b.json", 0.025)
+    assert main(["compare", str(a), str(b)]) == 0
+    rows = {r[2]: r[3:] for r in md_rows(capsys.readouterr().out)}
+    assert rows["latency disk all p99 ms"] == ["12.500", "25.000", "2.000"]
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    rows = {r["metric"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["latency disk all p99"]["a"] == 0.0125 and rows["latency disk all p99"]["b"] == 0.025
