@@ -19,8 +19,8 @@ def register(sub) -> None:
                               "  simfs mount disk.img /mnt/sim -o alloc=cg,disk=wd1200jb,cache=16M\n"
                               "  simfs mount disk.img /mnt/sim -o stats=run1.json   # final statistics there\n"
                               "  simfs mount disk.img /mnt/sim -o ro,log=/tmp/simfs.log\n"
-                              "  simfs mount disk.img /mnt/sim --foreground   # Ctrl-C unmounts\n\n"
-                              + _option_help())
+                              "  simfs mount disk.img /mnt/sim --foreground   # Ctrl-C unmounts\n\n")
+    s.epilog_more = _option_help        # the option list, made when the help is shown (it imports the volume)
     s.add_argument("image", metavar="IMAGE")
     s.add_argument("mountpoint", metavar="MNT")
     s.add_argument("-o", dest="options", action="append", default=[], metavar="KEY=VAL,...",
