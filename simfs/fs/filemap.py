@@ -92,27 +92,42 @@ class FileMap:
         nblocks, is_meta = self.nblocks, self.is_meta
         if blk and (blk >= nblocks or is_meta[blk]):
             raise self._damaged(inode, self.checks.block_error(inode.ino, blk))
-        for i in idx:
+        for depth, i in enumerate(idx):
             if not blk:
                 return 0
             buf = self.cache.bread(blk, "indirect", inode.ino)
             if blk not in self.valid_maps:
-                self._check_map(inode, blk, buf)
+                self._check_map(inode, blk, buf, lblk, len(idx), depth)
             blk = _U32.unpack_from(buf, i * 4)[0]
             if blk and (blk >= nblocks or is_meta[blk]):
                 raise self._damaged(inode, self.checks.block_error(inode.ino, blk))
         return blk
 
-    def _check_map(self, inode, blk: int, buf) -> None:
-        """An indirect block read from the image is used only if all its entries may be (an
-        indirect pointer at a data block, or at another level's block, reads data as entries):
-        EUCLEAN otherwise, as ext4_get_branch's check answers."""
+    def _check_map(self, inode, blk: int, buf, lblk: int, levels: int, depth: int) -> None:
+        """An indirect block read from the image (at `depth` on the path of lblk, whose slot
+        has `levels` levels) is used only if its entries that map blocks inside i_size may be (an indirect
+        pointer at a data block, or at another level's block, reads data as entries): EUCLEAN
+        otherwise. A bad entry past the end of the file is reported (ext4_get_branch's
+        ext4_check_indirect_blockref) and not refused: no read consults it (the kernel's
+        retried read gets the file), and a write that reaches it checks it then."""
         ptrs = np.frombuffer(bytes(buf), dtype="<u4")
-        ptrs = ptrs[ptrs != 0]
-        if ptrs.size and (int(ptrs.max()) >= self.nblocks or self.checks.meta[ptrs].any()):
+        bad = ptrs >= self.nblocks
+        bad[~bad] = self.checks.meta[ptrs[~bad]]
+        bad &= ptrs != 0
+        if not bad.any():
+            self.valid_maps.add(blk)
+            return
+        span = self.p ** (levels - depth - 1)           # blocks one entry maps
+        base = lblk - (lblk - self.limits[levels - 1]) % (span * self.p)   # what entry 0 maps
+        eof = -(-inode.size // self.geo.block_size)
+        inside = 0 if eof <= base else min(self.p, -(-(eof - base) // span))
+        first = int(np.argmax(bad))
+        if first < inside:
             raise self._damaged(inode, self.checks.corrupt(f"inode {inode.ino}: indirect block {blk} holds "
-                                                           "block numbers out of range", inode.ino, blk,
-                                                           "check_blockref"))
+                                                           f"block number {int(ptrs[first])}, out of range",
+                                                           inode.ino, blk, "check_blockref"))
+        self.checks.report(f"inode {inode.ino}: indirect block {blk} holds block number {int(ptrs[first])}, "
+                           "out of range, past the end of the file", inode.ino, blk, "check_blockref")
         self.valid_maps.add(blk)
 
     def locate(self, inode, lblk: int) -> tuple[int, int]:
@@ -123,11 +138,11 @@ class FileMap:
         if not idx:
             return slot, 0
         blk = self._checked(inode, inode.block[slot])
-        for i in idx[:-1]:
+        for depth, i in enumerate(idx[:-1]):
             if blk:
                 buf = self.cache.bread(blk, "indirect", inode.ino)
                 if blk not in self.valid_maps:
-                    self._check_map(inode, blk, buf)
+                    self._check_map(inode, blk, buf, lblk, len(idx), depth)
                 blk = self._checked(inode, _U32.unpack_from(buf, i * 4)[0])
         return idx[-1], blk
 
@@ -194,7 +209,7 @@ class FileMap:
             for depth, i in enumerate(idx):
                 buf = self.cache.bread(blk, "indirect", inode.ino)
                 if blk not in self.valid_maps:
-                    self._check_map(inode, blk, buf)
+                    self._check_map(inode, blk, buf, lblk, level, depth)
                 child = _U32.unpack_from(buf, i * 4)[0]
                 if child:
                     blk = self._checked(inode, child)

@@ -295,6 +295,39 @@ def test_indirect_block_numbers_are_checked_at_every_level(tmp_path):
     assert_error_recorded(img)
 
 
+@pytest.mark.parametrize("level", ["ind", "dind"])
+def test_bad_entry_past_the_end_of_the_file_is_reported_not_refused(tmp_path, level):
+    """Issue 51 item 10: a garbage block number in an indirect block's entry that maps
+    nothing inside i_size. The kernel's ext4 reports it when it reads the indirect block
+    (ext4_check_indirect_blockref) and, its read retried, returns the whole file; unlink frees
+    what is valid (ext4_free_branches, ext4_clear_blocks skip the bad number). simfs: the file
+    reads whole, the error is recorded, a write that reaches the bad entry is EUCLEAN, unlink
+    works and e2fsck finds nothing multiply claimed."""
+    size = 20 * 1024 if level == "ind" else 300 * 1024     # 1 KiB blocks: IND, or DIND in use
+    img = populated(tmp_path, files=3, size=size)
+    raw = Image(img)
+    ino = ino_of_raw(img, b"f1")
+    inode = raw.inode(ino)
+    p = raw.bs // 4
+    if level == "ind":
+        table, entry, past = inode.block[12], 200, (12 + 200) * 1024       # maps lblk 212
+    else:
+        table = struct.unpack_from("<I", raw.read(inode.block[13]), 0)[0]  # DIND's first IND
+        entry, past = p - 1, (12 + p + p - 1) * 1024
+        assert (12 + p + p - 1) * 1024 >= size
+    raw.write(table * raw.bs + 4 * entry, struct.pack("<I", 0x7FFFFF00))
+    with Volume.open(img, OPTS) as v:
+        assert v.read(ino, 0, size + 1) == b"\x02" * size
+        with pytest.raises(FSError) as e:
+            v.write(ino, past, b"x")
+        assert e.value.errno == EUCLEAN
+        v.unlink(ROOT, b"f1")
+        assert v.read(ino_of(v, b"f2"), 0, size + 1) == b"\x03" * size
+    assert "Multiply-claimed" not in e2fsck(img)
+    assert_error_recorded(img)
+    contents_intact_from(img, 2, 3, size)
+
+
 def test_indirect_root_in_the_inode_table_stats_and_unlinks_as_the_kernels(tmp_path):
     """i_block[12] pointing at the inode table (the corpus's ind-pointer-inode-table): e2fsck
     reads the inode table as the file's indirect block and takes the block numbers it finds
