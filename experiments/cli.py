@@ -50,8 +50,9 @@ def register(subparsers) -> None:
                        epilog=EXAMPLES)
     s.add_argument("name", metavar="NAME", help="an experiment from `simfs experiment list`, or all")
     s.add_argument("--quick", action="store_true", help="the small version (minutes; what CI runs)")
-    s.add_argument("--source", type=Path, default=None,
-                   help="copy this directory instead of a generated tree (tree experiments)")
+    s.add_argument("--source", type=Path, default=None, metavar="DIR|TARBALL",
+                   help="copy this directory, or unpack this tarball, instead of a generated tree "
+                        "(tree experiments)")
     s.add_argument("--out", type=Path, default=None,
                    help="results directory (default results/<experiment>[-quick]-<time>): new, empty, or "
                         "an earlier run of the same experiment, which is replaced (not a full one by --quick)")
@@ -139,6 +140,9 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
         if source is not None and spec.get("kind") != "tree":
             err.print(f"[yellow]note:[/] {name} writes its own file; --source is ignored")
             source = None
+        if source is not None and not source.is_dir():        # a tarball: unpacked, as kind = "tarball"
+            from .jobcli import source_spec
+            spec, source = source_spec(source), None
         title = job.doc["job"].get("title", name)
         err.print(f"[bold]{title}[/]{' (quick)' if quick else ''}: preparing the workload", highlight=False)
         wl = runner.prepare_workload(spec, work, source)
@@ -175,6 +179,18 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
             err.print(f"work directory kept: {work}")
         else:
             runner.remove_work(work)
+
+
+def _source_problem(source: Path) -> str | None:
+    """Why --source is neither a directory nor a tarball (experiments/jobcli.py source_spec), or None."""
+    from .jobcli import source_spec
+    if not source.exists():
+        return f"--source {source}: not a directory or a tarball (no such file)"
+    try:
+        source_spec(source)
+    except ValueError as e:
+        return str(e)
+    return None
 
 
 def _has_files(d: Path) -> bool:
@@ -242,8 +258,8 @@ def cmd_run(a) -> int:
            or (a.size is not None and a.size <= 0 and f"--size {a.size}: give a size above 0, e.g. 256M")
            or (a.repetitions is not None and a.repetitions < 1
                and f"--repetitions {a.repetitions}: give 1 or more")
-           or (a.source is not None and not a.source.is_dir() and f"--source {a.source}: not a directory")
-           or (a.source is not None and not _has_files(a.source)
+           or (a.source is not None and _source_problem(a.source))
+           or (a.source is not None and a.source.is_dir() and not _has_files(a.source)
                and f"--source {a.source}: no files in it (the ratios would be of an empty tree)"))
     if why:
         print(f"simfs experiment: {why}", file=sys.stderr)

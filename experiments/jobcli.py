@@ -73,8 +73,9 @@ def add_arguments(p) -> None:
                         "need FUSE and root on every worker, a workload directory the same path there")
     p.add_argument("--timeout", type=_seconds, default=10, metavar="SECONDS",
                    help="how long to try reaching the --scheduler (default 10)")
-    p.add_argument("--source", type=Path, default=None, metavar="DIR",
-                   help="copy this directory instead of the job's workload")
+    p.add_argument("--source", type=Path, default=None, metavar="DIR|TARBALL",
+                   help="copy this directory, or unpack this tarball (what tar -xf reads: .tar, .tar.gz, "
+                        "...), instead of the job's workload")
     p.add_argument("--only", metavar="PATTERN", action="append", default=None,
                    help="only the configurations whose name matches this shell pattern (repeatable)")
     p.add_argument("--work-dir", type=Path, default=None, metavar="DIR",
@@ -200,10 +201,10 @@ def _load(a):
         if a.source is not None:
             if spec["kind"] != "tree":
                 return fail(f"{a.job} has no tree workload ([workload] kind = \"none\"); --source is for trees")
-            if not a.source.expanduser().is_dir():
-                why = "not a directory" if a.source.exists() else "no such directory"
-                return fail(f"--source {a.source}: {why}")
-            spec = {"kind": "tree", "path": str(a.source.expanduser().resolve())}
+            try:
+                spec = source_spec(a.source)
+            except ValueError as e:
+                return fail(str(e))
         # compiled once against a nominal workload: the phases' kinds and the --only patterns
         probe = jobfile.compile_job(job, runner.Workload(spec["kind"], bytes=1 << 30))
         if a.only:
@@ -214,6 +215,33 @@ def _load(a):
     except SelectionError as e:
         return fail(str(e))
     return job, spec, probe
+
+
+#: compressions GNU tar unpacks that Python's tarfile cannot recognise
+TAR_SUFFIXES = (".zst", ".tzst")
+
+
+def source_spec(source: Path) -> dict:
+    """The runner's workload for --source (experiments/runner.py prepare_workload): a directory
+    is copied ({"kind": "tree", "path": DIR}), a tar archive unpacked first ({"kind": "tree",
+    "tarball": FILE}, as a job's [workload] kind = "tarball"). ValueError with the one-line
+    reason for anything else."""
+    import tarfile
+    p = source.expanduser()
+    if p.is_dir():
+        return {"kind": "tree", "path": str(p.resolve())}
+    if not p.exists():
+        raise ValueError(f"--source {source}: no such directory or tarball")
+    if not p.is_file():
+        raise ValueError(f"--source {source}: neither a directory nor a tarball")
+    try:
+        archive = tarfile.is_tarfile(p) or p.name.endswith(TAR_SUFFIXES)
+    except OSError as e:
+        raise ValueError(f"--source {source}: cannot read it: {e.strerror}") from None
+    if not archive:
+        raise ValueError(f"--source {source}: not a directory or a tarball (give a tree, or an archive "
+                         "tar -xf unpacks)")
+    return {"kind": "tree", "tarball": str(p.resolve())}
 
 
 def _resume_problem(a, out: Path, fp: dict) -> str | None:
