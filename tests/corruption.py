@@ -586,3 +586,76 @@ def corrupted(img: bytes, L: Layout, corruption: Corruption) -> bytearray:
     corruption.apply(buf, L)
     assert buf != img, f"{corruption.name} changed nothing"
     return buf
+
+
+# flex_bg group descriptors (issue 51 item 11) -----------------------------------------------------
+#: the base: an empty ext4-profile image whose eight groups' tables all lie in group 0 (one flex
+#: group), made by simfs's mkfs with these arguments (the `simfs mkfs` options, the same in-process)
+FLEX_MKFS = {"size": 8 << 20, "block_size": 1024, "blocks_per_group": 1024, "profile": "ext4",
+             "uuid": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+             "hash_seed": "00000000-0000-0000-0000-000000000001"}
+
+
+class GroupTables:
+    """The superblock and group descriptors of an image (any profile without 64bit: 32-byte
+    descriptors), read by the corpus's own parser; where each group's tables and copies lie."""
+
+    def __init__(self, img: bytes):
+        self.sb = {k: _get(img, SB_OFF + o, f) for k, (o, f) in SB.items()}
+        self.bs = 1024 << self.sb["log_block_size"]
+        self.blocks = self.sb["blocks_count"]
+        self.groups = -(-(self.blocks - self.sb["first_data_block"]) // self.sb["blocks_per_group"])
+        self.gdt_block = self.sb["first_data_block"] + 1
+        self.gd = [{k: _get(img, self.gd_off(g) + o, f) for k, (o, f) in GD.items()} for g in range(self.groups)]
+        self.itb = -(-self.sb["inodes_per_group"] * self.sb["inode_size"] // self.bs)
+
+    def gd_off(self, group: int) -> int:
+        return self.gdt_block * self.bs + group * GD_SIZE
+
+    def group_start(self, group: int) -> int:
+        return self.sb["first_data_block"] + group * self.sb["blocks_per_group"]
+
+
+@dataclass
+class DescCase:
+    """A descriptor corruption and what the kernel's ext4 answered to a read-write loop mount
+    of it ("refused" or "mounted"; recorded by tests/mount/test_corruption_corpus.py's
+    test_flex_descriptor_kernel, which checks the record against the running kernel)."""
+    name: str
+    apply: Callable[[bytearray, GroupTables], None]
+    kernel: str
+
+
+def flex_descriptor_corpus() -> list[DescCase]:
+    """Descriptors of a flex_bg image that point one group's bitmap or inode table at another
+    group's tables, at a backup superblock or descriptor table, or at free blocks. The kernel
+    refuses an overlap at mount (ext4_setup_system_zone: add_system_zone's "unexpected overlap",
+    EFSCORRUPTED); tables moved to free blocks overlap nothing and mount."""
+    it = lambda g: (lambda T: T.gd[g]["inode_table"])          # noqa: E731
+    bb = lambda g: (lambda T: T.gd[g]["block_bitmap"])         # noqa: E731
+    ib = lambda g: (lambda T: T.gd[g]["inode_bitmap"])         # noqa: E731
+    plus = lambda f, n: (lambda T: f(T) + n)                   # noqa: E731
+    start = lambda g, n=0: (lambda T: T.group_start(g) + n)    # noqa: E731
+    cases = [
+        DescCase("flex-gd1-inode-table-is-gd0s", _gd(1, "inode_table", it(0)), "refused"),
+        DescCase("flex-gd1-block-bitmap-is-gd0s", _gd(1, "block_bitmap", bb(0)), "refused"),
+        DescCase("flex-gd1-inode-bitmap-is-gd0s", _gd(1, "inode_bitmap", ib(0)), "refused"),
+        DescCase("flex-gd2-block-bitmap-is-gd1s-inode-bitmap", _gd(2, "block_bitmap", ib(1)), "refused"),
+        DescCase("flex-gd3-block-bitmap-in-gd0s-inode-table", _gd(3, "block_bitmap", plus(it(0), 5)), "refused"),
+        DescCase("flex-gd4-inode-table-half-over-gd3s", _gd(4, "inode_table", plus(it(3), 16)), "refused"),
+        DescCase("flex-gd7-inode-table-over-the-bitmaps", _gd(7, "inode_table", bb(0)), "refused"),
+        DescCase("flex-gd1-block-bitmap-on-group1-backup-superblock", _gd(1, "block_bitmap", start(1)), "refused"),
+        DescCase("flex-gd5-inode-bitmap-on-group5-backup-descriptors", _gd(5, "inode_bitmap", start(5, 1)), "refused"),
+        DescCase("flex-gd6-inode-table-over-group7-backup", _gd(6, "inode_table", start(7, -10)), "refused"),
+        DescCase("flex-gd2-inode-table-moved-to-free-blocks", _gd(2, "inode_table", start(5, 800)), "mounted"),
+        DescCase("flex-gd1-block-bitmap-on-group2s-first-block", _gd(1, "block_bitmap", start(2)), "mounted"),
+    ]
+    assert len({c.name for c in cases}) == len(cases), "corruption names must be unique"
+    return cases
+
+
+def desc_corrupted(img: bytes, case: DescCase) -> bytearray:
+    buf = bytearray(img)
+    case.apply(buf, GroupTables(img))
+    assert buf != img, f"{case.name} changed nothing"
+    return buf

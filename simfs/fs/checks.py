@@ -48,6 +48,29 @@ def metadata_zones(geo, descs) -> np.ndarray:
     return meta
 
 
+def zone_overlap(geo, descs) -> str:
+    """The first two metadata zones that overlap ("" if none), as ext4_setup_system_zone
+    builds its zones at mount: each group's superblock copy and descriptor table (with the
+    reserved blocks), block bitmap, inode bitmap and inode table, any group's against any
+    other's (flex_bg lets a group's tables lie anywhere). add_system_zone answers an overlap
+    EFSCORRUPTED and the mount fails ("failed to initialize system zone")."""
+    zones = []
+    for g, d in enumerate(descs):
+        n = geo.super_and_gdt_blocks(g)
+        if n:
+            zones.append((geo.group_start(g), n, f"group {g}'s superblock copy and descriptors"))
+        zones += [(d.block_bitmap, 1, f"group {g}'s block bitmap"), (d.inode_bitmap, 1, f"group {g}'s inode bitmap"),
+                  (d.inode_table, geo.inode_table_blocks, f"group {g}'s inode table")]
+    zones.sort(key=lambda z: z[0])
+    end, last = -1, None
+    for z in zones:
+        if z[0] < end:
+            return f"{z[2]} at block {z[0]} overlaps {last[2]} at block {last[0]}"
+        if z[0] + z[1] > end:
+            end, last = z[0] + z[1], z
+    return ""
+
+
 class Checks:
     """The volume's checks on what it reads, and the channel that reports what fails them.
 

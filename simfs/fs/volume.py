@@ -42,7 +42,7 @@ from simfs.blockio.imagefile import ImageFile, JournalError, journal_path, pendi
 from simfs.blockio.stats import Stats
 from simfs.blockio.trace import TraceWriter
 from simfs.errors import FSError, ImageError, ImageWriteError, OutputError
-from simfs.fs.checks import Checks
+from simfs.fs.checks import Checks, zone_overlap
 from simfs.fs.delalloc import DelayedAllocation
 from simfs.fs.directory import Directories
 from simfs.fs.fileio import FileIO
@@ -296,6 +296,9 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
             if d.free_inodes + d.used_dirs > geo.inodes_per_group:
                 corrupt(f"group descriptor {g} ({d.free_inodes} free inodes and {d.used_dirs} directories "
                         f"in a group of {geo.inodes_per_group} inodes)")
+        overlap = zone_overlap(geo, self.descs)
+        if overlap:
+            corrupt(f"group descriptors ({overlap})")
         need = sb.blocks_count * geo.sectors_per_block
         if need > self.disk.sectors:
             raise ImageError(f"{name}: the file system ({need} sectors) does not fit the disk model "

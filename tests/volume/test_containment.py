@@ -29,6 +29,7 @@ from simfs.ondisk.groupdesc import unpack_table
 from simfs.ondisk.inode import Inode
 from simfs.ondisk.mkfs import mkfs
 from simfs.ondisk.superblock import Geometry, Superblock
+from tests.corruption import FLEX_MKFS, desc_corrupted, flex_descriptor_corpus
 
 EUCLEAN = errno.EUCLEAN
 OPTS = VolumeOptions(disk="ideal")
@@ -489,6 +490,37 @@ def test_name_len_past_rec_len_ends_its_block_only(tmp_path):
         later_blocks = {e[3] for e in entries if e[0] // raw.bs != victim[0] // raw.bs}
         assert later_blocks <= names and entries[5][3] in names
     assert_error_recorded(img)
+
+
+# issue 51 item 11: overlapping flex_bg descriptors refused at open, as the kernel refuses them --
+@pytest.fixture(scope="module")
+def flex_base(tmp_path_factory) -> bytes:
+    """The corpus's empty ext4-profile image (tests/corruption.py FLEX_MKFS): eight groups,
+    every group's tables in group 0."""
+    img = tmp_path_factory.mktemp("flex") / "base.img"
+    args = dict(FLEX_MKFS)
+    mkfs(str(img), args.pop("size"), now=1_700_000_000, uid=0, gid=0, **args)
+    return img.read_bytes()
+
+
+@pytest.mark.parametrize("case", flex_descriptor_corpus(), ids=lambda c: c.name)
+def test_flex_descriptors_are_refused_where_the_kernel_refuses(tmp_path, flex_base, case):
+    """Each corruption's recorded kernel answer (a read-write loop mount of the same bytes by
+    ext4: ext4_setup_system_zone refuses any overlap) is simfs's: refused at open with one
+    line naming the overlap, the image untouched, or opened read-write."""
+    img = tmp_path / "c.img"
+    buf = bytes(desc_corrupted(flex_base, case))
+    img.write_bytes(buf)
+    if case.kernel == "refused":
+        with pytest.raises(ImageError) as e:
+            Volume.open(str(img), OPTS)
+        assert "corrupt group descriptor" in str(e.value) and "overlaps" in str(e.value)
+        assert "\n" not in str(e.value)
+        assert img.read_bytes() == buf
+    else:
+        assert case.kernel == "mounted"
+        with Volume.open(str(img), OPTS) as v:
+            v.statfs()
 
 
 # item 5: nothing waits forever ---------------------------------------------------------------
