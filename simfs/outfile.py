@@ -1,5 +1,5 @@
-"""Opening the files simfs writes beside an image (log, statistics, trace, op log, journal)
-without ever writing through another user's link.
+"""Opening the files simfs writes or reads beside an image (log, statistics, trace, op log,
+journal) without ever writing through another user's link or reading what another user planted.
 
 The daemon runs as root, and an image often sits in a directory an ordinary user can write
 to: a symbolic link planted there as IMAGE.stats.json or IMAGE.log (before or during a
@@ -12,6 +12,12 @@ to. Anything else is refused with `Refused` (an OSError whose strerror is one li
 statistics file is written whole into a new temporary file and renamed into place, so a
 reader never sees half of it and an existing name (a link included) is replaced, never
 written through.
+
+Reading is as careful (`open_read`, `read_private`: the journal a crash left, which is
+replayed over the image, and the final statistics `simfs umount` summarises): opened with O_NOFOLLOW|O_NONBLOCK (a FIFO never blocks, a link is never followed, so
+/dev/zero is never read), then fstat: a regular file with one link, owned by the reader or by
+root (another user's journal would let them write blocks of root's image), no larger than the
+caller's bound, read only up to that bound.
 """
 
 from __future__ import annotations
@@ -138,6 +144,82 @@ def open_private(path: str, mode: int = 0o600) -> int:
     """A journal: read and written, the writer's own regular file or a new one."""
     fd = _open(path, os.O_RDWR, mode, devices=False)
     os.set_blocking(fd, True)
+    return fd
+
+
+def _readable(fd: int, limit: int) -> os.stat_result:
+    """The opened file may be read (see the module docstring)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise Refused("not a regular file (simfs reads only a file of its own)")
+    if st.st_uid not in (0, os.geteuid()):
+        raise Refused(f"it belongs to user {st.st_uid}, not to user {os.geteuid()} or root; "
+                      "remove it, or let its owner use the image")
+    if st.st_nlink != 1:
+        raise Refused(f"it has {st.st_nlink} hard links (simfs reads only a file of its own)")
+    if st.st_size > limit:
+        raise Refused(f"it is {st.st_size} bytes long, more than the {limit} it can hold")
+    return st
+
+
+def open_read(path: str, limit: int) -> int | None:
+    """A file simfs wrote beside an image (the journal, the final statistics) opened for
+    reading and checked, blocking again; None if there is none. Refused (nothing read) for a
+    link, a FIFO, a device, a directory, a second name, another user's file or one larger
+    than `limit` bytes."""
+    try:
+        fd = _open_read(path)
+        if fd is None:
+            return None
+        try:
+            _readable(fd, limit)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+    except Refused as e:
+        e.filename = path
+        raise
+
+
+def read_private(path: str, limit: int) -> bytes | None:
+    """The whole of such a file (open_read), never more than `limit` bytes even if it grows
+    while being read; None if there is none."""
+    fd = open_read(path, limit)
+    if fd is None:
+        return None
+    try:
+        chunks, left = [], limit + 1
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 24))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+    finally:
+        os.close(fd)
+    if left <= 0:
+        raise Refused(f"it grew past the {limit} bytes it can hold while being read")
+    return b"".join(chunks)
+
+
+def _open_read(path: str) -> int | None:
+    dfd, name = _open_dir(path)
+    try:
+        try:
+            fd = os.open(name, os.O_RDONLY | _OPEN, dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise Refused("it is a symbolic link (simfs never reads through one); remove "
+                              "it") from None
+            if e.errno == errno.ENXIO:         # (a socket)
+                raise Refused("not a regular file (simfs reads only a file of its own)") from None
+            raise
+    finally:
+        os.close(dfd)
     return fd
 
 

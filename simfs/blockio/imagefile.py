@@ -45,7 +45,7 @@ import time
 import zlib
 
 import simfs.outfile as outfile
-from simfs.errors import ImageWriteError
+from simfs.errors import ImageError, ImageWriteError
 from simfs.ondisk.constants import SUPERBLOCK_OFFSET
 
 HEADER = b"SIMFSJ2\0"
@@ -112,8 +112,29 @@ def journal_path(image: str) -> str:
     return os.path.join(head, f".{digest}.journal")
 
 
-class JournalError(Exception):
-    """The journal cannot be replayed or removed (its message is one line for the user)."""
+class JournalError(ImageError):
+    """The journal cannot be read, replayed or removed (its message is one line for the user);
+    an ImageError: the image cannot be used until that is resolved."""
+
+
+def journal_limit(image_size: int) -> int:
+    """The most a journal of an image this large can hold: its records are distinct blocks
+    of the image (12 bytes of header each, a block at least 1 KiB) and the superblock,
+    plus the journal's own header and trailer. A larger file is not one simfs wrote."""
+    return image_size + image_size // 64 + (1 << 20)
+
+
+def _read_journal(image: str, image_size: int) -> bytes | None:
+    """The journal's bytes (None: there is none), read as simfs.outfile reads a file beside
+    an image: never through a link, never a FIFO or a device, never another user's file,
+    never more than a journal of this image can hold."""
+    path = journal_path(image)
+    try:
+        return outfile.read_private(path, journal_limit(image_size))
+    except outfile.Refused as e:
+        raise JournalError(f"{path}: refusing to read the journal: {e.strerror}") from None
+    except OSError as e:
+        raise JournalError(f"{path}: cannot read the journal: {e.strerror}") from None
 
 
 def _parse(raw: bytes) -> tuple[bytes, list[tuple[int, bytes]]] | None:
@@ -164,13 +185,16 @@ def _state(raw: bytes, fd: int) -> tuple[str, list[tuple[int, bytes]]]:
 def pending_journal(image: str) -> str | None:
     """'complete' if IMAGE.journal holds a commit to finish, 'torn' if it holds a partial one
     and 'stale' if it belongs to another state of the image (either: nothing to do but
-    remove it), None if there is none."""
+    remove it), None if there is none; JournalError if it is not a file simfs may read."""
     try:
-        with open(journal_path(image), "rb") as f:
-            raw = f.read()
-        if not raw:
-            return None
-        fd = os.open(image, os.O_RDONLY)
+        size = os.stat(image).st_size
+    except FileNotFoundError:
+        return None
+    raw = _read_journal(image, size)
+    if not raw:
+        return None
+    try:
+        fd = os.open(image, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     try:
@@ -184,13 +208,9 @@ def recover(image: str, fd: int) -> int:
     Returns how many records were replayed (0: none, or a torn or stale journal was
     discarded)."""
     path = journal_path(image)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
+    raw = _read_journal(image, os.fstat(fd).st_size)
+    if raw is None:
         return 0
-    except OSError as e:
-        raise JournalError(f"{path}: cannot read the journal: {e.strerror}") from None
     records = _state(raw, fd)[1] if raw else []
     for off, data in records:
         os.pwrite(fd, data, off)

@@ -154,7 +154,11 @@ def cmd_fsck(a) -> int:
     if mounted:
         print(f"simfs fsck: {a.image} is mounted: checked anyway, but the result is not reliable "
               "(exit status 8 added); unmount it first", file=sys.stderr)
-    if pending_journal(a.image) == "complete":
+    try:
+        pending = pending_journal(a.image)
+    except JournalError as e:                 # (a link or a FIFO planted as the journal)
+        return fail(str(e), "fsck")
+    if pending == "complete":
         print(f"simfs fsck: warning: a commit was interrupted ({journal_path(a.image)}); e2fsck "
               f"sees the image without it: `simfs fsck --repair` finishes it first", file=sys.stderr)
     rc, output, lines, summary = _e2fsck(a.image, "n")

@@ -95,7 +95,7 @@ def _report_file(path: str | None, as_json: str | None = None) -> None:
     doc, why = None, None
     if path:
         try:
-            doc = load_stats(path)
+            doc = _load_own_stats(path, load_stats)
         except ValueError as e:
             why = str(e)
     if as_json is not None:
@@ -104,6 +104,40 @@ def _report_file(path: str | None, as_json: str | None = None) -> None:
         print(f"simfs: no summary: {why}", file=sys.stderr)
     elif doc is not None and as_json is None:
         print(unmount_summary(doc, path), flush=True)
+
+
+#: the largest final statistics file `simfs umount` reads back for its summary
+STATS_READ_LIMIT = 256 << 20
+
+
+def _load_own_stats(path: str, load_stats) -> dict:
+    """The final statistics the daemon wrote, read back as simfs.outfile reads a file beside
+    an image: a FIFO, a link (to /dev/zero...) or another user's file planted there since the
+    daemon wrote it is refused, never read (root's `simfs umount` would hang or fill memory).
+    A device named by -o stats= (/dev/null) has nothing to summarise."""
+    import os
+    import stat
+
+    import simfs.outfile as outfile
+    try:
+        if stat.S_ISCHR(os.lstat(path).st_mode):
+            raise ValueError(f"{path} is a device, not a file")
+    except FileNotFoundError:
+        pass
+    try:
+        fd = outfile.open_read(path, STATS_READ_LIMIT)
+    except outfile.Refused as e:
+        raise ValueError(f"refusing to read {path}: {e.strerror}") from None
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror}") from None
+    if fd is None:
+        raise ValueError(f"{path} does not exist")
+    try:               # the checked descriptor, by its /proc name: the file, whatever `path` is now
+        return load_stats(f"/proc/self/fd/{fd}")
+    except ValueError as e:
+        raise ValueError(str(e).replace(f"/proc/self/fd/{fd}", path)) from None
+    finally:
+        os.close(fd)
 
 
 def _recorder(vol, path: str):

@@ -93,14 +93,18 @@ def _regular(path: str) -> bool:
 
 def _is_ext2_image(path: str) -> bool:
     """A regular file with the ext2 magic where the superblock keeps it."""
-    try:
-        if not os.path.isfile(path):
-            return False
-        with open(path, "rb") as f:
-            f.seek(SUPERBLOCK_OFFSET + 56)              # s_magic
-            return int.from_bytes(f.read(2), "little") == EXT2_MAGIC
+    try:                      # (O_NONBLOCK: a FIFO put there meanwhile never blocks the open)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        return int.from_bytes(os.pread(fd, 2, SUPERBLOCK_OFFSET + 56), "little") == EXT2_MAGIC  # s_magic
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def check_output(path: str, what: str, keep: bool = False, hint: str = "") -> None:

@@ -420,7 +420,7 @@ def _alive(pid: int) -> bool:
 def image_locked(image: str) -> bool:
     """True while some process holds the image's lock (a mounted volume)."""
     try:
-        fd = os.open(image, os.O_RDONLY)
+        fd = os.open(image, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)   # (a FIFO put there: no wait)
     except OSError:
         return False
     try:

@@ -48,9 +48,12 @@ def usable_image(path: str) -> dict | None:
     ReplayError if simfs cannot use it. Where a commit was interrupted, the superblock is
     only compared (image_of): Volume.open finishes the commit first, and checks it then; a
     file that cannot be opened is Volume.open's to report too."""
-    from simfs.blockio.imagefile import pending_journal
-    if pending_journal(path) is not None:
-        return image_of(path)
+    from simfs.blockio.imagefile import JournalError, pending_journal
+    try:
+        if pending_journal(path) is not None:
+            return image_of(path)
+    except JournalError as e:                  # (a link or a FIFO planted as the journal)
+        raise ReplayError(str(e)) from None
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size

@@ -89,6 +89,28 @@ def test_a_link_planted_before_the_mount_refuses_it(place, where, name, opt):
     assert e2fsck(img)[0] == 0
 
 
+@pytest.mark.parametrize("plant,why", [(["mkfifo"], "not a regular file"),
+                                       (["ln", "-s", "/dev/zero"], "symbolic link"),
+                                       (["sh", "-c", "echo theirs >"], "belongs to user 65534")])
+def test_a_journal_planted_before_the_mount_is_refused_not_read(place, plant, why):
+    """A FIFO at IMAGE.journal hung root's mount (the daemon blocked opening it, holding the
+    image's lock); a link to /dev/zero read until MemoryError; another user's journal would be
+    replayed into root's image. Now: one line, exit 2, nothing mounted, the image as it was."""
+    d = place / "pub"
+    img = image_in(d)
+    before = img.read_bytes()
+    journal = d / "d.img.journal"
+    if plant[0] == "sh":
+        as_nobody("sh", "-c", f"{plant[2]} {journal}")
+    else:
+        as_nobody(*plant, journal)
+    r = run_simfs("mount", img, place / "mnt", check=False, timeout=60)
+    assert_refused(r, str(journal), "refusing to read the journal", why)
+    assert os.path.realpath(place / "mnt") not in fuse_mounts()
+    assert img.read_bytes() == before and os.lstat(journal).st_uid == 65534
+    assert not (d / "d.img.log").exists()                   # nothing left behind
+
+
 def test_another_users_file_is_not_written(place):
     """In a sticky directory (like /tmp) too: a file another user made is not root's to fill."""
     d = place / "pub"
