@@ -88,7 +88,10 @@ def source_present(source: str) -> bool:
 
 def build(source: str, where: str, jobs: int) -> str:
     """Clone + make once into WHERE/src; returns the source tree. The stamp records the source
-    and the commit built, so the same source is not built twice."""
+    and the commit built, so the same source is not built twice. The tree is returned as an
+    absolute path: ./check runs with it as working directory *and* `cd`s into it, so a
+    relative --dir (the Makefile's .xfstests) would be looked up from inside itself."""
+    where = os.path.abspath(where)
     src = os.path.join(where, "src")
     stamp = os.path.join(where, ".built")
     want = f"{source} {source_commit(source) or ''}".strip()
@@ -367,13 +370,26 @@ def _procs() -> dict[int, tuple[int, list[str]]]:
     return out
 
 
+def _start_time(pid: int) -> int | None:
+    """When the process started (clock ticks after boot, /proc/PID/stat field 22): with the
+    pid, a name no later process can have, though pids wrap."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def watchdog(root: int, src: str, limit: int, stop, killed: list) -> None:
     """Kill a test that has run LIMIT seconds (its script and everything under it), so that a
     test too slow for simfs (or a hang) costs LIMIT, and ./check goes on and reports it failed.
-    Only processes under ROOT, this run's: another run may use the same build."""
+    Only processes under ROOT, this run's: another run may use the same build. A test script
+    is known by its pid *and* start time, and forgotten once gone: pids wrap, and a new test
+    given an old one's pid was killed a second after it started."""
     tests = os.path.join(src, "tests") + "/"
-    first: dict[int, float] = {}
+    first: dict[tuple[int, int | None], float] = {}
     while not stop.wait(2):
+        seen = set()
         procs = _procs()
         children: dict[int, list[int]] = {}
         for pid, (ppid, _) in procs.items():
@@ -389,7 +405,9 @@ def watchdog(root: int, src: str, limit: int, stop, killed: list) -> None:
             if not is_test or (procs.get(ppid, (0, []))[1][1:2] == argv[1:2]):
                 continue                         # not a test script, or a subshell of one
             now = time.monotonic()
-            if now - first.setdefault(pid, now) < limit:
+            key = (pid, _start_time(pid))
+            seen.add(key)
+            if now - first.setdefault(key, now) < limit:
                 continue
             name = argv[1][len(tests):]
             tree, todo = [], [pid]
@@ -405,6 +423,8 @@ def watchdog(root: int, src: str, limit: int, stop, killed: list) -> None:
             if name not in killed:
                 killed.append(name)
                 log(f"{name}: killed after {limit} s")
+        for key in set(first) - seen:              # finished (or killed): forget it
+            del first[key]
 
 
 def ext2_driver() -> str:
