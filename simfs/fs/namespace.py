@@ -108,12 +108,24 @@ class Namespace:
         self.inodes.put(inode)
         return self._attr(inode)
 
+    #: inode allocations and frees a freed number sits out, FORGET or not (`_choose_inode`)
+    REUSE_AFTER = 64
+
     def _choose_inode(self, parent: int, is_dir: bool) -> int:
         """The placer's choice, but not a freed number the kernel still refers to (Volume:
         stale): a node id is handed out again only after its FORGET, so nothing the kernel
-        sent for the old inode can reach a new one - unless nothing else is free."""
+        sent for the old inode can reach a new one - unless nothing else is free. Nor one
+        freed during the last REUSE_AFTER allocations and frees, FORGET or not: the host sends FORGET
+        when it likes (its forget batching defers one by up to 8 requests, by how the queues
+        raced), so a number's return at its FORGET would make the model's choice depend on the
+        host's timing; sitting out a fixed number of those events (each a request at least),
+        longer than that delay, makes it depend on the operation sequence only (issue 51,
+        item 2)."""
         used = self.space.inode_used
+        recent = self._inode_event()
         hidden = [i - 1 for i in self.stale if not used[i - 1]] if self.stale else None
+        if recent:
+            hidden = sorted(set(hidden or ()) | {i - 1 for i in recent if not used[i - 1]})
         if not hidden:
             return self.placer.choose(self.space, parent, is_dir)
         used[hidden] = True
@@ -124,6 +136,17 @@ class Namespace:
         finally:
             used[hidden] = False
         return self.placer.choose(self.space, parent, is_dir)
+
+    def _inode_event(self) -> dict[int, int]:
+        """Count an inode allocation or free; the numbers freed within the last REUSE_AFTER."""
+        self.inode_events += 1
+        recent = self.freed_recently
+        while recent:
+            first = next(iter(recent))
+            if self.inode_events - recent[first] <= self.REUSE_AFTER:
+                break
+            del recent[first]
+        return recent
 
     def _new_inode(self, parent, name: bytes, mode: int, uid: int, gid: int):
         """Allocate and link a new inode named `name` in directory `parent`."""
@@ -367,6 +390,8 @@ class Namespace:
         self.inodes.put(inode)
         self.space.release_inode(inode.ino, inode.is_dir)
         self.inodes.forget(inode.ino)
+        self._inode_event().pop(inode.ino, None)       # (in order of freeing: see _choose_inode)
+        self.freed_recently[inode.ino] = self.inode_events
 
     def _is_ancestor(self, anc: int, ino: int) -> bool:
         """True if directory `anc` is `ino` or one of its ancestors (walking ".."). A walk

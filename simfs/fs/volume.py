@@ -175,6 +175,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
         self.orphans: set[int] = set()          # unlinked here, freed when the last hold goes
         self.stale: dict[int, tuple[int, Attr]] = {}    # freed inode -> (references the kernel
                                                         # still holds, its last attributes)
+        self.freed_recently: dict[int, int] = {}    # freed inode -> inode events then
+        self.inode_events = 0                       # allocations and frees (_choose_inode)
         self.generation_key = bytes(sb.uuid) + bytes(sb.hash_seed)     # new inodes' i_generation
         self.closed = False
         self._durable_asked = False                     # an fsync waits for the next commit
