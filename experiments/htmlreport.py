@@ -186,16 +186,20 @@ def how_run(doc: dict) -> str:
 
 def run_section(doc: dict, run_dir: Path, anchor: str) -> str:
     """The HTML of one run: text, how it was run, tables, the seed chart and the run's PNGs."""
-    out = [f"<h2 id=\"{esc(anchor)}\">{esc(doc.get('title', run_dir.name))}{' (quick)' if doc.get('quick') else ''}</h2>",
-           f"<p>{esc(doc.get('description', '').rstrip('.'))}.</p>"]
+    out = [f"<h2 id=\"{esc(anchor)}\">{esc(doc.get('title', run_dir.name))}{' (quick)' if doc.get('quick') else ''}</h2>"]
+    description = str(doc.get("description") or "").strip().rstrip(".")
+    if description:                         # a job may have none: no paragraph, not a lone "."
+        out.append(f"<p>{esc(description)}.</p>")
     if "summary" not in doc or "configs" not in doc:       # another kind of results.json: its table.md
         md = run_dir / "table.md"
         out.append(f"<pre>{esc(md.read_text() if md.exists() else json.dumps(doc, indent=1)[:20000])}</pre>")
         return "\n".join(out)
     out.append("<h3>Simulated seconds</h3>")
-    out.append(table(*report.main_table(doc)))
-    out.append("<p><code>+wb s</code>: simulated seconds of writing back what the phase left dirty, not in the "
-               "headline. Ranges are min–max over repetitions.</p>")
+    header, rows = report.main_table(doc)
+    out.append(table(header, rows))
+    notes = simulated_notes(header, doc)
+    if notes:
+        out.append(f"<p>{notes}</p>")
     lt = report.layout_table(doc)
     if lt:
         out += ["<h3>Where the files landed (filefrag extents, summed over files)</h3>", table(*lt)]
@@ -227,6 +231,18 @@ def run_section(doc: dict, run_dir: Path, anchor: str) -> str:
     out.append(how_run(doc))
     out += ["<h3>Wall-clock seconds (information only)</h3>", table(*report.wall_table(doc))]
     return "\n".join(out)
+
+
+def simulated_notes(header: list, doc: dict) -> str:
+    """What the simulated-seconds table's marks mean, only those it has (as report.table_md says
+    them): the `+wb s` columns, and the ranges where there is more than one repetition."""
+    notes = []
+    if any(str(h).endswith("+wb s") for h in header):
+        notes.append("<code>+wb s</code>: simulated seconds of writing back what the phase left dirty, not in "
+                     "the headline.")
+    if (doc.get("repetitions") or 1) > 1:
+        notes.append("Ranges are min–max over repetitions.")
+    return " ".join(notes)
 
 
 def figure(data: bytes, name: str, doc: dict) -> str:

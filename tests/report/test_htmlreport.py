@@ -112,3 +112,28 @@ def test_report_of_a_directory_of_runs(tmp_path):
 def test_bad_input_is_one_line_exit_2(args, words):
     r = report_cmd(*args)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and words in r.stderr, r.stderr
+
+
+def _section(tmp_path, **changes) -> str:
+    """The HTML of the committed run with some fields of its results.json changed (in process)."""
+    from experiments.htmlreport import run_section
+    doc = {**json.loads((RUN / "results.json").read_text()), **changes}
+    return run_section(doc, tmp_path, "run0")          # tmp_path: no PNGs, only the text and tables
+
+
+def test_no_lone_full_stop_without_a_description(tmp_path):
+    for empty in ("", None, "  "):
+        page = _section(tmp_path, description=empty)
+        assert "<p>.</p>" not in page and not re.search(r"<p>\s*\.\s*</p>", page), empty
+    assert "<p>untar onto a fresh image.</p>" in _section(tmp_path, description="untar onto a fresh image.")
+
+
+def test_ranges_over_repetitions_only_with_more_than_one(tmp_path):
+    one = _section(tmp_path, repetitions=1)
+    assert "repetitions" not in one.split("<h3>How it was run</h3>")[0]
+    assert "+wb s</code>: simulated seconds of writing back" in one        # the table has +wb columns
+    three = _section(tmp_path, repetitions=3)
+    assert "Ranges are min–max over repetitions." in three
+    doc = json.loads((RUN / "results.json").read_text())
+    no_wb = [dict(p, drain_included=True) for p in doc["phases"]]       # no +wb column: no note on it
+    assert "+wb s" not in _section(tmp_path, phases=no_wb, repetitions=1)
