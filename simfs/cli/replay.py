@@ -41,6 +41,8 @@ def register(sub) -> None:
     s.add_argument("--stats", metavar="PATH", type=nonempty_path,
                    help="also write the statistics (JSON) here")
     s.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    from simfs.cli.tables import add_markdown_option
+    add_markdown_option(s)
     s.add_argument("--force", action="store_true",
                    help="replay on an image other than the recorded one (another UUID or size)")
     s.add_argument("--partial", action="store_true",
@@ -107,7 +109,7 @@ def cmd_replay(a) -> int:
     bar.done()
     show_stats({"simfs": __version__, "image": os.path.abspath(a.image), "log": os.path.abspath(a.log),
                 "operations_replayed": result["operations"], "counters": result["counters"],
-                "time": result["time"]}, a.json)
+                "time": result["time"]}, a.json, a.markdown)
     return 0
 
 

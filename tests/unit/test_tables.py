@@ -76,6 +76,17 @@ def test_commands_print_one_style(name, tmp_path, monkeypatch, capsys):
         assert _looks(stdout.getvalue()) == want, (name, extra, stdout.getvalue()[:400])
 
 
+def test_show_stats_takes_markdown(monkeypatch):
+    """simfs replay --markdown (and simfs verb, which prints through the same function)."""
+    from simfs.cli.stats import show_stats
+    from tests.unit.test_stats_diff import _run
+    for md, want in ((False, "rich"), (True, "markdown")):
+        out = Terminal()
+        monkeypatch.setattr(sys, "stdout", out)
+        show_stats({"simfs": "x", "time": _run(8)}, False, md)
+        assert _looks(out.getvalue()) == want
+
+
 def test_the_run_tables_and_fio_s_go_through_the_renderer():
     from experiments import report
     from simfs.cli import fio
