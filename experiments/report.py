@@ -219,6 +219,7 @@ def layout_table(doc: dict) -> tuple[list[str], list[list[str]]] | None:
 def latency_table(doc: dict) -> tuple[list[str], list[list[str]]] | None:
     """Per configuration and phase: the disk requests' simulated latency percentiles (ms) and
     where the disk's time went (s), with the rotational misses (docs/statistics.md)."""
+    from simfs.cli.tables import ms
     rows = [r for r in doc["summary"] if (r.get("latency") or {}).get("disk", {}).get("all")]
     if not rows:
         return None
@@ -228,7 +229,7 @@ def latency_table(doc: dict) -> tuple[list[str], list[list[str]]] | None:
     for r in rows:
         d, split = r["latency"]["disk"]["all"], r["latency"].get("split", {})
         out.append([human_options(r["config"]), r["phase"], f"{d['count']:,}",
-                    *(f"{1000 * d[k]:.3f}" for k in ("mean", "p50", "p90", "p99", "p99.9", "max")),
+                    *(ms(d[k]) for k in ("mean", "p50", "p90", "p99", "p99.9", "max")),
                     *(f"{split.get(k, 0.0):.3f}" for k in ("queue", "overhead", "seek", "rotation", "transfer")),
                     f"{r['latency'].get('rotational_misses', 0):,}"])
     return header, out

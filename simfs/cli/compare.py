@@ -192,11 +192,12 @@ def _rows(pairs: list, fa: dict, fb: dict, kind: str, show_all: bool) -> list[di
 
 
 def _num(x) -> str:
+    """Four significant digits (whole numbers whole), never an exponent."""
     if x is None:
         return "—"
     if isinstance(x, int) or float(x).is_integer() and abs(x) >= 1000:
         return f"{int(x):,}"
-    return f"{x:.4g}" if abs(x) < 1000 else f"{x:,.1f}"
+    return tables.number(x, 4) if abs(x) < 1000 else f"{x:,.1f}"
 
 
 def _latency(metric: str) -> bool:

@@ -118,18 +118,19 @@ def echo(tables, markdown: bool = False, file=None) -> None:
 
 
 # figures ------------------------------------------------------------------------------------------
-def number(x) -> str:
-    """A figure as people read one (fio prints IOPS=1528, not 1.53e+03): thousands separated,
-    three significant digits below 100 and never an exponent ('1,234', '12.3', '0.0123'); '—'
-    for None, NaN or infinity."""
+def number(x, significant: int = 3) -> str:
+    """A figure as people read one (fio prints IOPS=1528, not 1.53e+03): whole and thousands
+    separated from 10**(significant-1) up, else `significant` digits less trailing zeros, never
+    an exponent ('1,234', '12.3', '0.0123'); '—' for None, NaN or infinity."""
     if x is None or isinstance(x, bool) or not math.isfinite(x):
         return "—"
     if x == 0:
         return "0"
-    if isinstance(x, int) or (abs(x) >= 100):
+    if isinstance(x, int) or abs(x) >= 10 ** (significant - 1):
         return f"{x:,.0f}"
-    digits = min(9, 2 - math.floor(math.log10(abs(x))))
-    return f"{x:.{digits}f}"
+    digits = min(12, significant - 1 - math.floor(math.log10(abs(x))))
+    text = f"{x:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text      # as %g: 12.0 is 12
 
 
 def ms(seconds) -> str:

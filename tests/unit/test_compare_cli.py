@@ -70,3 +70,16 @@ def test_latencies_print_in_ms_and_stay_seconds_in_json(tmp_path, capsys):
     assert main(["compare", str(a), str(b), "--json"]) == 0
     rows = {r["metric"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["latency disk all p99"]["a"] == 0.0125 and rows["latency disk all p99"]["b"] == 0.025
+
+
+def test_small_figures_have_no_exponent(tmp_path, capsys):
+    """1.2e-05 s of interface time reads 0.000012 (four significant digits, as fio prints plain numbers)."""
+    def doc(path, t):
+        path.write_text(json.dumps({"configs": [], "summary": [
+            {"config": "ext2", "phase": "tar", "sim": {"mean": 1.0}, "counters": {},
+             "latency": {"split": {"interface": t}}}]}))
+        return path
+    assert main(["compare", str(doc(tmp_path / "a.json", 1.2e-05)), str(doc(tmp_path / "b.json", 2.5e-05))]) == 0
+    out = capsys.readouterr().out
+    rows = {r[2]: r[3:] for r in md_rows(out)}
+    assert rows["disk time interface"] == ["0.000012", "0.000025", "2.083"] and "e-0" not in out

@@ -104,7 +104,7 @@ def test_the_run_tables_and_fio_s_go_through_the_renderer():
 
 
 @pytest.mark.parametrize("x, text", [(1234.5, "1,234"), (12345678, "12,345,678"), (123.4, "123"), (12.34, "12.3"),
-                                     (1.234, "1.23"), (0.01234, "0.0123"), (0.00001234, "0.0000123"), (0, "0"),
+                                     (1.234, "1.23"), (0.01234, "0.0123"), (0.00001234, "0.0000123"), (0, "0"), (12.0, "12"),
                                      (-1500.0, "-1,500"), (None, "—"), (float("nan"), "—")])
 def test_numbers_as_people_read_them(x, text):
     assert tables.number(x) == text
