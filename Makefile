@@ -48,7 +48,7 @@ XFSTESTS_RUN     = $(PY) tests/xfstests/run.py
 XFSTESTS_SRCOPT  = $(if $(XFSTESTS_SOURCE),--source $(XFSTESTS_SOURCE))
 
 .PHONY: all system venv compiled tools test test-long docs demo bench soak soak-alloc soak-writeback clean \
-        xfstests-system xfstests-build xfstests-build-if-present xfstests xfstests-ext2
+        xfstests-system xfstests-build xfstests-build-if-present xfstests xfstests-ext2 lint test-split
 
 all: venv
 
@@ -80,8 +80,14 @@ $(STAMP): setup.cfg pyproject.toml $(EXAMPLE_PLUGINS)/setup.cfg $(EXAMPLE_PLUGIN
 	# disk model ssd/x25-m); tests/mount/test_plugin_mount.py mounts with it
 	$(PY) -m pip install -q -e $(EXAMPLE_PLUGINS)
 	# /sbin/mount.fuse.simfs: `mount -t fuse.simfs` and fstab lines (root only; docs/mounting.md)
-	if [ "$$(id -u)" = 0 ]; then $(PY) -m simfs.cli install-helper || echo "(mount -t fuse.simfs needs simfs install-helper)"; fi
+	# machine-wide, so installed here only where none works (none, or its clone is gone):
+	# `make install-helper` points it at this clone
+	if [ "$$(id -u)" = 0 ]; then $(PY) -m simfs.cli install-helper --if-missing || echo "(mount -t fuse.simfs needs make install-helper)"; fi
 	touch $@
+
+# /sbin/mount.fuse.simfs runs this clone from now on, for every user (simfs install-helper --status)
+install-helper: $(STAMP)
+	$(PY) -m simfs.cli install-helper
 
 venv: $(STAMP) compiled
 
@@ -131,16 +137,40 @@ xfstests: xfstests-build compiled
 xfstests-ext2: xfstests-build
 	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs ext2 --out $(XFSTESTS_OUT)/ext2 -- $(XFSTESTS_ARGS)
 
-# two pytest runs over tests/, both without the `long` cases: the in-process tests on every CPU
-# (pytest-xdist, a worker a CPU, each file on one worker), then the `serial` ones one at a time:
-# whatever mounts (FUSE, loop devices, tmpfs; all of tests/mount) or times a real signal
-# (tests/conftest.py says which). Both always run; make test fails if either did.
+# ruff with the rules pyproject.toml chooses (bugs, not style); a finding fails make test first
+RUFF_STAMP := $(VENV)/.ruff-0.17.5
+$(RUFF_STAMP): $(STAMP)
+	$(PY) -m pip install -q ruff==0.17.5
+	touch $@
+lint: $(RUFF_STAMP)
+	$(PY) -m ruff check --no-cache .
+
+# two pytest runs over tests/, both without the `long` cases: on every CPU (pytest-xdist, a
+# worker a CPU, each file on one worker) the in-process tests and the FUSE mounts of a test's own
+# image, then the `serial` ones one at a time: what shares machine-wide state (loop devices and
+# kernel mounts, /sbin/mount.fuse.simfs, a real-time bound, xfstests; tests/conftest.py says
+# which). Both always run; make test fails if either did, or if tests/suite_split.py finds a test
+# in both parts or in neither, or a file or part over its budget (tests/test_budget.toml). The
+# per-file durations stay in build/test-record/ (durations.txt: the slowest files of each part).
 PYTEST_TEST := $(PY) -m pytest -q -p no:cacheprovider --durations=25
-test: $(STAMP) compiled $(TOOL_STAMPS) docs xfstests-build-if-present
-	status=0; \
-	$(PYTEST_TEST) -m "not long and not serial" -n $$(nproc) --dist loadfile || status=1; \
-	$(PYTEST_TEST) -m "not long and serial" || status=1; \
+TEST_RECORD := build/test-record
+test: $(STAMP) compiled $(TOOL_STAMPS) lint docs xfstests-build-if-present
+	status=0; rm -rf $(TEST_RECORD); \
+	SIMFS_TEST_RECORD=$(TEST_RECORD)/parallel \
+	  $(PYTEST_TEST) -m "not long and not serial" -n $$(nproc) --dist loadfile || status=1; \
+	SIMFS_TEST_RECORD=$(TEST_RECORD)/serial $(PYTEST_TEST) -m "not long and serial" || status=1; \
+	$(PY) -m tests.suite_split $(TEST_RECORD)/parallel $(TEST_RECORD)/serial > $(TEST_RECORD)/durations.txt \
+	  || status=1; cat $(TEST_RECORD)/durations.txt; \
 	exit $$status
+
+# the split alone, from two collections (no test run; about half a minute): after changing marks
+test-split: $(STAMP)
+	rm -rf $(TEST_RECORD)-collect
+	SIMFS_TEST_RECORD=$(TEST_RECORD)-collect/parallel $(PY) -m pytest -q -p no:cacheprovider --collect-only \
+	  -m "not long and not serial" > /dev/null
+	SIMFS_TEST_RECORD=$(TEST_RECORD)-collect/serial $(PY) -m pytest -q -p no:cacheprovider --collect-only \
+	  -m "not long and serial" > /dev/null
+	$(PY) -m tests.suite_split $(TEST_RECORD)-collect/parallel $(TEST_RECORD)-collect/serial
 
 # the cases left out of `make test` for its time (marked `long`; each has a shorter sibling there):
 # fsx under the less used allocators (on both profiles), the corruption corpus's second base

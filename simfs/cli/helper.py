@@ -9,12 +9,17 @@ flags on (`nosuid`, `nodev`, `noexec`, ...), and mounts as `simfs mount` does. m
 mount by root without them gets `suid` and `dev`, as `mount -t ext2` would (`simfs mount`
 itself keeps FUSE's safer `nosuid,nodev` default). The console
 script `mount.fuse.simfs` (setup.cfg) is the same function; `simfs install-helper` writes a
-small launcher into /sbin that runs it with this Python, which `make venv` does as root.
+small launcher into /sbin that runs it with this checkout and this Python. The helper is one
+for the whole machine, so only an explicit `simfs install-helper` (`make install-helper`)
+points it at another checkout; `make venv` as root runs `--if-missing`, which installs one
+only where none works (none, or one whose checkout or Python is gone), and `--status` says
+which checkout the installed one runs.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from simfs.cli.common import Fmt, fail
@@ -98,15 +103,42 @@ def main(argv=None) -> int:
 
 
 # the installer -------------------------------------------------------------------------------
+def this_checkout() -> str:
+    import simfs
+    return os.path.dirname(os.path.dirname(os.path.abspath(simfs.__file__)))
+
+
 def launcher() -> str:
     """The helper script: this Python, with this simfs on its path."""
-    import simfs
-    root = os.path.dirname(os.path.dirname(os.path.abspath(simfs.__file__)))
+    root = this_checkout()
     return ("#!/bin/sh\n"
             f"{MARK} for the simfs in {root}:\n"
             "# mount(8) runs it for `mount -t fuse.simfs IMAGE MNT -o ...` and fstab lines.\n"
             f"PYTHONPATH='{root}'${{PYTHONPATH:+:$PYTHONPATH}} exec '{sys.executable}' "
             f"-m simfs.cli.helper \"$@\"\n")
+
+
+_RUNS = re.compile(r"^PYTHONPATH='(?P<root>[^']*)'.* exec '(?P<python>[^']*)' -m simfs\.cli\.helper", re.M)
+
+
+def pointed_at(text: str) -> tuple[str, str] | None:
+    """(checkout, Python) a helper written by this command runs, None if it says neither."""
+    m = _RUNS.search(text)
+    return (m["root"], m["python"]) if m else None
+
+
+def broken(text: str) -> str | None:
+    """Why a helper written by this command cannot work any more, or None if it can: the
+    checkout it runs (deleted with its clone) or the Python (a removed venv) is gone."""
+    runs = pointed_at(text)
+    if runs is None:
+        return "it names no checkout and Python (an older format)"
+    root, python = runs
+    if not os.path.isfile(os.path.join(root, "simfs", "cli", "helper.py")):
+        return f"its checkout {root} is gone"
+    if not os.access(python, os.X_OK):
+        return f"its Python {python} is gone"
+    return None
 
 
 def register(sub) -> None:
@@ -115,16 +147,31 @@ def register(sub) -> None:
                        description=f"Write {DEFAULT_DIR}/{NAME}, the helper mount(8) runs for file "
                                    "systems of type fuse.simfs, so that `mount -t fuse.simfs IMAGE "
                                    "MNT -o alloc=cg,disk=wd1200jb` and fstab lines work. It runs "
-                                   "this simfs with this Python. mount(8) looks for helpers only in "
-                                   "/sbin, /sbin/fs.d and /sbin/fs; writing there needs root.",
-                       epilog="examples:\n  simfs install-helper\n  simfs install-helper --print\n"
+                                   "this simfs (this checkout) with this Python, for every user of "
+                                   "the machine: it replaces one that runs another checkout, and says "
+                                   "so. mount(8) looks for helpers only in /sbin, /sbin/fs.d and "
+                                   "/sbin/fs; writing there needs root.",
+                       epilog="examples:\n  simfs install-helper\n  simfs install-helper --status\n"
+                              "  simfs install-helper --if-missing   # what make venv does as root\n"
+                              "  simfs install-helper --print\n"
                               "  mount -t fuse.simfs disk.img /mnt/sim -o alloc=cg,disk=wd1200jb\n"
                               "  # fstab:  /var/tmp/disk.img  /mnt/sim  fuse.simfs  noauto,alloc=cg  0 0\n"
                               "  simfs install-helper --remove")
     s.add_argument("--dir", default=DEFAULT_DIR, help=f"where to write {NAME} (default {DEFAULT_DIR})")
     s.add_argument("--print", action="store_true", help="print the helper instead of writing it")
     s.add_argument("--remove", action="store_true", help="remove a helper this command wrote")
+    s.add_argument("--status", action="store_true",
+                   help="say which checkout and Python the installed helper runs, and whether it "
+                        "works (exit status 0 if it does, 1 if not, or none is installed)")
+    s.add_argument("--if-missing", action="store_true",
+                   help="install only where no helper works (none, or its checkout or Python is "
+                        "gone); leave a working one, whichever checkout it runs")
     s.set_defaults(func=cmd_install)
+
+
+def _runs(text: str) -> str:
+    runs = pointed_at(text)
+    return f"the simfs in {runs[0]} with {runs[1]}" if runs else "an unknown simfs"
 
 
 def cmd_install(a) -> int:
@@ -132,6 +179,8 @@ def cmd_install(a) -> int:
     if a.print:
         sys.stdout.write(text)
         return 0
+    if sum(map(bool, (a.status, a.if_missing, a.remove))) > 1:
+        return fail("give one of --status, --if-missing, --remove", "install-helper")
     path = os.path.join(a.dir, NAME)
     if not os.path.isdir(a.dir):
         return fail(f"{a.dir} is not a directory", "install-helper")
@@ -142,16 +191,31 @@ def cmd_install(a) -> int:
         old = None
     except OSError as e:
         return fail(f"cannot read {path}: {e.strerror}", "install-helper")
+    if a.status:
+        if old is None:
+            print(f"{path}: not installed (`simfs install-helper` installs it)")
+            return 1
+        if MARK not in old:
+            print(f"{path}: not written by simfs")
+            return 1
+        why = broken(old)
+        here = " (this checkout)" if old == text else ""
+        print(f"{path}: runs {_runs(old)}{here}" + (f": broken, {why}" if why else ""))
+        return 1 if why else 0
     if old is not None and MARK not in old:
         return fail(f"{path} exists and was not written by simfs; remove it first", "install-helper")
+    was = None if old is None else _runs(old) + (f": broken, {broken(old)}" if broken(old) else "")
     try:
         if a.remove:
             if old is not None:
                 os.unlink(path)
-                print(f"removed {path}")
+                print(f"removed {path} (it ran {was})")
             return 0
         if old == text:
-            print(f"{path} is up to date")
+            print(f"{path} is up to date: it runs {_runs(old)}")
+            return 0
+        if a.if_missing and old is not None and broken(old) is None:
+            print(f"{path} runs {_runs(old)}: left as it is (`simfs install-helper` points it here)")
             return 0
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
@@ -161,7 +225,8 @@ def cmd_install(a) -> int:
     except OSError as e:
         return fail(f"cannot write {path}: {e.strerror} (as root: sudo simfs install-helper)",
                     "install-helper")
-    print(f"wrote {path}: mount -t fuse.simfs IMAGE MNT -o ... now runs simfs")
+    print(f"wrote {path}: mount -t fuse.simfs IMAGE MNT -o ... now runs {_runs(text)}"
+          + (f"; before, it ran {was}" if was else ""))
     return 0
 
 
