@@ -22,7 +22,7 @@ from pathlib import Path
 from experiments.outdir import out_problem, work_dir_problem
 from simfs.fs.operation import Interrupted, deferred_signals
 
-from . import readdir_order, seven_free, unaligned
+from . import common, readdir_order, seven_free, unaligned
 
 LESSONS = {m.NAME: m for m in (seven_free, readdir_order, unaligned)}
 
@@ -34,14 +34,15 @@ EXAMPLES = """examples:
 """
 
 
-def run(name: str, out: Path, quick: bool = False, work_dir: Path | None = None) -> dict:
-    """Run lesson `name` into `out`; returns its figures (figures.json)."""
+def run(name: str, out: Path, quick: bool = False, work_dir: Path | None = None, progress=None) -> dict:
+    """Run lesson `name` into `out`; returns its figures (figures.json). `progress(label)` /
+    `progress(None)`: a step starts / ends (the lesson's STEPS of them; common.quiet)."""
     mod = LESSONS[name]
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"simfs-lesson-{name}-", dir=work_dir or "/var/tmp"))
     t0 = time.perf_counter()
     try:
-        page = mod.run(out, quick, work)
+        page = mod.run(out, quick, work, progress or common.quiet)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     page.figures["lesson"] = name
@@ -104,9 +105,11 @@ def cmd_lesson(a) -> int:
         print(f"simfs lesson: {why}", file=sys.stderr)
         return 2
     existed = out.exists()
+    from simfs.cli.progress import Bar
     try:
-        with deferred_signals():            # a signal stops between two volume operations
-            fig = run(a.name, out, a.quick, a.work_dir)
+        # a signal stops between two volume operations; the bar is on stderr, on a terminal only
+        with deferred_signals(), Bar(a.name, LESSONS[a.name].STEPS) as bar:
+            fig = run(a.name, out, a.quick, a.work_dir, bar)
     except Interrupted as e:
         if not existed:
             shutil.rmtree(out, ignore_errors=True)

@@ -10,6 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+def quiet(label: str | None = None) -> None:
+    """The progress callback when nobody watches: a lesson's run(out, quick, work, progress)
+    calls progress(LABEL) as a step starts and progress(None) as it ends, STEPS times in all
+    (simfs.cli.progress.Bar draws them)."""
+
+
 def options(spec: str):
     """VolumeOptions from a `-o` string, exactly as `simfs mount -o` parses it."""
     from simfs.fuse import mountopts

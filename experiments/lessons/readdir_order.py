@@ -19,6 +19,7 @@ TITLE = "readdir order and seeks (seed 001)"
 ORDERS = ("hash", "linear", "inode")
 EXPECT = ("find -type d time, hash / inode order", ">")
 MOUNT = "alloc=ext2,writeback=async,dataless,disk=sas10k"
+STEPS = 1 + len(ORDERS) + 2          # the unpack, a find per order, the two pictures
 
 QUESTIONS = [
     "In the visit-order picture, why is the inode-order line (almost) always rising, and why is the "
@@ -59,7 +60,7 @@ def visit_order(image, order: str) -> list[int]:
         vol.close()
 
 
-def run(out, quick: bool, work) -> common.Page:
+def run(out, quick: bool, work, progress=common.quiet) -> common.Page:
     from simfs.blockio.trace import read_trace
     from simfs.pictures.seekplot import phase_series, plot_series
     import matplotlib
@@ -74,13 +75,16 @@ unpacked once (`tar xpf`, in-process, ext2 allocator) on the SAS 10K model. Copi
 are then walked cold with `find -type d` in each directory order; the unpack never lists a
 directory, so the layout is the same for every order and only the order of the walk differs.
 Run it yourself: `simfs lesson {NAME}{' --quick' if quick else ''}`.""")
+    progress("unpack")
     base = common.make_image(work / "base.img", 512 << 20)
     u = common.verb(base, MOUNT, "unpack", "tree", mkdir=True, source=common.tree(1, files, svn=True))
+    progress(None)
     res = u["result"]
     fig = {"files": files, "tree": {k: res.get(k) for k in ("dirs", "files", "symlinks", "hardlinks")},
            "find_d_s": {}, "disk_reads": {}, "seeks": {}}
     rows, series = [], []
     for order in ORDERS:
+        progress(f"find, {order} order")
         img = work / f"{order}.img"
         shutil.copyfile(base, img)
         trace = work / f"{order}.csv"
@@ -91,6 +95,7 @@ Run it yourself: `simfs lesson {NAME}{' --quick' if quick else ''}`.""")
         fig["seeks"][order] = c.get("seeks", 0)
         rows.append([order, f"{r['sim_cmd']:.3f}", f"{c.get('disk_reads', 0):,}", f"{c.get('seeks', 0):,}"])
         series.append((f"{order} order", phase_series(read_trace(trace), None)))
+        progress(None)
     h, i = fig["find_d_s"]["hash"], fig["find_d_s"]["inode"]
     fig["key"] = {"label": EXPECT[0], "num": h, "den": i, "ratio": h / i, "expect": EXPECT[1]}
     page.table(["readdir order", "find -type d (simulated s)", "disk reads", "seeks"], rows)
@@ -100,6 +105,7 @@ Run it yourself: `simfs lesson {NAME}{' --quick' if quick else ''}`.""")
 {fig['seeks']['hash']:,} seeks where inode order makes {fig['seeks']['inode']:,}.""")
 
     # the picture of the cause: which inode find stats next
+    progress("visit-order picture")
     fig_, ax = plt.subplots(figsize=(11, 6))
     rank = {}
     for order, colour in (("hash", "#d62728"), ("inode", "#1f77b4")):
@@ -119,7 +125,10 @@ Run it yourself: `simfs lesson {NAME}{' --quick' if quick else ''}`.""")
     page.picture("visit-order.png", "The inode number of each directory in the order find visits it: "
                  f"in inode order it rises ({100 * rank['inode']:.0f} % of the steps go back), in hash order it "
                  f"jumps about ({100 * rank['hash']:.0f} % of the steps go back).")
+    progress(None)
+    progress("seekwatcher picture")
     plot_series(series, out / "find.png", title="find -type d, cold, in three readdir orders")
+    progress(None)
     page.picture("find.png", "The three cold walks, seekwatcher-style: every request's disk offset "
                  "(all reads: inode tables and directory blocks), MB/s, seeks/s and IO/s.")
     page.questions(QUESTIONS)

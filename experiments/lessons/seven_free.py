@@ -15,6 +15,7 @@ SEED = "000"
 TITLE = "1 block used, 7 free (seed 000)"
 ALLOCS = ("ext2fs-2010", "ext2fs-2010-fixed")
 EXPECT = ("tar read time, ext2fs-2010 / ext2fs-2010-fixed", ">")
+STEPS = 3 * len(ALLOCS) + 1         # per allocator: unpack, read back, block map; the pictures
 
 QUESTIONS = [
     "In the 2010 map, count the cells between two consecutive blocks of one colour. Where does the "
@@ -42,7 +43,7 @@ def _gap8(m) -> float:
     return float((gaps == 8).mean()) if len(gaps) else 0.0
 
 
-def run(out, quick: bool, work) -> common.Page:
+def run(out, quick: bool, work, progress=common.quiet) -> common.Page:
     from simfs.blockio.trace import read_trace
     from simfs.pictures.blockmap import ROOTFILES, TOP0, block_owners
     from simfs.pictures.drawmap import draw
@@ -58,11 +59,16 @@ with the fix; then each is read back cold with `tar cf /dev/zero` and traced. Ru
     rows, series, fig = [], [], {"files": files, "tar_read_s": {}, "disk_reads": {}, "seeks": {},
                                 "drive_cache_hits": {}, "runs_per_file": {}, "gap8_share": {}}
     for alloc in ALLOCS:
+        progress(f"{alloc}: unpack")
         img = common.make_image(work / f"{alloc}.img", 256 << 20)
         spec = f"alloc={alloc},writeback=async,dataless,disk=wd1200jb"
         common.verb(img, spec, "unpack", "src", mkdir=True, source=common.tree(1, files))
+        progress(None)
+        progress(f"{alloc}: tar read")
         trace = work / f"{alloc}.csv"
         r = common.verb(img, spec + f",trace={trace}", "tar-read", "src")
+        progress(None)
+        progress(f"{alloc}: block map")
         c = r["time"]["total"]["counters"]
         m = block_owners(str(img))
         nfiles = sum(m.files.values())
@@ -79,6 +85,7 @@ with the fix; then each is read back cold with `tar cf /dev/zero` and traced. Ru
         rows.append([alloc, f"{r['sim_cmd']:.3f}", f"{c.get('disk_reads', 0):,}", f"{c.get('seeks', 0):,}",
                      f"{c.get('drive_cache_hits', 0):,}", f"{runs:.2f}", f"{100 * _gap8(m):.0f} %"])
         series.append((alloc, phase_series(read_trace(trace), None)))
+        progress(None)
     a, b = (fig["tar_read_s"][x] for x in ALLOCS)
     fig["key"] = {"label": EXPECT[0], "num": a, "den": b, "ratio": a / b, "expect": EXPECT[1]}
     page.table(["allocator", "tar read (simulated s)", "disk reads", "seeks", "drive-cache hits",
@@ -94,12 +101,14 @@ results/summary).""")
                  "Columns of single blocks 8 apart: 1 used, 7 free (white).")
     page.picture(f"map-{ALLOCS[1]}.png", "ext2fs-2010-fixed: the same files, each file's blocks together, "
                  "rows filled.")
+    progress("pictures")
     plot_series(series, out / "tar-read.png", title="tar cf /dev/zero, cold: ext2fs-2010 vs fixed")
     page.picture("tar-read.png", "The cold read-back, seekwatcher-style: disk offset of every request, "
                  "MB/s, seeks/s and IO/s against simulated time.")
     movie(series[0][1], str(out / "tar-read-2010.gif"), frames=8 if quick else 60,
           title="ext2fs-2010: the head during tar cf /dev/zero")
     page.picture("tar-read-2010.gif", "The head over the disk during the 2010 read-back (a movie).")
+    progress(None)
     page.questions(QUESTIONS)
     page.figures.update(fig)
     return page

@@ -17,6 +17,7 @@ TITLE = "the 4K sector that is not aligned (seed 003)"
 EXPECT = ("newfs time, offset 41 / offset 40", ">")
 CONFIGS = (("offset 40", 40, "yes"), ("offset 41", 41, "yes"), ("offset 40, no write cache", 40, "no"),
            ("offset 41, no write cache", 41, "no"))
+STEPS = 1 + 2 * len(CONFIGS) + 1     # the alignment picture, newfs and unpack per configuration, the last picture
 COMPONENTS = ("seek", "rotation", "transfer", "rmw", "overhead", "interface")
 #: the drive's own work (simfs stats): destaging its write cache, and the pre-reads it needs
 DRIVE_WORK = (("destage", ("destage_seek", "destage_rotation", "destage_transfer")),
@@ -113,7 +114,7 @@ def components_picture(rows: dict, path) -> None:
     plt.close(fig)
 
 
-def run(out, quick: bool, work) -> common.Page:
+def run(out, quick: bool, work, progress=common.quiet) -> common.Page:
     from simfs.blockio.trace import read_trace
     from simfs.inprocess.timed_newfs import timed_newfs
     from experiments.builtins.alignment import NEWFS_SIZE
@@ -126,14 +127,19 @@ The wd-ears model (4 KiB physical sectors, 512-byte logical) with the partition 
 partition (its request pattern, timed on the model) and a restore-like unpack (`tar xpf` of a
 generated tree of {files:,} files, in-process, FreeBSD's allocator, sync metadata), each with the
 drive's write cache on (as shipped) and off. Run it yourself: `simfs lesson {NAME}{' --quick' if quick else ''}`.""")
+    progress("alignment picture")
     alignment_picture(out / "alignment.png")
+    progress(None)
     page.picture("alignment.png", "The same disk at two partition offsets: at 41 each 4 KiB block "
                  "covers the end of one physical sector and the start of the next.")
     fig = {"files": files, "newfs_s": {}, "unpack_s": {}, "rmw_s": {}, "rmw_requests": {},
            "destage_rmw_s": {}, "sectors_preread": {}}
     comps, rows = {}, []
     for name, off, cache in CONFIGS:
+        progress(f"{name}: newfs")
         n = timed_newfs(disk(off, cache), NEWFS_SIZE)
+        progress(None)
+        progress(f"{name}: unpack")
         img = common.make_image(work / f"{off}-{cache}.img", 256 << 20)
         trace = work / f"{off}-{cache}.csv"
         r = common.verb(img, f"alloc=cg-2010,writeback=sync,dataless,disk={disk(off, cache)},trace={trace}",
@@ -149,6 +155,7 @@ drive's write cache on (as shipped) and off. Run it yourself: `simfs lesson {NAM
         fig["rmw_requests"][name] = rmw_n
         fig["destage_rmw_s"][name] = comps[name]["destage_rmw"]
         fig["sectors_preread"][name] = total["counters"].get("sectors_preread", 0)
+        progress(None)
         rows.append([name, f"{n['sim']:.3f}", f"{r['time']['now']:.3f}", f"{comps[name]['rmw']:.3f}",
                      f"{rmw_n:,}", f"{comps[name]['destage_rmw']:.3f}", f"{fig['sectors_preread'][name]:,}"])
     a, b = fig["newfs_s"]["offset 41"], fig["newfs_s"]["offset 40"]
@@ -172,7 +179,9 @@ shows them as *the drive's own work*) and {na / nb:.2f}x with
 the cache off, where {fig['rmw_requests']['offset 41, no write cache']:,} requests wait for one
 ({fig['rmw_s']['offset 41, no write cache']:.2f} s of read-modify-write in all); there
 {100 * share:.0f} % of the disk's time goes to seeks and rotation, which do not depend on the offset.""")
+    progress("components picture")
     components_picture(comps, out / "unpack-time.png")
+    progress(None)
     page.picture("unpack-time.png", "The unpack's disk time by component (trace columns summed): seek, "
                  "rotation, media transfer, the read-modify-write pre-reads, controller overhead, bus; "
                  "hatched, the drive's own work beside the requests: destaging its write cache, "

@@ -185,10 +185,13 @@ def cmd_verb(a) -> int:
         params = {k: getattr(a, k) for k in a.own}
         if a.verb == "mmap-fill" and params.get("pagecache") is None:
             del params["pagecache"]             # the verb's default model
+        watch = _Watch()
         if a.verb == "unpack":
-            params.update(source=_source(a.source), mkdir=True)
-        with deferred_signals():
-            out = verbs.run(a.image, vopts, a.verb, a.path, **params)
+            params.update(source=watch.counted(_source(a.source)), mkdir=True)
+        from simfs.cli.progress import Bar
+        # a signal stops between two operations; the bar is on stderr, on a terminal only
+        with deferred_signals(), Bar(f"{a.verb} {a.path}", live=watch.status):
+            out = verbs.run(a.image, vopts, a.verb, a.path, watch=watch, **params)
     except (UsageError, mountopts.OptionError, ImageError, VerbRefused) as e:
         return fail(str(e), "verb")
     except Interrupted as e:
@@ -219,6 +222,30 @@ def cmd_verb(a) -> int:
                 "path": a.path, "result": out["result"], "counters": out["counters"],
                 "time": out["time"]}, a.json)
     return 0
+
+
+class _Watch:
+    """What the progress bar says of a running verb: its simulated clock (read from the bar's
+    thread: a float, changed by nothing here) and, for unpack, the entries taken so far."""
+
+    def __init__(self):
+        self.vol = None
+        self.entries = None
+
+    def __call__(self, vol) -> None:
+        self.vol = vol
+
+    def counted(self, source):
+        self.entries = 0
+        for e in source:
+            self.entries += 1
+            yield e
+
+    def status(self) -> str:
+        if self.vol is None:
+            return "opening the image"
+        done = f"{self.entries:,} entries, " if self.entries is not None else ""
+        return f"{done}simulated {self.vol.clock.now:.2f} s"
 
 
 def _stopped(a, e: Exception) -> int:

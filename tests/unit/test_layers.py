@@ -6,8 +6,9 @@ call back up the data path (docs/design.md, "Layout of the repository").
 
 Above simfs stand experiments/ and benchmarks/, one rule per folder (whatever files they
 hold): they use simfs's library layers, never its commands' modules (but the argument types
-the commands share, simfs.cli.common, and `simfs verb`'s option table, which job files take
-their verbs' options through), and take no private name (`_x`) from a package of another folder.
+the commands share, simfs.cli.common, `simfs verb`'s option table, which job files take
+their verbs' options through, and the progress bar, simfs.cli.progress), and take no private
+name (`_x`) from a package of another folder.
 """
 
 import ast
@@ -43,7 +44,7 @@ LIBRARY = {"simfs", "simfs.errors", "simfs.units", "simfs.outfile", "simfs.ondis
 ALLOWED["experiments"] = LIBRARY
 ALLOWED["benchmarks"] = LIBRARY | {"experiments"}
 #: modules of a layer otherwise closed to a folder that it may import by name
-OPEN = {"experiments": {"simfs.cli.common", "simfs.cli.verb"}, "benchmarks": set()}
+OPEN = {"experiments": {"simfs.cli.common", "simfs.cli.verb", "simfs.cli.progress"}, "benchmarks": set()}
 PACKAGES = ("simfs", "plugin_registry", "policies", "disk_models", "experiments", "benchmarks")
 
 

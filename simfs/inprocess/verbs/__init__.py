@@ -45,7 +45,7 @@ def split(path: str) -> list[bytes]:
 
 
 def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark: str = "",
-        oplog: str = "", **params) -> dict:
+        oplog: str = "", watch=None, **params) -> dict:
     """Open IMAGE cold with VolumeOptions `options`, run `verb` on `where` as one mount would
     (the volume closed as an unmount closes it: the write-back the verb left is included), and
     return {"result": what the verb reports, "time": the statistics -o stats= would hold,
@@ -56,8 +56,10 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
     as the experiments' runner writes NAME to MNT/.simfs/mark before a tool (the
     root's inode is then read before the phase, as on a mount). `oplog`: record the operations the volume is
     asked in the form `-o oplog=PATH` records a mount's (so the two can be compared line by
-    line). FSError from the verb propagates after the volume is closed; VerbRefused (the
-    tool's error after its work, as cp -a's exit 1) after a normal unmount."""
+    line). `watch(vol)`: called once the volume is open (a progress bar reads its simulated
+    clock, vol.clock.now; it changes nothing). FSError from the verb propagates after the
+    volume is closed; VerbRefused (the tool's error after its work, as cp -a's exit 1) after
+    a normal unmount."""
     from simfs.inprocess.kernel import Kernel
     from simfs.fs.volume import Volume
 
@@ -67,6 +69,8 @@ def run(image: str, options, verb: str, where: str, *, mkdir: bool = False, mark
     with rare_collections():
         vol = Volume.open(image, options)
         vol.stop_when_unwritable = True
+        if watch is not None:
+            watch(vol)
         if oplog:
             from importlib.metadata import version
             from simfs.inprocess.oplog import RecordingVolume
