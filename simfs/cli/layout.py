@@ -1,14 +1,17 @@
 """`simfs layout IMAGE -o map.png`: an image drawn as a block map, every block coloured by what
-owns it (simfs.pictures.blockmap finds the owners, simfs.pictures.drawmap draws them). Bad
-input: one line on stderr, exit status 2.
+owns it (simfs.pictures.blockmap finds the owners, simfs.pictures.drawmap draws them), and
+its figures (blockmap.summary_json) as tables (simfs/cli/tables.py). Bad input: one line on
+stderr, exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
+from simfs.cli import tables
 from simfs.cli.common import fail
-from simfs.pictures.blockmap import block_owners, format_summary, summary_json
+from simfs.pictures.blockmap import block_owners, groups, summary_json
 from simfs.pictures.drawmap import BASE_DPI, DPI_RANGE, GROUP_AND_BLOCKS, MAX_WIDTH, draw
 
 
@@ -50,7 +53,31 @@ def register(subparsers) -> None:
     p.add_argument("--dpi", type=int, default=BASE_DPI,
                    help="resolution of the PNG, %d to %d (default %d: the map about 1,000 pixels wide; "
                         "200 doubles every dimension)" % (*DPI_RANGE, BASE_DPI))
+    tables.add_markdown_option(p)
     p.set_defaults(func=cmd_layout)
+
+
+def summary_tables(doc: dict) -> list:
+    """What `--json` says (blockmap.summary_json), as text and tables: the geometry, blocks by
+    owner with their share of the image, file data per top-level directory, the layout score
+    and what was drawn."""
+    total = doc["blocks"]
+    out = [f"{os.path.basename(doc['image'])}: {total:,} blocks of {doc['block_size']} bytes, "
+           f"{groups(doc['groups'])}",
+           tables.Table("blocks by owner", ["owner", "blocks", "share"],
+                        [(k, f"{n:,}", f"{100 * n / total:.1f}%") for k, n in doc["by_owner"].items() if n])]
+    tops = sorted(doc["by_top_level_dir"], key=lambda t: -t["blocks"])
+    if tops:
+        out.append(tables.Table("file data by top-level dir", ["dir", "blocks", "files", "runs/file"],
+                                [(t["dir"], f"{t['blocks']:,}", f"{t['files']:,}",
+                                  f"{t['runs'] / t['files']:.2f}" if t["files"] else "0.00") for t in tops]))
+    if doc.get("layout_score") is not None:
+        out.append(f"layout score (files' blocks that follow their previous block): {doc['layout_score']:.3f}")
+    d = doc.get("drawn")
+    if d:
+        out.append(f"drawn: blocks {d['first']:,}..{d['end'] - 1:,}, {d['cells_per_block']} "
+                   f"block(s) per cell, {d['width']} x {d['rows']} cells")
+    return out
 
 
 def cmd_layout(a) -> int:
@@ -105,6 +132,6 @@ def cmd_layout(a) -> int:
         doc["output"] = a.output
         print(json.dumps(doc, indent=1))
         return 0
-    print(format_summary(m, info))
+    tables.echo(summary_tables(summary_json(m, info)), a.markdown)
     print(f"map written to {a.output}")
     return 0

@@ -115,3 +115,21 @@ def test_a_fio_metric_column_has_no_exponent():
     assert fmt_metric("rand-read.read_iops", 1234.5) == "1,234"
     assert fmt_metric("rand-read.read_iops", 98765.4) == "98,765"
     assert fmt_metric("blocks_per_extent", 12.34) == "12.3" and fmt_metric("touch_s", 0.0123) == "0.0123"
+
+
+def test_layout_prints_what_its_json_says_through_the_renderer(tmp_path, monkeypatch):
+    from simfs.cli.layout import summary_tables
+    img = tmp_path / "d.img"
+    assert main(["mkfs", "-q", str(img), "16M"]) == 0
+    out = Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    assert main(["layout", str(img), "-o", str(tmp_path / "m.png")]) == 0
+    assert _looks(out.getvalue()) == "rich" and "inode tables" in out.getvalue()
+    piped = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", piped)
+    assert main(["layout", str(img), "--json"]) == 0
+    doc = json.loads(piped.getvalue())
+    text = tables.render_all(summary_tables(doc), tables.MARKDOWN)
+    rows = {c[0]: c[1:] for c in ([x.strip() for x in ln.strip("|").split("|")] for ln in text.splitlines()
+                                  if ln.startswith("| "))}
+    assert rows["free"] == [f"{doc['by_owner']['free']:,}", f"{100 * doc['by_owner']['free'] / doc['blocks']:.1f}%"]
