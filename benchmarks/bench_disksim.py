@@ -24,10 +24,18 @@ import tarfile
 import tempfile
 import time
 
-DEFAULT_TARBALL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared",
-                               "third_party", "disksim-wd-2.01.016.tar.gz")
-if not os.path.exists(DEFAULT_TARBALL):
-    DEFAULT_TARBALL = "/work/shared/third_party/disksim-wd-2.01.016.tar.gz"
+#: DiskSim's tarball where ../shared/third_party/README.md keeps it: beside the checkout
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_TARBALL = os.path.normpath(os.path.join(CHECKOUT, "..", "shared", "third_party",
+                                                "disksim-wd-2.01.016.tar.gz"))
+
+#: the per-request instrumentation (benchmarks/disksim_requests.py): after each request of a
+#: validate run, DiskSim's service time of it (disksim->lastphystime, the "Physical access
+#: time" its demerit is computed from) on stderr, when DISKSIM_PER_REQUEST is set
+PER_REQUEST = ("void io_validate_do_stats1 ()\n{\n   int i;\n",
+               "void io_validate_do_stats1 ()\n{\n   int i;\n"
+               "   if (getenv(\"DISKSIM_PER_REQUEST\")) fprintf(stderr, \"per-request %.6f\\n\", "
+               "disksim->lastphystime);\n")
 
 
 def fail(msg: str) -> None:
@@ -35,8 +43,17 @@ def fail(msg: str) -> None:
     raise SystemExit(2)
 
 
-def build_disksim(tarball: str, work: str) -> str:
-    """Unpack and `make` DiskSim; the path of its src/ directory (disksim and rms)."""
+def tarball_problem(tarball: str) -> str | None:
+    """Why DiskSim cannot be built from `tarball` (None if it can be tried): one line."""
+    if os.path.isfile(tarball):
+        return None
+    return (f"DiskSim is not built and its tarball is not at {tarball} (../shared/third_party/ beside "
+            "the checkout, see its README.md): give --tarball PATH, or --disksim-src DIR of a built DiskSim")
+
+
+def build_disksim(tarball: str, work: str, per_request: bool = False) -> str:
+    """Unpack and `make` DiskSim (with `per_request`, instrumented: PER_REQUEST); the path of
+    its src/ directory (disksim and rms)."""
     for tool in ("gcc", "make", "bison", "flex"):
         if shutil.which(tool) is None:
             fail(f"building DiskSim needs {tool} (Debian: apt-get install -y bison flex gcc make)")
@@ -50,6 +67,13 @@ def build_disksim(tarball: str, work: str) -> str:
     except (OSError, tarfile.TarError) as e:
         fail(f"cannot unpack {tarball}: {e}")
     root = os.path.join(work, top)
+    if per_request:
+        c = os.path.join(root, "src", "disksim_iosim.c")
+        text = open(c, encoding="latin-1").read()
+        if PER_REQUEST[0] not in text:
+            fail(f"{c}: io_validate_do_stats1 is not where the per-request instrumentation expects it")
+        with open(c, "w", encoding="latin-1") as f:
+            f.write(text.replace(PER_REQUEST[0], PER_REQUEST[1], 1))
     log = os.path.join(work, "make.log")
     with open(log, "w") as out:
         r = subprocess.run(["make"], cwd=root, stdout=out, stderr=subprocess.STDOUT)
@@ -107,8 +131,8 @@ def main(argv=None) -> int:
         bad = [s for s in chosen if s not in stems]
         if bad or not chosen:
             ap.exit(2, f"bench_disksim: unknown drive {', '.join(bad) or '(none)'}; choose from {', '.join(stems)}\n")
-    if not a.disksim_src and not os.path.isfile(a.tarball):
-        ap.exit(2, f"bench_disksim: no DiskSim tarball at {a.tarball} (--tarball PATH)\n")
+    if not a.disksim_src and tarball_problem(a.tarball):
+        ap.exit(2, f"bench_disksim: {tarball_problem(a.tarball)}\n")
     if a.disksim_src and not os.path.isfile(os.path.join(a.disksim_src, "disksim")):
         ap.exit(2, f"bench_disksim: {a.disksim_src} holds no built disksim\n")
     if a.work:
