@@ -27,6 +27,11 @@ timeouts (tests/corruption_drive.py). simfs passes a corruption when:
 The kernel's side needs loop mounts (root, /dev/loop-control): without them only simfs's own
 criteria are checked.
 
+Beside them, the flex_bg descriptor cases (tests/corruption.py flex_descriptor_corpus, on an
+ext4-profile image: one group's bitmap or inode table over another's tables or a backup
+superblock) carry the kernel's ext4 answer recorded with each; test_flex_descriptor_case checks
+the record against the running kernel and `simfs mount` against the record.
+
 The corruptions run in a small pool (SIMFS_CORPUS_JOBS, default 3: the steps mostly wait) as
 the session starts; each test waits for its own. A failing test names its corruption and says
 every problem, with what the kernel did on the same copy.
@@ -45,9 +50,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import e2fsck as fsck, run_simfs, simfs_argv
-from tests.corruption import S_IFMT, S_IFREG, Layout, corpus, corrupted, population
+from simfs.ondisk.mkfs import mkfs
+from tests.corruption import (
+    FLEX_MKFS, S_IFMT, S_IFREG, Layout, corpus, corrupted, desc_corrupted, flex_descriptor_corpus, population,
+)
 from tests.corruption_drive import (
-    corruption_error, e2fsck, kernel_run, multiply_claimed, new_claims, refused, simfs_run,
+    corruption_error, e2fsck, kernel_run, mounted, multiply_claimed, new_claims, refused, simfs_run, tool,
 )
 from tests.helpers import can_loop_mount
 
@@ -449,3 +457,47 @@ SHORT_ON_DEFAULT = ("ind-", "dind-", "tind-")
                                   pytest.param(n, marks=pytest.mark.long) for n in _params("default", LAYOUT_NAMES)])
 def test_corruption_default_base(corpus_runner, name):
     _check(corpus_runner, "default", name)
+
+
+# flex_bg group descriptors (issue 51 item 11): each case's recorded kernel answer, checked ------
+#: run by `make test`: one the kernel refuses and one it mounts; the rest are `long`
+FLEX_SHORT = ("flex-gd1-inode-table-is-gd0s", "flex-gd2-inode-table-moved-to-free-blocks")
+
+
+@pytest.fixture(scope="module")
+def flex_base(tmp_path_factory) -> bytes:
+    img = tmp_path_factory.mktemp("flex-corpus") / "base.img"
+    args = dict(FLEX_MKFS)
+    mkfs(str(img), args.pop("size"), now=1_700_000_000, uid=0, gid=0, **args)
+    return img.read_bytes()
+
+
+@pytest.mark.parametrize("case", [c if c.name in FLEX_SHORT else pytest.param(c, marks=pytest.mark.long)
+                                  for c in flex_descriptor_corpus()], ids=lambda c: c.name)
+def test_flex_descriptor_case(tmp_path, flex_base, case):
+    """The recorded answer is the running kernel's (ext4, a read-write loop mount of the same
+    bytes: "Structure needs cleaning" or mounted), and `simfs mount` gives it too: refused with
+    one line and exit status 2, the image untouched, or mounted and unmounted."""
+    buf = bytes(desc_corrupted(flex_base, case))
+    if can_loop_mount() is None:
+        kimg, kmnt = tmp_path / "kernel.img", tmp_path / "k.mnt"
+        kimg.write_bytes(buf)
+        kmnt.mkdir()
+        k = tool(["mount", "-t", "ext4", "-o", "loop,errors=continue", kimg, kmnt], timeout=60)
+        if not k.failed:
+            tool(["umount", kmnt], timeout=60)
+        answer = "refused" if k.failed and "Structure needs cleaning" in k.err else "mounted"
+        assert answer == case.kernel and (k.failed == (answer == "refused")), \
+            f"{case.name}: recorded {case.kernel!r}, the kernel now: {k.show()}"
+    img, mnt = tmp_path / "simfs.img", tmp_path / "s.mnt"
+    img.write_bytes(buf)
+    mnt.mkdir()
+    s = tool(simfs_argv() + ["mount", img, mnt], timeout=60)
+    u = tool(simfs_argv() + ["umount", mnt], timeout=60) if mounted(mnt) else None   # never left behind
+    if case.kernel == "refused":
+        lines = s.err.strip().splitlines()
+        assert s.rc == 2 and len(lines) == 1 and "overlaps" in lines[0], s.show()
+        assert img.read_bytes() == buf
+    else:
+        assert not s.failed, s.show()
+        assert u is not None and not u.failed, u.show() if u else "not mounted"
