@@ -24,7 +24,12 @@ import tempfile
 
 import numpy as np
 
-from .bench_disksim import DEFAULT_TARBALL, build_disksim, fail, tarball_problem
+from .bench_disksim import DEFAULT_TARBALL, build_disksim, tarball_problem
+
+
+def fail(msg: str) -> None:
+    print(f"disksim_requests: {msg}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def disksim_times(src: str, data: str, stem: str) -> np.ndarray:
