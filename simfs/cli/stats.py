@@ -1,7 +1,7 @@
 """`simfs stats MNT`: the /.simfs/stats document as tables people can paste.
 
-Tables go through simfs/cli/tables.py: rich's on a terminal, padded Markdown pipe tables
-anywhere else or with --markdown (readable in a file, rendered as tables when pasted into an
+Tables go through simfs/cli/tables.py: rich's on a terminal, Markdown pipe tables anywhere
+else or with --markdown (grep and awk -F'|' read them; rendered as tables when pasted into an
 issue or a README). The `time` section (Volume.stats_snapshot, see simfs/blockio/stats.py)
 becomes:
 

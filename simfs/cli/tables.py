@@ -1,15 +1,15 @@
 """How every simfs command prints a table: one renderer, two looks, chosen in one place.
 
-    on a terminal          rich's table (the boxes `simfs run` draws), fitted to the window
-    anywhere else          a Markdown pipe table, padded so the columns line up: plain ASCII with
-    (pipe, file, --markdown)  no box characters, one row per line, `|` between cells
+    on a terminal             rich's table (the boxes `simfs run` draws), fitted to the window
+    anywhere else             a Markdown pipe table as GitHub and pandoc write one: plain ASCII,
+    (pipe, file, --markdown)  no box characters, one row per line, `| ` between cells
 
-The second is what `simfs stats > x.txt`, `| grep`, `| less` and a test see: like dumpe2fs's or
-fio's text it reads the same in a terminal and in a file, `grep seeks` finds one row, and
-`awk -F'|'` splits it even where a cell holds blanks ("alloc=ext2 block=1K"), which
-blank-separated columns (df's) cannot promise; pasted into an issue or a README it renders as a
-table. `--markdown` asks for it on a terminal too. `--json` is each command's own document and
-does not come here. Where the text mimics another tool's, it stays that tool's (simfs frag is
+The second is what `simfs stats > x.txt`, `| grep` and a test see: it does not depend on the
+window's width or colours, `grep '| find | sim |'` finds one row, `awk -F'|'` splits it even
+where a cell holds blanks ("alloc=ext2 block=1K"), which blank-separated columns (df's) cannot
+promise, and pasted into an issue or a README it renders as a table (as the table.md files the
+runs write do). `--markdown` asks for it on a terminal too. `--json` is each command's own
+document and does not come here. Where the text mimics another tool's, it stays that tool's (simfs frag is
 filefrag's, simfs mkfs mke2fs's): those are compared line by line with the originals.
 
 rich is imported only when a table is drawn for a terminal (the CLI starts without it).
@@ -62,19 +62,13 @@ def _cells(t: Table) -> list[list[str]]:
 
 
 def to_markdown(t: Table) -> str:
-    """The title, a blank line and a padded Markdown pipe table (':--' / '--:' say the alignment);
-    a '|' inside a cell is escaped."""
-    cols = [str(c).replace("|", "\\|") for c in t.columns]
-    rows = [[c.replace("|", "\\|") for c in r] for r in _cells(t)]
-    right = t.alignment()
-    widths = [max(3, len(cols[i]), *(len(r[i]) for r in rows)) for i in range(len(cols))]
-
+    """The title, a blank line and a Markdown pipe table as GitHub and pandoc write one: a space
+    each side of a cell, no padding (so `grep '| find | sim |'` finds a row), ':--' / '--:' for
+    the alignment; a '|' inside a cell is escaped."""
     def line(cells):
-        return "| " + " | ".join(c.rjust(w) if right[i] else c.ljust(w)
-                                 for i, (c, w) in enumerate(zip(cells, widths))) + " |"
-    rule = "|" + "|".join(("-" * (w + 1) + ":") if right[i] else (":" + "-" * (w + 1))
-                          for i, w in enumerate(widths)) + "|"
-    body = [line(cols), rule, *(line(r) for r in rows)]
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    rule = "|" + "|".join("--:" if right else ":--" for right in t.alignment()) + "|"
+    body = [line(t.columns), rule, *(line(r) for r in _cells(t))]
     return "\n".join(([t.title, ""] if t.title else []) + body)
 
 
