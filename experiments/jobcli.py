@@ -200,7 +200,8 @@ def _load(a):
         spec = job.workload_spec()
         if a.source is not None:
             if spec["kind"] != "tree":
-                return fail(f"{a.job} has no tree workload ([workload] kind = \"none\"); --source is for trees")
+                return fail(f"{a.job} has no tree workload ([workload] kind = \"none\"); "
+                            "--source (a directory or a tarball) replaces a tree")
             try:
                 spec = source_spec(a.source)
             except ValueError as e:

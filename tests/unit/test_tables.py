@@ -90,7 +90,8 @@ def test_the_run_tables_and_fio_s_go_through_the_renderer():
     from experiments import report
     from simfs.cli import fio
     doc = json.loads((REPO / "results" / "summary" / "ext2fs-2010" / "results.json").read_text())
-    for out, md, want in ((Terminal(), False, "rich"), (Terminal(), True, "markdown"), (io.StringIO(), False, "markdown")):
+    for out, md, want in ((Terminal(), False, "rich"), (Terminal(), True, "markdown"),
+                          (io.StringIO(), False, "markdown")):
         report.print_tables(doc, md, out)
         assert _looks(out.getvalue()) == want
     sim = {"jobs": [{"jobname": "rand-read", "host": {"read": {"iops": 23456.7}},
@@ -103,7 +104,8 @@ def test_the_run_tables_and_fio_s_go_through_the_renderer():
 
 
 @pytest.mark.parametrize("x, text", [(1234.5, "1,234"), (12345678, "12,345,678"), (123.4, "123"), (12.34, "12.3"),
-                                     (1.234, "1.23"), (0.01234, "0.0123"), (0.00001234, "0.0000123"), (0, "0"), (12.0, "12"),
+                                     (1.234, "1.23"), (0.01234, "0.0123"), (0.00001234, "0.0000123"), (0, "0"),
+                                     (12.0, "12"),
                                      (-1500.0, "-1,500"), (None, "—"), (float("nan"), "—")])
 def test_numbers_as_people_read_them(x, text):
     assert tables.number(x) == text
