@@ -75,17 +75,51 @@ def fuse_unavailable() -> str | None:
     return None
 
 
-# `make test` runs the tests not marked `serial` on every CPU (pytest-xdist), then the `serial`
-# ones one at a time: whatever mounts (FUSE, a loop device, a tmpfs: the machine's mount table,
-# loop devices and /sbin/mount.fuse.simfs are shared) or times a real signal. Here the rule for
-# the many; the few others carry the mark by hand (a loop mount by the kernel, an interrupt).
-SERIAL_DIRS = (REPO / "tests" / "mount",)
-SERIAL_FIXTURES = {"simfs_factory", "simfs_mount", "small_host"}
+# `make test` runs the tests not marked `serial` on every CPU (pytest-xdist, a file per worker),
+# then the `serial` ones one at a time: those that share machine-wide state, named by what they
+# share (setup.cfg's markers): `kernel_mount` (the kernel's ext2/ext4 on a loop device, a tmpfs,
+# a mount namespace, which copies every mount on the machine, a tracefs capture: the loop
+# devices, the mount table, the trace buffer), `mount_helper` (/sbin/mount.fuse.simfs: mount -t
+# fuse.simfs, fstab, remounts by mount(8)), `timed_signal` (a real-time bound: a kill or a
+# commit timed against a run misses on a busy machine) and `xfstests` (its build in .xfstests/).
+# A FUSE mount of a test's own image on its own mount point under its tmp_path shares none: FUSE
+# mounts are per mount point, and the daemon's lock, log and statistics sit beside the image;
+# so those run in the parallel part, refusals and help examples with them. Here the files whose
+# tests share something (whole: their module fixtures are shared by their tests) and the
+# fixtures that do; tests elsewhere carry a mark by hand. tests/unit/test_suite_split.py checks
+# that every test file that loop-mounts, uses the helper or sends a signal is named here or
+# marked; helpers.serial_only fails a loop or tmpfs mount made from a parallel worker.
+MACHINE_WIDE = ("kernel_mount", "mount_helper", "timed_signal", "xfstests")
+MACHINE_WIDE_FILES = {
+    "tests/mount/test_acl_mount.py": ("kernel_mount",),
+    "tests/mount/test_aging.py": ("kernel_mount",),
+    "tests/mount/test_corruption_corpus.py": ("kernel_mount",),      # the kernel beside each
+    "tests/mount/test_crash.py": ("timed_signal",),                  # the image within COMMIT s
+    "tests/mount/test_e2e_policies.py": ("kernel_mount",),
+    "tests/mount/test_e2e_programs.py": ("kernel_mount",),
+    "tests/mount/test_ext4_untar.py": ("kernel_mount",),
+    "tests/mount/test_host_full.py": ("kernel_mount", "timed_signal"),   # a tmpfs; commit timing
+    "tests/mount/test_htree_mount.py": ("kernel_mount",),
+    "tests/mount/test_kernel_layout.py": ("kernel_mount",),
+    "tests/mount/test_mount_helper.py": ("mount_helper",),
+    "tests/mount/test_umount_namespace.py": ("kernel_mount", "timed_signal"),  # unshare -m copies every mount
+    "tests/mount/test_pjdfstest.py": ("mount_helper",),              # read-only remounts
+    "tests/mount/test_whiteout_and_handles.py": ("kernel_mount",),
+    "tests/mount/test_xfstests.py": ("mount_helper", "xfstests"),
+}
+MACHINE_WIDE_FIXTURES = {"small_host": "kernel_mount"}     # a tmpfs
+
+
+def machine_wide(item) -> set[str]:
+    """What machine-wide state the test shares: the MACHINE_WIDE marks it has or gets here."""
+    rel = item.path.relative_to(REPO).as_posix() if REPO in item.path.parents else ""
+    marks = set(MACHINE_WIDE_FILES.get(rel, ()))
+    marks |= {m for f, m in MACHINE_WIDE_FIXTURES.items() if f in item.fixturenames}
+    return marks | {m for m in MACHINE_WIDE if item.get_closest_marker(m) is not None}
 
 
 def is_serial(item) -> bool:
-    return (item.get_closest_marker("mount") is not None or bool(SERIAL_FIXTURES & set(item.fixturenames))
-            or any(d in item.path.parents for d in SERIAL_DIRS))
+    return item.get_closest_marker("serial") is not None or bool(machine_wide(item))
 
 
 @pytest.hookimpl(tryfirst=True)          # before -m selects: the serial mark must be there
@@ -93,10 +127,19 @@ def pytest_collection_modifyitems(config, items):
     reason = fuse_unavailable()
     skip = pytest.mark.skip(reason=f"cannot mount: {reason}")
     for item in items:
+        for mark in machine_wide(item):
+            item.add_marker(mark)
         if is_serial(item):
             item.add_marker(pytest.mark.serial)
         if reason and item.get_closest_marker("mount"):      # (a test id "mount" is no mark)
             item.add_marker(skip)
+
+
+def pytest_configure(config):
+    record = os.environ.get("SIMFS_TEST_RECORD")
+    if record:
+        from tests.suite_split import Recorder
+        config.pluginmanager.register(Recorder(record), "simfs-test-record")
 
 
 # checks --------------------------------------------------------------------------------------------
@@ -165,7 +208,6 @@ class SimfsMount:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def mount(self, options: str | None = None) -> None:
-        serial_only("a FUSE mount")
         opts = self.options if options is None else options
         args = ["mount", self.image, self.mnt] + (["-o", opts] if opts else [])
         r = run_simfs(*args, check=False)
