@@ -20,7 +20,6 @@ from collections.abc import Iterator
 
 from simfs.inprocess.treedesc import Entry
 
-from .names import dir_name, file_name, long_name, unique_name
 from .plan import DEFAULT_MTIME, Dir, Plan, plan_tree
 from .rng import seeded
 from .sizes import DEFAULT_MAX_FILE_SIZE, draw_sizes, resolve_counts

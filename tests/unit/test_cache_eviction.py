@@ -9,7 +9,6 @@ dropped unwritten: the new block pointer was lost).
 
 import os
 
-import pytest
 
 import disk_models
 from policies.writeback import make_writeback

@@ -15,7 +15,6 @@ import errno
 import os
 import re
 import shutil
-import stat
 import subprocess
 
 import pytest
