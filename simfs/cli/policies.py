@@ -75,12 +75,12 @@ def cmd_policies(a) -> int:
     if a.json:
         print(json.dumps(rows, indent=1))
         return 0
-    if a.markdown:
-        print("| kind | option | name | summary |")
-        print("|---|---|---|---|")
-        for r in rows:
-            name = f"`{r['name']}`" + (" (default)" if r["default"] else "")
-            print(f"| {r['kind']} | `{r['option']}=` | {name} | {_summary(r).replace('|', '/')} |")
+    if a.markdown:                  # the one table renderer's Markdown (simfs/cli/tables.py)
+        from simfs.cli.tables import Table, to_markdown
+        print(to_markdown(Table("", ["kind", "option", "name", "summary"],
+                                [(r["kind"], f"`{r['option']}=`",
+                                  f"`{r['name']}`" + (" (default)" if r["default"] else ""),
+                                  _summary(r).replace("|", "/")) for r in rows], right=[False] * 4)))
         return 0
     width = max(len(r["name"]) for r in rows) + 2
     kind = None
