@@ -47,9 +47,10 @@ def main(argv=None) -> int:
     for name, mod in LESSONS.items():
         if a.only and name != a.only:
             continue
-        with tempfile.TemporaryDirectory() as tmp:
+        from simfs.cli.progress import Bar
+        with tempfile.TemporaryDirectory() as tmp, Bar(name, mod.STEPS) as bar:   # on a terminal only
             src = Path(tmp) / name
-            fig = run(name, src)
+            fig = run(name, src, progress=bar)
             (docs / f"{name}.md").write_text(page(name, src, fig, docs))
         k = fig["key"]
         rows.append(f"| [{mod.TITLE.split(' (')[0]}]({name}.md) | {mod.SEED} | {k['label']} {k['expect']} 1 "
