@@ -47,7 +47,9 @@ def register(sub) -> None:
                    help="print the final statistics as JSON instead of the summary "
                         "({\"mountpoint\", \"stats_file\", \"stats\"}: as `simfs stats --json` gives them)")
     s.add_argument("--timeout", type=float, default=None,
-                   help="give up waiting for the daemon after this many seconds")
+                   help="give up waiting for the daemon after this many seconds (default 600, "
+                        "and 10 once a copy of the mount in another mount namespace is seen keeping "
+                        "the daemon alive: then exit status 2, naming the process that holds it)")
     s.set_defaults(func=cmd_umount)
 
 

@@ -28,6 +28,7 @@ import sys
 import time
 
 import simfs.outfile as outfile
+from simfs.fuse import holders
 from simfs.errors import ImageWriteError, OutputError
 from simfs.fuse.checks import (
     UnsafeOutput, UsageError, _check_outside, check_distinct, _path_options, _unescape_mountinfo, check_image,
@@ -438,12 +439,18 @@ def image_locked(image: str) -> bool:
 
 #: seconds of waiting after which `simfs umount` says what it waits for, then why it may go on
 WAIT_NOTES_AFTER = (2.0, 30.0)
+#: how long `simfs umount` waits for the daemon unless --timeout says otherwise; and how long
+#: once a copy of the mount in another mount namespace is seen keeping the daemon alive
+UMOUNT_TIMEOUT, HELD_TIMEOUT = 600.0, 10.0
 
 
 def wait_for_daemon(pid: int | None, image: str | None, timeout: float | None = None,
-                    quiet: bool = False) -> bool:
+                    quiet: bool = False, held=None, held_timeout: float | None = None) -> bool:
     """Wait until the daemon has exited and released the image; False on timeout. Says after 2 s
-    what it waits for, and after 30 s the likely reason it still waits."""
+    what it waits for, and after 30 s the likely reason it still waits. `held()`, asked once
+    a second, says whether something keeps the daemon alive (simfs.fuse.holders): then the
+    notes are left to the caller, and the wait ends `held_timeout` seconds after it first said
+    so (if given)."""
     start = time.monotonic()
     first, second = WAIT_NOTES_AFTER
     notes = [] if quiet else [
@@ -451,9 +458,20 @@ def wait_for_daemon(pid: int | None, image: str | None, timeout: float | None = 
         (second, f"simfs umount: the daemon (pid {pid}) still serves {image}: a process in another mount "
              "namespace (unshare, a container, a test runner) may hold the mount, and it exits when "
              "that one unmounts (Ctrl-C stops waiting; the daemon goes on)")]
+    held_since, asked = None, -1.0
     while (pid and _alive(pid)) or (image and image_locked(image)):
-        waited = time.monotonic() - start
+        now = time.monotonic()
+        waited = now - start
         if timeout is not None and waited > timeout:
+            return False
+        if held is not None and now - asked >= 1.0:
+            asked = now
+            if held():
+                held_since = held_since or now
+                notes = []
+            else:
+                held_since = None
+        if held_since is not None and held_timeout is not None and now - held_since >= held_timeout:
             return False
         if notes and waited > notes[0][0]:
             print(notes.pop(0)[1], file=sys.stderr, flush=True)
@@ -504,7 +522,9 @@ def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None, report
     """`simfs umount`: unmount, then wait for the daemon to finish writing and exit; 1 if it
     logged a failure meanwhile; then `report(info)` (the last word: /.simfs/info as read
     before unmounting). `lazy`: detach now and return at once, unless `timeout` is given
-    (then wait that long for the daemon)."""
+    (then wait that long for the daemon). The wait is bounded: `timeout`, by default
+    UMOUNT_TIMEOUT, or HELD_TIMEOUT once a copy of the mount in another mount namespace keeps
+    the daemon alive; then 2, with the process holding that copy named (simfs.fuse.holders)."""
     if timeout is not None and not timeout >= 0:
         raise UsageError(f"--timeout must be a number of seconds >= 0, not {timeout:g}")
     mnt = os.path.abspath(mnt)
@@ -530,13 +550,13 @@ def umount(mnt: str, *, lazy: bool = False, timeout: float | None = None, report
     log_path = (info or {}).get("log")
     log_fd = open_daemon_log(info)
     try:
-        return _umount(mnt, info, lazy, timeout, report, log_path, log_fd)
+        return _umount(mnt, info, lazy, timeout, report, log_path, log_fd, holders.mount_dev(mnt))
     finally:
         if log_fd is not None:
             os.close(log_fd)
 
 
-def _umount(mnt, info, lazy, timeout, report, log_path, log_fd) -> int:
+def _umount(mnt, info, lazy, timeout, report, log_path, log_fd, dev) -> int:
     log_start = os.fstat(log_fd).st_size if log_fd is not None else 0
     r = _unmount(mnt, lazy)
     if r.returncode != 0:
@@ -553,9 +573,21 @@ def _umount(mnt, info, lazy, timeout, report, log_path, log_fd) -> int:
                   file=sys.stderr)
         return 0
     if info is not None:
-        if not wait_for_daemon(info.get("pid"), info.get("image"), timeout):
-            print(f"simfs umount: unmounted, but the daemon (pid {info.get('pid')}) is still "
-                  f"running after {timeout:g} s; see {info.get('log')}", file=sys.stderr)
+        pid, image = info.get("pid"), info.get("image")
+        limit = UMOUNT_TIMEOUT if timeout is None else timeout
+        if not wait_for_daemon(pid, image, limit, held=lambda: holders.holders(dev),
+                               held_timeout=HELD_TIMEOUT if timeout is None else None):
+            held = holders.holders(dev)
+            if held:
+                first = held[0]
+                print(f"simfs umount: {mnt} is unmounted here, but a copy of it lives on in another "
+                      f"mount namespace, held by {'; '.join(map(str, held))}: the daemon (pid {pid}) "
+                      f"writes {image} back and exits only once that copy goes - kill that process, "
+                      f"or unmount the copy there (nsenter -t {first.pid} -m umount {first.where}); "
+                      "see docs/mounting.md", file=sys.stderr)
+                return 2
+            print(f"simfs umount: unmounted, but the daemon (pid {pid}) is still "
+                  f"running after {limit:g} s; see {info.get('log')}", file=sys.stderr)
             return 1
         error = daemon_error(log_fd, log_start, info.get("pid"))
         if error:
