@@ -373,8 +373,8 @@ def corpus_runner(request, corpus_bases) -> Runner:
     wanted = [(population_of[item.originalname], item.callspec.params["name"])
               for item in request.session.items
               if item.originalname in population_of and hasattr(item, "callspec")]
-    for population in dict.fromkeys(p for p, _ in wanted):
-        corpus_bases[population]                        # made before the pool starts on it
+    for base in dict.fromkeys(p for p, _ in wanted):
+        corpus_bases[base]                              # made before the pool starts on it
     runner = Runner(corpus_bases, wanted)
     yield runner
     runner.pool.shutdown(wait=True, cancel_futures=True)
