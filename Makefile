@@ -47,7 +47,7 @@ XFSTESTS_OUT    ?= results/xfstests
 XFSTESTS_RUN     = $(PY) tests/xfstests/run.py
 XFSTESTS_SRCOPT  = $(if $(XFSTESTS_SOURCE),--source $(XFSTESTS_SOURCE))
 
-.PHONY: all system venv compiled tools test test-long docs demo bench soak soak-alloc soak-writeback clean \
+.PHONY: all system venv compiled tools test test-long docs demo bench bench-compare soak soak-alloc soak-writeback clean \
         xfstests-system xfstests-build xfstests-build-if-present xfstests xfstests-ext2 lint test-split
 
 all: venv
@@ -195,6 +195,13 @@ demo: $(STAMP) compiled
 
 bench: $(STAMP) compiled
 	$(PY) -m benchmarks.run
+
+# BASE (and HEAD, else the working tree) side by side in one run: least CPU time of ROUNDS runs
+# of each probe on each, in turns (benchmarks/compare.py; not a gate, CI does not run it)
+ROUNDS ?= 3
+bench-compare: $(STAMP) compiled
+	@test -n "$(BASE)" || { echo "make bench-compare BASE=<commit> [HEAD=<commit>] [ROUNDS=3]" >&2; exit 2; }
+	$(PY) -m benchmarks.compare $(BASE) $(if $(HEAD),--head $(HEAD)) --rounds $(ROUNDS)
 
 # fsx with $(SOAK_OPS) operations (mmap on) on a default mount, then unmount, e2fsck -fn and
 # the file read back from the image; soak-alloc, soak-writeback: $(SOAK_ALLOC_OPS) operations for
