@@ -7,7 +7,8 @@ call back up the data path (docs/design.md, "Layout of the repository").
 Above simfs stand experiments/ and benchmarks/, one rule per folder (whatever files they
 hold): they use simfs's library layers, never its commands' modules (but the argument types
 the commands share, simfs.cli.common, `simfs verb`'s option table, which job files take
-their verbs' options through, and the progress bar, simfs.cli.progress), and take no private
+their verbs' options through, the progress bar, simfs.cli.progress, and the table renderer,
+simfs.cli.tables), and take no private
 name (`_x`) from a package of another folder.
 """
 
@@ -34,7 +35,8 @@ ALLOWED = {
                    "simfs.outfile", "policies", "disk_models"},
     "simfs.pictures": {"simfs.errors", "simfs.units", "simfs.ondisk", "simfs.blockio", "simfs.fs", "plugin_registry"},
     "simfs.cli": {"simfs", "simfs.errors", "simfs.units", "plugin_registry", "simfs.ondisk", "simfs.blockio",
-                  "simfs.fs", "simfs.inprocess", "simfs.fuse", "simfs.pictures", "policies", "disk_models"},
+                  "simfs.fs", "simfs.inprocess", "simfs.fuse", "simfs.pictures", "simfs.outfile", "policies",
+                  "disk_models"},
     "policies": {"plugin_registry"},
     "disk_models": {"plugin_registry"},
 }
@@ -44,7 +46,7 @@ LIBRARY = {"simfs", "simfs.errors", "simfs.units", "simfs.outfile", "simfs.ondis
 ALLOWED["experiments"] = LIBRARY
 ALLOWED["benchmarks"] = LIBRARY | {"experiments"}
 #: modules of a layer otherwise closed to a folder that it may import by name
-OPEN = {"experiments": {"simfs.cli.common", "simfs.cli.verb", "simfs.cli.progress"}, "benchmarks": set()}
+OPEN = {"experiments": {"simfs.cli.common", "simfs.cli.verb", "simfs.cli.progress", "simfs.cli.tables"}, "benchmarks": set()}
 PACKAGES = ("simfs", "plugin_registry", "policies", "disk_models", "experiments", "benchmarks")
 
 
