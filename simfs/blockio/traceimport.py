@@ -192,7 +192,7 @@ def blkparse_events(path: str):
 
 
 _ACT_KIND = {bt.TA_QUEUE: "Q", 2: "M", 3: "F", bt.TA_ISSUE: "D", bt.TA_COMPLETE: "C", 6: "R"}
-TC_FLUSH, TC_DISCARD, TC_FUA = 1 << 2, 1 << 13, 1 << 15
+TC_FLUSH, TC_PC, TC_DISCARD, TC_FUA = 1 << 2, 1 << 9, 1 << 13, 1 << 15
 
 
 def rwbs_of(action: int, nbytes: int) -> str:
@@ -242,7 +242,7 @@ def blktrace_events(path: str):
                     names[pid] = payload.split(b"\0", 1)[0].decode("utf-8", "replace")
                 continue
             kind = _ACT_KIND.get(ta)
-            if kind is None or not tc & bt.TC_FS:
+            if kind is None or tc & TC_PC:      # (bio events carry no FS bit; requests do)
                 continue
             dev = f"{device >> 20},{device & 0xFFFFF}"
             raw.append((t, cpu, n, Event(where, t / 1e9, kind, dev, sector, nbytes // 512,

@@ -195,3 +195,33 @@ def test_pairing_is_first_in_first_out_and_early_completions_are_skipped(tmp_pat
     assert [(r.op, r.issue, r.start, r.finish) for r in reqs] == \
         [("R", 1.0, 1.0, 3.0), ("W", 1.5, 1.5, 2.5), ("R", 2.0, 2.0, 4.0), ("R", 5.0, 5.2, 6.0)]
     assert notes["early_completions"] == 1
+
+
+def test_a_kernels_blktrace_events_bio_merges_and_passthrough(tmp_path):
+    """Events as a Linux kernel writes them (blktrace_api.h): Q and M of bios carry no FS
+    category, the request's G, I, D, C do; a bio back-merged into a request makes no request of
+    its own; a pass-through (PC) command is no file-system request; the process name comes from
+    the notify event."""
+    ev = struct.Struct("<IIQQIIIIIHH")
+    Q, M, G, I, D, C = 1, 2, 4, 12, 7, 8
+    TCQ, TCI, TCC, FS, PC, W, SYNC = 16, 64, 128, 256, 512, 2, 8
+    out = bytearray()
+
+    def put(seq, t, sector, nbytes, act, cats, pdu=b"", pid=42):
+        out.extend(ev.pack(0x65617407, seq, t, sector, nbytes, act | (cats << 16), pid, (8 << 20) | 16,
+                           0, 0, len(pdu)) + pdu)
+    put(0, 0, 0, 0, 0, 1 << 10, b"kworker/u8:2\0")                        # notify: pid 42's name
+    put(1, 1000, 100, 4096, Q, TCQ | W | SYNC)
+    put(2, 1500, 108, 4096, Q, TCQ | W | SYNC)
+    put(3, 1600, 108, 4096, M, TCQ | W | SYNC)                            # back merge into 100
+    put(4, 1700, 100, 8192, G, TCQ | W | SYNC | FS)
+    put(5, 1800, 100, 8192, I, TCQ | W | SYNC | FS)
+    put(6, 2000, 100, 8192, D, TCI | W | SYNC | FS)
+    put(7, 2100, 0, 0, D, TCI | PC)                                       # a SCSI command
+    put(8, 9000, 100, 8192, C, TCC | W | SYNC | FS)
+    put(9, 9100, 0, 0, C, TCC | PC)
+    (tmp_path / "k.blktrace.0").write_bytes(bytes(out))
+    fmt, reqs, notes = read_capture(str(tmp_path / "k"))
+    assert fmt == "blktrace" and notes["devices"] == ["8,16"]
+    assert [(r.op, r.lba, r.sectors, r.rwbs, r.process, r.issue, r.start, r.finish) for r in reqs] == \
+        [("W", 100, 16, "WS", "kworker/u8:2", 1e-6, 2e-6, 9e-6)]
