@@ -183,8 +183,8 @@ def blkparse_events(path: str):
                 continue
             r = _RANGE.match(m["rest"])
             if not r:
-                if kind == "D" and re.match(r"^\d+\s+\(", m["rest"]):
-                    continue                          # a pass-through request: no sectors
+                if m["rest"].startswith("[") or re.match(r"^\d+\s+\(", m["rest"]):
+                    continue                          # no sectors: a flush, a pass-through command
                 raise CaptureError(f"{path}:{n}: {m['act']} event does not parse: {m['rest'][:60]!r}")
             comm = (r["comm"] or "") if kind in "QD" else ""
             yield Event(f"{path}:{n}", float(m["ts"]), kind, f"{m['maj']},{m['min']}",

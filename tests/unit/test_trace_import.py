@@ -225,3 +225,32 @@ def test_a_kernels_blktrace_events_bio_merges_and_passthrough(tmp_path):
     assert fmt == "blktrace" and notes["devices"] == ["8,16"]
     assert [(r.op, r.lba, r.sectors, r.rwbs, r.process, r.issue, r.start, r.finish) for r in reqs] == \
         [("W", 100, 16, "WS", "kworker/u8:2", 1e-6, 2e-6, 9e-6)]
+
+
+def test_blkparse_lines_of_a_real_machine(tmp_path):
+    """blkparse's output of a kernel's capture: remaps, plugs, unplugs, messages, a flush
+    without sectors, a bio merged into a request; then the summary."""
+    text = """\
+  8,0    1        1     0.000000000  4162  A  WS 3417048 + 8 <- (8,1) 3414976
+  8,0    1        2     0.000000400  4162  Q  WS 3417048 + 8 [jbd2/sda1-8]
+  8,0    1        3     0.000001000  4162  G  WS 3417048 + 8 [jbd2/sda1-8]
+  8,0    1        4     0.000001100  4162  P   N [jbd2/sda1-8]
+  8,0    1        5     0.000001500  4162  Q  WS 3417056 + 8 [jbd2/sda1-8]
+  8,0    1        6     0.000001600  4162  M  WS 3417056 + 8 [jbd2/sda1-8]
+  8,0    1        7     0.000002000  4162  U   N [jbd2/sda1-8] 1
+  8,0    1        8     0.000002100  4162  I  WS 3417048 + 16 [jbd2/sda1-8]
+  8,0    1        9     0.000003000  4162  D  WS 3417048 + 16 [jbd2/sda1-8]
+  8,0    1        0     0.000003100     0  m   N cfq4162S / dispatched a request
+  8,0    1       10     0.000004000  4162  D  FN [jbd2/sda1-8]
+  8,0    0        1     0.000200000     0  C  WS 3417048 + 16 [0]
+  8,0    0        2     0.000300000     0  C  FN [0]
+
+CPU0 (sda):
+ Reads Queued:           0,        0KiB\t Writes Queued:           2,        8KiB
+"""
+    path = tmp_path / "real.blkparse"
+    path.write_text(text)
+    fmt, reqs, _ = read_capture(str(path))
+    assert fmt == "blkparse"
+    assert [(r.op, r.lba, r.sectors, r.rwbs, r.process, r.issue, r.start, r.finish) for r in reqs] == \
+        [("W", 3417048, 16, "WS", "jbd2/sda1-8", 4e-7, 3e-6, 2e-4)]
