@@ -39,6 +39,33 @@ def _check_ints(*values, bound: int = 1 << 32) -> None:
             raise FSError(errno.EINVAL)
 
 
+class RecentlyFreed:
+    """Inode numbers freed within the last few inode allocations and frees (Namespace's
+    _choose_inode keeps them out of reach). Its own object, not attributes the Namespace mixin
+    assigns: a mixin that assigned attributes would be compiled with slots of its own, and
+    Volume cannot have two such bases (simfs/compiled/slots.py)."""
+
+    def __init__(self):
+        self.events = 0                 # allocations and frees so far
+        self.when: dict[int, int] = {}  # freed inode -> events then, in order of freeing
+
+    def event(self, after: int) -> dict[int, int]:
+        """Count one event; forget the numbers freed more than `after` events ago."""
+        self.events += 1
+        when = self.when
+        while when:
+            first = next(iter(when))
+            if self.events - when[first] <= after:
+                break
+            del when[first]
+        return when
+
+    def freed(self, ino: int, after: int) -> None:
+        """Count the free of `ino` and note it (last in the order of freeing)."""
+        self.event(after).pop(ino, None)
+        self.when[ino] = self.events
+
+
 class Namespace:
     """Namespace operations of `simfs.fs.volume.Volume` (a mixin: it uses the volume's parts)."""
 
@@ -139,14 +166,7 @@ class Namespace:
 
     def _inode_event(self) -> dict[int, int]:
         """Count an inode allocation or free; the numbers freed within the last REUSE_AFTER."""
-        self.inode_events += 1
-        recent = self.freed_recently
-        while recent:
-            first = next(iter(recent))
-            if self.inode_events - recent[first] <= self.REUSE_AFTER:
-                break
-            del recent[first]
-        return recent
+        return self.freed_recently.event(self.REUSE_AFTER)
 
     def _new_inode(self, parent, name: bytes, mode: int, uid: int, gid: int):
         """Allocate and link a new inode named `name` in directory `parent`."""
@@ -390,8 +410,7 @@ class Namespace:
         self.inodes.put(inode)
         self.space.release_inode(inode.ino, inode.is_dir)
         self.inodes.forget(inode.ino)
-        self._inode_event().pop(inode.ino, None)       # (in order of freeing: see _choose_inode)
-        self.freed_recently[inode.ino] = self.inode_events
+        self.freed_recently.freed(inode.ino, self.REUSE_AFTER)
 
     def _is_ancestor(self, anc: int, ino: int) -> bool:
         """True if directory `anc` is `ino` or one of its ancestors (walking ".."). A walk

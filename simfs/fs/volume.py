@@ -52,7 +52,7 @@ from simfs.fs.freespace import FreeSpace
 from simfs.fs.holds import Holds
 from simfs.fs.inodes import InodeTable, readahead_options
 from simfs.fs.inspection import Inspection
-from simfs.fs.namespace import Namespace
+from simfs.fs.namespace import Namespace, RecentlyFreed
 from simfs.fs.operation import OperationCharger
 from simfs.fs.optionspec import check_options
 from simfs.fs.placement import Placement
@@ -175,8 +175,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
         self.orphans: set[int] = set()          # unlinked here, freed when the last hold goes
         self.stale: dict[int, tuple[int, Attr]] = {}    # freed inode -> (references the kernel
                                                         # still holds, its last attributes)
-        self.freed_recently: dict[int, int] = {}    # freed inode -> inode events then
-        self.inode_events = 0                       # allocations and frees (_choose_inode)
+        self.freed_recently = RecentlyFreed()       # (_choose_inode)
         self.generation_key = bytes(sb.uuid) + bytes(sb.hash_seed)     # new inodes' i_generation
         self.closed = False
         self._durable_asked = False                     # an fsync waits for the next commit

@@ -94,3 +94,24 @@ def test_the_build_keeps_a_plain_classes_attributes_in_slots():
     assert "bs" in BufferCache.__dict__                             # a slot's descriptor
     with pytest.raises(AttributeError):
         buf.other = 1                                               # as with __slots__
+
+
+def test_no_class_of_the_data_path_has_two_bases_with_slots():
+    """A class with two bases that the build makes extension types with slots of their own
+    cannot be created ("multiple bases have instance lay-out conflict"): Volume's mixins must
+    keep their state elsewhere (simfs.fs.namespace.RecentlyFreed), or the compiled build breaks
+    the moment a second mixin assigns an attribute on self."""
+    import ast
+
+    from simfs.compiled import sources
+    slotted, multi = set(), []
+    for name, path in sources().items():
+        tree = ast.parse(path.read_text())
+        slotted |= {n.name for n in tree.body if isinstance(n, ast.ClassDef)
+                    and f"cdef class {n.name}:" in slots.declarations(ast.unparse(n))}
+        multi += [(name, n.name, [b.id for b in n.bases if isinstance(b, ast.Name)])
+                  for n in tree.body if isinstance(n, ast.ClassDef) and len(n.bases) > 1]
+    assert any(cls == "Volume" for _, cls, _ in multi)
+    bad = [(m, cls, [b for b in bases if b in slotted]) for m, cls, bases in multi
+           if len([b for b in bases if b in slotted]) > 1]
+    assert not bad, f"classes whose bases would each have slots: {bad}"
