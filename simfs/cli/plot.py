@@ -54,6 +54,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help=f"movie frames, {FRAMES[0]} to {FRAMES[1]} (default 80, at 8 per second: "
                         f"{FRAMES[1]} is a minute; a GIF holds every frame in memory while it is written)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    from simfs.cli.tables import add_markdown_option
+    add_markdown_option(p)
     p.set_defaults(func=cmd_plot)
     return p
 
@@ -128,16 +130,12 @@ def summary_rows(summaries: list[dict]) -> list[tuple]:
 SUMMARY_COLUMNS = ("trace", "run time (s)", "requests", "MB", "avg MB/s", "avg IO/s", "avg seeks/s")
 
 
-def print_summary(summaries: list[dict], file=None) -> None:
-    """seekwatcher's stats table, as plain aligned text (pastes anywhere)."""
-    file = file or sys.stdout
-    rows = [SUMMARY_COLUMNS] + summary_rows(summaries)
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(SUMMARY_COLUMNS))]
-    for n, r in enumerate(rows):
-        cells = [str(c).ljust(widths[i]) if i == 0 else str(c).rjust(widths[i]) for i, c in enumerate(r)]
-        print("  ".join(cells).rstrip(), file=file)
-        if n == 0:
-            print("  ".join("-" * w for w in widths), file=file)
+def print_summary(summaries: list[dict], markdown: bool = False, file=None) -> None:
+    """seekwatcher's stats table, through the shared renderer (rich on a terminal, Markdown
+    in a pipe or with --markdown)."""
+    from simfs.cli import tables
+    tables.echo(tables.Table("seekwatcher's summary", list(SUMMARY_COLUMNS), summary_rows(summaries)),
+                markdown=markdown, file=file)
 
 
 def _check_out(path: str, what: str, traces: list[str]) -> str | None:
@@ -232,7 +230,7 @@ def cmd_plot(a) -> int:
     if a.json:
         print(json.dumps(summaries, indent=1))
     else:
-        print_summary(summaries)
+        print_summary(summaries, a.markdown)
         for p in (a.output, a.movie):
             if p:
                 print(f"wrote {p}")

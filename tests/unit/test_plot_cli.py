@@ -33,12 +33,12 @@ def traces(tmp_path_factory):
 
 
 def _summary(stdout: str) -> dict:
-    lines = stdout.splitlines()
-    head = lines[0]
-    assert [c.strip() for c in head.split("  ") if c.strip()] == \
-        ["trace", "run time (s)", "requests", "MB", "avg MB/s", "avg IO/s", "avg seeks/s"]
-    assert set(lines[1]) <= {"-", " "}
-    return {ln.split()[0]: ln.split()[1:] for ln in lines[2:] if ln and not ln.startswith("wrote ")}
+    """The rows of the Markdown summary simfs plot prints into a pipe, by trace name."""
+    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in stdout.splitlines()
+            if ln.startswith("|")]
+    assert rows[0] == ["trace", "run time (s)", "requests", "MB", "avg MB/s", "avg IO/s", "avg seeks/s"]
+    assert set("".join(rows[1])) <= {"-", ":"}
+    return {r[0]: r[1:] for r in rows[2:]}
 
 
 def _expected(path: str) -> dict:
