@@ -61,6 +61,7 @@ class InodeTable:
         self.pins: dict[int, int] = {}
         # put since the last pack: ino -> (inode, the block's buffer, offset in it)
         self.unpacked: dict[int, tuple] = {}
+        self.cold: set[int] = set()     # pinned inodes to read again at their next get (drop_all)
 
     def _where(self, ino: int) -> tuple[int, int]:
         geo = self.geo
@@ -73,6 +74,8 @@ class InodeTable:
     def get(self, ino: int) -> Inode:
         inode = self.pinned.get(ino)
         if inode is not None:
+            if ino in self.cold:
+                self._reread(ino)
             return inode
         inode = self.lru.get(ino)
         if inode is not None:
@@ -87,6 +90,16 @@ class InodeTable:
             inode.bad = self.checks.inode_problem(inode)
         self._remember(inode)
         return inode
+
+    def _reread(self, ino: int) -> None:
+        """The first use of a pinned inode since `drop_all`: its inode-table block is read as
+        a miss would read it (charged), the in-core copy (its allocator state, current since
+        the sync before) kept."""
+        self.cold.discard(ino)
+        blk, _ = self._where(ino)
+        if self.readahead and blk not in self.cache:
+            self._read_ahead(ino, blk)
+        self.cache.bread(blk, "inode", ino)
 
     def _read_ahead(self, ino: int, blk: int) -> None:
         """An inode-table miss with read-ahead (fs/ext4/inode.c __ext4_get_inode_loc): the
@@ -181,13 +194,23 @@ class InodeTable:
 
     def forget(self, ino: int) -> None:
         self.pack(ino)
+        self.cold.discard(ino)
         self.lru.pop(ino, None)
         self.pinned.pop(ino, None)
         self.pins.pop(ino, None)
 
-    def drop_unpinned(self) -> None:
+    def drop_all(self) -> None:
+        """drop_caches: forget every in-core inode not pinned; a pinned one (held by the host
+        kernel, or open) stays in core for its allocator state, but is cold: its next `get`
+        reads its block again, as the first access after a fresh mount does, and its file's
+        read-ahead starts afresh (the host kernel keeps what it references whatever simfs
+        drops, so its references must not keep the model warm)."""
         self.pack()
         self.lru.clear()
+        self.cold = set(self.pinned)
+        for inode in self.pinned.values():       # and the read-ahead window the file had built
+            if inode.incore:                     # (simfs.fs.fileio: it starts again at 4 blocks)
+                inode.incore.pop("ra", None)
 
     def _remember(self, inode: Inode) -> None:
         if inode.ino in self.pins:

@@ -443,7 +443,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
         drive's buffer holds: cold cache."""
         self.sync()
         self.cache.drop_clean()                # and, through the clock, the drive's buffer
-        self.inodes.drop_unpinned()
+        self.inodes.drop_all()                 # (held inodes too: read again at next use)
         self.dirs.indexes.clear()
         self.dirs.indexed_entries = 0
 

@@ -73,6 +73,6 @@ def test_a_freed_inode_is_in_its_block_as_freed(vol):
 def test_dropping_the_in_core_copies_keeps_every_change(vol):
     ino = vol.mkdir(vol.root_ino, b"d", 0o755, 0, 0).st_ino
     vol.setattr(ino, mtime_ns=1_234_567_891_000_000_000)
-    vol.inodes.drop_unpinned()                            # as drop_caches does, after its sync
+    vol.inodes.drop_all()                                 # as drop_caches does, after its sync
     assert not vol.inodes.unpacked and not vol.inodes.lru
     assert vol.getattr(ino).st_mtime_ns == 1_234_567_891_000_000_000
