@@ -482,18 +482,22 @@ def wait_for_daemon(pid: int | None, image: str | None, timeout: float | None = 
 def open_daemon_log(info: dict | None) -> int | None:
     """The daemon's log, opened for `simfs umount` to read its last words: the file the daemon
     writes to (its stderr, /proc/PID/fd/2), wherever its name has gone since, else the log's
-    path (never through a link); None if neither is a regular file."""
+    path through simfs.outfile's safe open (no link, FIFO or device, no other user's file);
+    None if neither is such a file. (Only LAST_WORDS of it are ever read.)"""
     if not info or not info.get("log"):
         return None
-    for path, flags in ((f"/proc/{int(info.get('pid') or 0)}/fd/2", 0), (info["log"], os.O_NOFOLLOW)):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | flags)
-        except (OSError, ValueError, TypeError):
-            continue
+    try:
+        fd = os.open(f"/proc/{int(info.get('pid') or 0)}/fd/2", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except (OSError, ValueError, TypeError):
+        fd = None
+    if fd is not None:
         if stat.S_ISREG(os.fstat(fd).st_mode):   # (a device would be read for ever)
             return fd
         os.close(fd)
-    return None
+    try:
+        return outfile.open_read(info["log"], sys.maxsize)
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 #: how much of the log `simfs umount` reads for the daemon's last words

@@ -189,3 +189,20 @@ def test_commands_refuse_a_planted_journal_in_one_line(tmp_path, cmd):
     r = run_simfs(cmd[0], *args, check=False, timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "refusing to read the journal: not a regular file" in r.stderr
+
+
+@pytest.mark.parametrize("how", PLANTS)
+def test_umount_reads_the_daemons_last_words_only_from_its_own_log(tmp_path, how):
+    """With the daemon gone (no /proc/PID/fd/2), the log's name is opened the safe way."""
+    from simfs.fuse.daemon import open_daemon_log
+    p = str(tmp_path / "d.img.log")
+    plant(p, how, tmp_path)
+    with deadline():
+        assert open_daemon_log({"pid": 2 ** 22 + 1, "log": p}) is None
+    assert untouched(p, how)
+    os.unlink(p)
+    with open(p, "w") as f:
+        f.write("2026-12-07 13:00:00 42 ERROR simfs: x\n")
+    fd = open_daemon_log({"pid": 2 ** 22 + 1, "log": p})
+    assert fd is not None and os.read(fd, 10) == b"2026-12-07"
+    os.close(fd)
