@@ -37,6 +37,32 @@ def records(block):
         off += rec_len
 
 
+def search(block, name: bytes):
+    """(offset, inode, file type byte) of name in a damaged block, or None, as ext4_search_dir
+    finds it: records are followed by rec_len with no more checking than the kernel does
+    (past a bad record the walk goes on wherever rec_len takes it), a live record whose name
+    matches gets the full check (ext4_check_dir_entry), and a rec_len of 0 ends the search.
+    A failed check or a rec_len of 0 is a ValueError: the kernel's lookup answers EFSCORRUPTED
+    (Linux 6.8's "ext4: return error on ext4_find_entry"); walking off the block is a miss,
+    and the search goes on in the next block."""
+    size, n = len(block), len(name)
+    unpack = _HDR.unpack_from
+    off = 0
+    while off < size - 8:
+        ino, rec_len, name_len, ftype = unpack(block, off)
+        if ino and name_len == n and off + 8 + n <= size and block[off + 8:off + 8 + n] == name:
+            nxt = off + rec_len
+            if (rec_len < 12 or rec_len % 4 or rec_len < ((8 + n + 3) & ~3) or nxt > size
+                    or (nxt > size - 12 and nxt != size)):
+                raise ValueError(f"corrupt directory record at offset {off} (rec_len {rec_len}) "
+                                 f"for the name searched")
+            return off, ino, ftype
+        if rec_len == 0:
+            raise ValueError(f"directory record at offset {off} has rec_len 0")
+        off += rec_len
+    return None
+
+
 class Parsed:
     """One walk of a directory block: `names` (name -> offset of the first live record so
     named), per record `offs` and `rooms` (rec_len less what its name
@@ -66,14 +92,12 @@ class Parsed:
         self.names, self.offs, self.rooms, self.err, self.erroff = names, offs, rooms, err, end
 
     def find(self, name: bytes):
-        """(offset, inode, file type byte) of the live record named name, or None; a name
-        whose bytes lie past a record the walk cannot pass is a ValueError (it may be hidden
-        there); any other name is found or not whatever the block holds past its break."""
+        """(offset, inode, file type byte) of the live record named name, or None. In a
+        block with a record the walk cannot pass, a name not found before it is searched for
+        as the kernel searches (`search`: found, missed, or a ValueError)."""
         off = self.names.get(name)
         if off is None:
-            if self.err and self.snap.find(name, self.erroff) >= 0:
-                raise ValueError(self.err)
-            return None
+            return search(self.snap, name) if self.err else None
         ino, _, _, ftype = _HDR.unpack_from(self.snap, off)
         return off, ino, ftype
 

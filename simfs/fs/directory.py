@@ -8,11 +8,13 @@ operation still reads the directory blocks a linear ext2 directory would read.
 A damaged directory block does not hide the rest of the directory: a record whose rec_len or
 name_len breaks the block's chain ends that block only (ext4_check_dir_entry's "skip to the
 next block"), a hole or a block met twice is skipped, each reported as an inconsistency
-(simfs.fs.checks); the entries before the break, and every other block, stay listed and found,
-as ext4's lookup (search_dirblock, block by block) and readdir find them. Only the block's own
-names past the break fail (EUCLEAN: a name whose bytes lie there may be hidden in it); a new
-name goes into a block before the first damaged one or not at all (ext4_find_dest_de meets the
-damage before it finds room), never into a damaged block.
+(simfs.fs.checks); the entries before the break, and every other block, stay listed (as
+ext4_readdir lists them). A lookup searches as ext4's linear search does, block after block
+from the first: a damaged block on the way is searched as ext4_search_dir searches it
+(simfs.fs.dirblocks.search), so the lookup fails (EUCLEAN) only where the kernel's does (a
+rec_len of 0 met, a matched record that fails its check) and otherwise goes on to the names of
+later blocks. A new name goes into a block before the first damaged one or not at all
+(ext4_find_dest_de meets the damage before it finds room), never into a damaged block.
 
 With an `HTree` (the image has dir_index and the volume keeps htrees), a directory with
 INDEX_FL is looked up, added to and listed through its hash index (simfs.fs.htree; the records
@@ -26,7 +28,7 @@ import zlib
 from collections import OrderedDict
 
 from simfs.errors import FSError
-from simfs.fs.dirblocks import Blocks, records
+from simfs.fs.dirblocks import Blocks, records, search
 from simfs.fs.htree import BadIndex
 from simfs.ondisk import dirent
 from simfs.ondisk.constants import FT_DIR, INDEX_FL
@@ -189,19 +191,47 @@ class Directories:
     def _lookup(self, d, name: bytes) -> tuple[int, int] | None:
         idx = self._index(d)
         hit = idx.names.get(name)
+        if idx.broken:
+            odd = self._damaged_first(d, idx, name, hit)
+            if odd is not None:
+                return odd
         if hit:
             self._touch_upto(d, hit[2] // self.bs)
             return hit[0], hit[1]
         # a miss scans everything, or reads the root and the leaf the hash picks
         self._touch_upto(d, (zlib.crc32(name) % max(1, self.nblocks(d))) if self.indexed else self.nblocks(d) - 1)
-        for lidx, off in idx.broken.items():
-            # each block is searched on its own (ext4's search_dirblock): a damaged one fails
-            # only the names that may lie past its break, where no record can be trusted
-            if self.read_block(d, lidx).find(name, off) >= 0:
-                raise self.checks.corrupt(f"directory {d.ino} block {lidx}: '{name.decode(errors='replace')}' "
-                                          f"may lie past the damaged record at offset {off}", d.ino,
-                                          self.filemap.bmap(d, lidx), "search_dirblock")
         return None
+
+    def _damaged_first(self, d, idx: DirIndex, name: bytes, hit):
+        """The damaged blocks a linear search from block 0 meets before it reaches the name's
+        block (all of them for a miss), each searched as ext4_search_dir searches it
+        (simfs.fs.dirblocks.search): one where the search fails fails the lookup (EUCLEAN,
+        reported); a block whose walk runs off its end is passed, so the names of later
+        blocks are found. (ino, ftype) of a record the walk matched where no index looked
+        (past the break), else None."""
+        stop = hit[2] // self.bs if hit else self.nblocks(d)
+        for lidx in idx.broken:
+            if lidx >= stop:                # the name lies before this block's break
+                break
+            buf = self.read_block(d, lidx)
+            try:
+                found = search(buf, name)
+            except ValueError as e:
+                raise self.checks.corrupt(f"directory {d.ino} block {lidx}: {e}", d.ino,
+                                          self.filemap.bmap(d, lidx), "search_dirblock") from None
+            if found is not None:
+                return found[1], found[2] if self.filetype else 0
+        return None
+
+    def _past_damage(self, d, idx: DirIndex, name: bytes, hit) -> None:
+        """Before a record is removed or changed: EUCLEAN where the lookup fails, or where it
+        found the name past a damaged record (ext4_generic_delete_entry checks every record
+        before its target); ENOENT if there is no such name."""
+        if idx.broken and self._damaged_first(d, idx, name, hit) is not None:
+            raise self.checks.corrupt(f"directory {d.ino}: '{name.decode(errors='replace')}' lies past a "
+                                      "damaged record", d.ino, 0, "delete_entry")
+        if hit is None:
+            raise FSError(errno.ENOENT)
 
     def add(self, d, name: bytes, ino: int, ftype: int) -> None:
         """Insert an entry; the caller checked that the name is new. May grow the directory."""
@@ -287,8 +317,7 @@ class Directories:
     def _remove(self, d, name: bytes) -> int:
         idx = self._index(d)
         hit = idx.names.get(name)
-        if hit is None:
-            raise FSError(errno.ENOENT)
+        self._past_damage(d, idx, name, hit)
         lidx, target = divmod(hit[2], self.bs)
         self._touch_upto(d, lidx)
         buf = self.read_block(d, lidx)
@@ -318,7 +347,8 @@ class Directories:
 
     def _replace(self, d, name: bytes, ino: int, ftype: int) -> int:
         idx = self._index(d)
-        old = idx.names[name]
+        old = idx.names.get(name)
+        self._past_damage(d, idx, name, old)
         lidx, off = divmod(old[2], self.bs)
         self._touch_upto(d, lidx)
         buf = self.read_block(d, lidx)
@@ -401,7 +431,12 @@ class Directories:
         while True:
             phys, buf = ht.read(d, leaf)
             try:
-                hit = None if buf.find(name, 8) < 0 else self.leaves.get(phys, buf).find(name)
+                p = self.leaves.get(phys, buf)
+                hit = p.find(name) if p.err or buf.find(name, 8) >= 0 else None
+                if hit and p.err and hit[0] >= p.erroff:
+                    # found past the damage: removing or changing it would walk through it
+                    # (ext4_generic_delete_entry), and the kernel's dx search reads it linearly
+                    raise ValueError(f"'{name.decode(errors='replace')}' lies past a damaged record")
             except ValueError as e:
                 raise self.checks.corrupt(f"directory {d.ino} block {leaf}: {e}", d.ino, phys,
                                           "check_dir_entry") from None

@@ -37,17 +37,33 @@ def walk(buf):
     return out, (f"directory record header at {off} runs off the block" if off < len(buf) else "")
 
 
+def kernel_search(buf, name):
+    """ext4_search_dir (Linux 6.8+), transcribed: follow rec_len from offset 0 while a header
+    fits before the last 8 bytes; a live record with the name is fully checked (bad: an
+    error), a rec_len of 0 is an error; running off the block is a miss."""
+    off = 0
+    while off < len(buf) - 8:
+        ino, rec_len, name_len, ft = _HDR.unpack_from(buf, off)
+        if ino and bytes(buf[off + 8:off + 8 + name_len]) == name and off + 8 + name_len <= len(buf):
+            end = off + rec_len
+            if (rec_len < 12 or rec_len % 4 or rec_len < dirent.rec_len_for(name_len) or end > len(buf)
+                    or (end > len(buf) - 12 and end != len(buf))):
+                raise ValueError("check_dir_entry")
+            return off, ino, ft
+        if rec_len == 0:
+            raise ValueError("rec_len 0")
+        off += rec_len
+    return None
+
+
 def find(buf, name):
-    """A live record's hit; a name whose bytes lie past the first bad record may be hidden
-    there: its ValueError (ext4 searches each block on its own: the damage is that block's)."""
+    """The first live record named name in the walk; in a damaged block, a name not found
+    before the damage is searched for as the kernel searches."""
     recs, err = walk(buf)
     for off, ino, _, n, ft in recs:
         if ino and n == name:
             return off, ino, ft
-    end = recs[-1][0] + recs[-1][2] if recs else 0
-    if err and buf.find(name, end) >= 0:
-        raise ValueError(err)
-    return None
+    return kernel_search(buf, name) if err else None
 
 
 def put(buf, name, ino, ft) -> bool:
@@ -130,8 +146,8 @@ def test_a_damaged_block_answers_as_a_walk_does(names, hits, probe):
     for name in names + [probe]:
         try:
             want = find(buf, name)
-        except ValueError as e:
-            with pytest.raises(ValueError, match=str(e).replace("(", r"\(").replace(")", r"\)")):
+        except ValueError:
+            with pytest.raises(ValueError):
                 p.find(name)
         else:
             assert p.find(name) == want

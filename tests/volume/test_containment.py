@@ -430,13 +430,15 @@ def test_entry_naming_an_impossible_inode_is_not_the_end(tmp_path, bad):
     assert_error_recorded(img)
 
 
-def test_record_that_breaks_the_chain_hides_its_own_block_only(tmp_path):
-    """Issue 51 item 9: one bad record hides only the names after it in its own block, as
-    ext4's lookup searches each block on its own (search_dirblock) and its readdir skips to
-    the next block: every name of every other block, before the damage or after it, is
-    listed, found and removable; the damaged block's names before the break are found, those
-    past it are EUCLEAN (reported). A new name needs room before the damage (ext4_find_dest_de
-    meets the bad record first: EUCLEAN), and the directory is not empty for rmdir."""
+@pytest.mark.parametrize("damage", ["runs-off", "zero"])
+def test_record_that_breaks_the_chain_fails_lookups_only_where_the_kernels_do(tmp_path, damage):
+    """Issue 51 item 9: one bad record in a middle block. The listing skips only the rest of
+    that block (ext4_readdir). A lookup searches block after block, each damaged block as
+    ext4_search_dir walks it: a rec_len that runs off the block ends that block's search and
+    the names of every later block are found ("runs-off"); a rec_len of 0 fails every lookup
+    that reaches the block, EUCLEAN ("zero"). Names before the damage are found either way; a
+    new name needs room before the damage (ext4_find_dest_de), and the directory is not
+    empty for rmdir (ext4_empty_dir)."""
     img, d = _dir_with_names(tmp_path, 200)
     raw = Image(img)
     entries = _entry_offsets(raw, d)
@@ -444,38 +446,38 @@ def test_record_that_breaks_the_chain_hides_its_own_block_only(tmp_path):
     bad = blocks[len(blocks) // 2]                           # a middle block of the directory
     in_bad = [e for e in entries if e[0] // raw.bs == bad]
     victim = in_bad[len(in_bad) // 2]
-    raw.write(victim[0] + 4, struct.pack("<H", 3))          # rec_len 3: not a record
+    voff = victim[0] % raw.bs
+    rec_len = raw.bs - voff + 4 if damage == "runs-off" else 0
+    raw.write(victim[0] + 4, struct.pack("<H", rec_len))
     lost = {e[3] for e in in_bad if e[0] >= victim[0]}
-    kept = {e[3] for e in in_bad if e[0] < victim[0]}
-    after = [e[3] for e in entries if blocks.index(e[0] // raw.bs) > blocks.index(bad)]
-    others = [e[3] for e in entries if e[0] // raw.bs != bad and e[3] not in (b".", b"..")]
-    assert kept and lost and len(after) > 40
+    kept = sorted(e[3] for e in in_bad if e[0] < victim[0])
+    rank = {b: i for i, b in enumerate(blocks)}
+    before = [e[3] for e in entries if rank[e[0] // raw.bs] < rank[bad] and e[3] not in (b".", b"..")]
+    after = [e[3] for e in entries if rank[e[0] // raw.bs] > rank[bad]]
+    assert kept and lost and before and len(after) > 40
     with Volume.open(img, OPTS) as v:
-        names = set(_listing(v, d))
-        assert names == {e[3] for e in entries} - lost
-        for name in others + sorted(kept):                   # every name the damage does not cover
+        assert set(_listing(v, d)) == {e[3] for e in entries} - lost
+        for name in before + kept:
             v.lookup(d, name)
-        for name in sorted(lost):
-            with pytest.raises(FSError) as e:
-                v.lookup(d, name)
-            assert e.value.errno == EUCLEAN
-        with pytest.raises(FSError) as e:
-            v.lookup(d, b"name-9999")                        # in no block: ENOENT, not EUCLEAN
-        assert e.value.errno == errno.ENOENT
-        v.unlink(d, after[1])                                # a later block's name goes
-        with pytest.raises(FSError) as e:
-            v.lookup(d, after[1])
-        assert e.value.errno == errno.ENOENT
+        for name in after + sorted(lost) + [b"name-9999"]:
+            if damage == "runs-off" and name in after:
+                v.lookup(d, name)                            # found past the damaged block
+                continue
+            with pytest.raises(FSError) as e:               # the bad record's own name: its
+                v.lookup(d, name)                           # check fails
+            hidden = damage == "runs-off" and name != victim[3]
+            assert e.value.errno == (errno.ENOENT if hidden else EUCLEAN), name
+        if damage == "runs-off":
+            v.unlink(d, after[1])                            # a later block's name goes
         with pytest.raises(FSError) as e:                    # no room before the damage
             v.create(d, b"new", 0o644, 0, 0)
         assert e.value.errno == EUCLEAN
-        for name in others + sorted(kept):
-            if name != after[1]:
-                v.unlink(d, name)
+        for name in before + kept:
+            v.unlink(d, name)
         with pytest.raises(FSError) as e:                    # the hidden names are still there
             v.rmdir(ROOT, b"d")
         assert e.value.errno == errno.ENOTEMPTY
-    assert Image(img).read(bad)[victim[0] % raw.bs + 4:victim[0] % raw.bs + 6] == struct.pack("<H", 3)
+    assert Image(img).read(bad)[voff + 4:voff + 6] == struct.pack("<H", rec_len)
     assert_error_recorded(img)
 
 
