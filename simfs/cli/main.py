@@ -50,7 +50,7 @@ COMMANDS = (
     ("frag", "frag", (), "a file's extents, filefrag style"),
     ("layout", "layout", (), "draw an image's block map (PNG), coloured by owner"),
     ("install-helper", "helper", (), "install /sbin/mount.fuse.simfs (mount -t fuse.simfs, fstab)"),
-    ("trace", "trace", (), "export a request trace (blktrace) or show its latency percentiles"),
+    ("trace", "trace", (), "export, import, replay a request trace, or show its latency percentiles"),
     ("fio", "fio", (), "run fio on a mount; its figures in simulated time"),
     ("*", None, (), None),
     ("plot", "plot", (), "draw request traces (-o trace=PATH) seekwatcher-style"),
@@ -71,18 +71,6 @@ def _load(ep):
         return ep.load()
     except ImportError:
         return None
-
-
-def command_registrars() -> list:
-    """The `register` functions of every command, in `simfs --help` order."""
-    out, seen = [], set()
-    for name, module, _, _ in COMMANDS:
-        if name == "*":
-            out += [r for r in map(_load, _entry_points()) if r]
-        elif module not in seen:
-            seen.add(module)
-            out.append(importlib.import_module(f"simfs.cli.{module}").register)
-    return out
 
 
 class Parser(argparse.ArgumentParser):
