@@ -31,6 +31,11 @@ API
       one (and for destaging in progress).  `sync` is FUA: written through even with the cache on.
   DiskResult: issue, start, finish, queue, overhead, seek, rotation, transfer, interface, rmw,
       cache_hit, .total (= finish - issue = the sum of the components).
+  DriveQueue(disk[, depth, scheduler])   the drive's command queue (disk_models.queue): .submit(op,
+      lba, sectors, t, sync, tag) several requests, then .pop() -> (tag, DiskResult) completions
+      in time order, each with its own queue/seek/rotation/transfer split. Depth and scheduler
+      default to the spec's queue_depth and scheduler (every model accepts them; 1 and fcfs
+      unless the preset or the drive's DiskSim file says otherwise).
   DiskModel.flush(now) -> float   when every cached write is on the media.
   DiskModel.busy_until            when the drive accepts the next command.
   RotatingDrive also exposes .layout (zones: .zone(lba), .zone_rate(z), .stream_time(a, b)),
@@ -50,7 +55,8 @@ from plugin_registry import did_you_mean
 from .advanced_format import AdvancedFormatDrive
 from .base import DiskModel, DiskRequest, DiskResult
 from .ideal import IdealDisk
-from .params import PARAMS, DiskSpec, format_value, parse_spec, parse_value
+from .params import PARAMS, QUEUE_DEFAULTS, QUEUE_PARAMS, DiskSpec, format_value, parse_spec, parse_value
+from .queue import SCHEDULERS, DriveQueue
 from .presets import Preset
 from .registry import MODELS, PRESETS, model_for
 from .rotating import RotatingDrive
@@ -83,16 +89,27 @@ def resolve(spec) -> DiskSpec:
     name, overrides = parse_spec(spec)
     preset, kind = _preset(name)
     model = model_for(kind)
-    params = model.PARAMS
+    # the queue keys are a drive's that can reorder (a model of the one-at-a-time kind is
+    # served in arrival order, depth 1, whatever they would say)
+    params = {**model.PARAMS, **QUEUE_PARAMS} if getattr(model, "queueing", False) else model.PARAMS
     valid = tuple(params)
     values, prov, applied = dict(preset.values), dict(preset.provenance), {}
+    if hasattr(model, "queue_defaults") and any(k not in values for k in QUEUE_PARAMS):
+        # the drive's queue as its own files give it; said only when it is a queue (no key:
+        # depth 1, fcfs - one command at a time, as every drive before the keys existed)
+        found = model.queue_defaults(preset)
+        if found.get("queue_depth", (1,))[0] != 1:
+            for k, (v, why) in found.items():
+                values.setdefault(k, v)
+                prov.setdefault(k, why)
     for key, raw in overrides.items():
         if key not in valid:
             hint = (" (the drive's buffer is drive_cache, in MiB; the mount's buffer cache is the "
                     "mount option cache=)") if key == "cache" else ""
             raise ValueError(f"unknown disk parameter {key!r} for {name}{hint}; valid keys: {', '.join(valid)}")
+        was = values.get(key, QUEUE_DEFAULTS.get(key, (None,))[0])
         values[key] = parse_value(params[key], raw)
-        prov[key] = f"override ({key}={raw}); preset value {format_value(preset.values[key])}"
+        prov[key] = f"override ({key}={raw}); preset value {format_value(was)}"
         applied[key] = values[key]
     model.check_values(values)
     if kind in _ROTATING_FAMILY:          # physical_sector chooses the member: 4096 is 512e
@@ -103,7 +120,10 @@ def resolve(spec) -> DiskSpec:
 def make_disk(spec) -> DiskModel:
     """Build a fresh model from "preset[,key=value...]" or a mapping (see module docstring)."""
     s = resolve(spec)
-    return model_for(s.kind).from_spec(s)
+    disk = model_for(s.kind).from_spec(s)
+    disk.queue_depth = s.values.get("queue_depth", 1)
+    disk.scheduler = s.values.get("scheduler", "fcfs")
+    return disk
 
 
 def describe(spec) -> str:
@@ -111,7 +131,7 @@ def describe(spec) -> str:
     s = resolve(spec)
     lines = [f"{s.name}: {s.drive}", ""]
     width = max(len(k) for k in s.values)
-    params = model_for(s.kind).PARAMS
+    params = {**model_for(s.kind).PARAMS, **QUEUE_PARAMS}
     for key, value in s.values.items():
         p = params[key]
         shown = "auto" if value is None else format_value(value)
@@ -129,5 +149,6 @@ def describe(spec) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["AdvancedFormatDrive", "DiskModel", "DiskRequest", "DiskResult", "DiskSpec", "IdealDisk", "MODELS",
+__all__ = ["AdvancedFormatDrive", "DiskModel", "DiskRequest", "DiskResult", "DiskSpec", "DriveQueue", "IdealDisk",
+           "MODELS", "SCHEDULERS",
            "PARAMS", "PRESETS", "Preset", "RotatingDrive", "describe", "make_disk", "resolve"]

@@ -5,9 +5,34 @@ are relative to the partition the file system lives in (a model may add a partit
 Models are stateful (head position, rotation, cache contents) and deterministic: they never
 read the wall clock and use no randomness, so the same request stream gives the same times.
 
-The caller issues requests in non-decreasing `issue_time`.  The drive has no command queue
-(like a PATA drive, or SATA without NCQ): a request starts when the previous one has finished,
-and the wait is reported as `queue`.
+The caller issues requests in non-decreasing `issue_time`.  A model's `submit` serves one
+command at a time (one actuator): a request starts when the previous one has finished, and the
+wait is reported as `queue`.  That is the whole drive when it has no command queue (a PATA drive,
+SATA without NCQ: ``queue_depth=1``, the default).
+
+The drive's command queue (event-driven form)
+---------------------------------------------
+A drive that queues (SATA NCQ, SCSI TCQ) holds up to ``queue_depth`` commands and serves them
+in the order its ``scheduler`` picks (fcfs, sstf, clook, sptf, spctf: DiskSim's definitions).  That is
+`disk_models.queue.DriveQueue` over a model: submit several requests (``q.submit(op, lba,
+sectors, t, sync, tag)``, arrivals in non-decreasing time), then take completions in time order
+(``q.pop() -> (tag, DiskResult)``), each with its own queue/seek/rotation/transfer split.  Rule:
+before `pop`, submit every request arriving at or before ``q.next_pick`` (a closed-loop caller
+does so by itself).  What a model adds for it:
+  queueing    class attribute: True if the model provides `positioning` (and so may reorder);
+              False (the default, a model of the one-at-a-time kind): the queue serves it
+              FIFO, exactly as depth 1 - plug-ins written before the queue keep working.
+  positioning(op, lba, sectors, t, cache=False) -> float   seconds of seek + rotational wait
+              the request would need if the drive took it at t, from where the head is then;
+              changes no state (SPTF's key; with `cache`, a read the buffer holds costs 0:
+              SPCTF's).
+  queue_defaults(preset) -> {key: (value, provenance)}   optional classmethod: the queue the
+              drive's own description gives (a DiskSim .parv: Max queue length, Scheduling
+              policy); keys it leaves out, and presets without queue_depth/scheduler values, get
+              depth 1, fcfs.
+`make_disk` sets the instance's ``queue_depth`` and ``scheduler`` from the spec (every model
+accepts the two keys: `disk_models.params.QUEUE_PARAMS`).  Depth 1 (or fcfs) submits each
+request with its own arrival time: the same results as a one-at-a-time caller, bit for bit.
 
 Registry and presets
 --------------------
@@ -138,6 +163,12 @@ class DiskModel(ABC):
     name: str = "?"
     #: addressable 512-byte sectors of the partition
     sectors: int = 0
+    #: the command queue: commands held at once and the order they are served in (set by
+    #: make_disk from the spec; see disk_models.queue)
+    queue_depth: int = 1
+    scheduler: str = "fcfs"
+    #: True: the model gives `positioning`, so a queue may reorder its requests
+    queueing: bool = False
 
     @classmethod
     def from_spec(cls, spec) -> "DiskModel":
@@ -167,6 +198,11 @@ class DiskModel(ABC):
     @abstractmethod
     def reset(self) -> None:
         """Back to the power-on state: empty caches, heads at cylinder 0, idle at time 0."""
+
+    def positioning(self, op: str, lba: int, sectors: int, t: float, cache: bool = False) -> float:
+        """Seek + rotational wait if the drive took this request at t (SPTF's key; no state
+        changes). Models with `queueing` True implement it."""
+        raise NotImplementedError(f"{type(self).__name__} does not estimate positioning times")
 
     def drop_buffer(self, now: float) -> None:
         """Forget what the drive's buffer holds for reads (`simfs ctl MNT drop-caches`: cold

@@ -107,8 +107,10 @@ Every DiskSim parameter of a drive, used or not (times in ms, as in the files):
   Calc sector by sector                        NOT modelled (DiskSim's own event granularity)
   Per-request overhead, Time scale for         0 and 1 in every file: NOT modelled
     overheads
-  Max queue length, Scheduler (disksim_ioqueue) one request at a time (the drive has no queue,
-                                                and validation replays one at a time)
+  Max queue length, Scheduler (disksim_ioqueue) queue_depth and scheduler (disk_models.queue):
+                                                Scheduling policy 1 FCFS, 3 C-LOOK, 4 SSTF, 8
+                                                SPTF, 9 SPCTF; 1 in every file of the suite (validation
+                                                replays one at a time)
   Avg sectors per cylinder, Print stats        DiskSim bookkeeping: not needed
 """
 
@@ -117,7 +119,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from . import disksim_map as dmap
-from .disksim_drives import PRESETS, capacity, drive_files, drive_preset, source_of
+from .disksim_drives import PRESETS, capacity, drive_files, drive_preset, queue_of, source_of
 from .disksim_files import Block, DiskSimFileError
 from .layout import Layout
 from .base import DiskModel
@@ -481,6 +483,14 @@ class DiskSimDrive(RotatingDrive):
             r.overhead += extra
             self._host_free = r.finish
         return r
+
+    @classmethod
+    def queue_defaults(cls, preset) -> dict:
+        """The drive's queue as its .parv gives it (disk_models.disksim_drives.queue_of)."""
+        return queue_of(drive_files(source_of(preset.name)))
+
+    def _target(self, lba: int) -> int:
+        return self.lbn_map.physical(lba)
 
     def _empty_overlapping(self, a: int, b: int, t: float) -> None:
         """A write empties every clean read segment it overlaps (disk_buffer_set_segment: "clear

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.resources
 import os
 
-from .disksim_files import DiskSimFileError, load_drive
+from .disksim_files import Block, DiskSimFileError, load_drive
 from .presets import Preset
 
 #: the drives' files, beside the package's source (its __init__ is never compiled; this module
@@ -59,6 +59,33 @@ def drive_preset(name: str, path: str, drive: str, capacity: int, why: str | Non
 PRESETS = tuple(drive_preset(n, f"disk_models/data/disksim/{f}", d, c,
                              SHORT_COUNTS[HP_C3323A][1] if n == "disksim-hp_c3323a" else None)
                 for n, (f, d, c) in DRIVES.items())
+
+#: DiskSim's Scheduling policy numbers (disksim_ioqueue.h) for the schedulers disk_models.queue has
+POLICIES = {1: "fcfs", 3: "clook", 4: "sstf", 8: "sptf", 9: "spctf"}
+
+
+def queue_of(files) -> dict:
+    """queue_depth and scheduler with provenance, from the disk's `Max queue length` and its
+    Scheduler's `Scheduling policy`; a policy this model lacks is refused only when the queue
+    holds more than one command (with one, the policy never chooses)."""
+    d = files.disk
+    where = f"{os.path.basename(files.path)} ({d.name})"
+    depth = int(d.num("Max queue length", 1))
+    if depth < 1:
+        raise DiskSimFileError(f"{d.where}: Max queue length {depth} must be at least 1")
+    sched = d.get("Scheduler")
+    policy = int(sched.num("Scheduling policy", 1)) if isinstance(sched, Block) else 1
+    out = {"queue_depth": (min(depth, 256), f"[read] Max queue length in {where}")}
+    if policy in POLICIES:
+        out["scheduler"] = (POLICIES[policy], f"[read] Scheduling policy {policy} in {where}")
+    elif depth > 1:
+        raise DiskSimFileError(f"{d.where}: Scheduling policy {policy} is not modelled (1 FCFS, 3 C-LOOK, "
+                               "4 SSTF, 8 SPTF, 9 SPCTF)")
+    else:
+        out["scheduler"] = ("fcfs", f"[read] Max queue length 1 in {where}: one at a time "
+                                    f"(its Scheduling policy {policy} never chooses)")
+    return out
+
 
 _loaded: dict = {}
 _given: dict = {}

@@ -21,6 +21,7 @@ class Param:
     low: float | None = None      # inclusive
     high: float | None = None     # inclusive
     optional: bool = False        # None means "derive it" (see resolve)
+    choices: tuple = ()           # kind str: the values allowed
 
 
 PARAMS: dict[str, Param] = {p.name: p for p in (
@@ -53,6 +54,19 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
 
 IDEAL_PARAMS = ("capacity",)
 
+#: the drive's command queue: keys every model that can reorder accepts (disk_models.queue; a
+#: model without `positioning` is served one at a time). A spec without them has depth 1, FCFS:
+#: no queue, as every drive before these keys existed.
+QUEUE_PARAMS: dict[str, Param] = {p.name: p for p in (
+    Param("queue_depth", int, "commands", "commands the drive holds at once (SATA NCQ, SCSI TCQ: up to 32; "
+          "1 = no command queue, one at a time)", 1, 256),
+    Param("scheduler", str, "", "the order the drive serves queued commands in (DiskSim's ioqueue): fcfs, "
+          "sstf, clook (C-LOOK), sptf (shortest positioning time first), spctf (sptf, buffer hits first)",
+          choices=("fcfs", "sstf", "clook", "sptf", "spctf")),
+)}
+QUEUE_DEFAULTS = {"queue_depth": (1, "default: no command queue (one command at a time)"),
+                  "scheduler": ("fcfs", "default: served in arrival order")}
+
 _TRUE = {"on", "true", "yes", "1"}
 _FALSE = {"off", "false", "no", "0"}
 
@@ -71,6 +85,11 @@ def parse_value(param: Param, value) -> object:
         raise ValueError(f"{name}={value!r}: expected on or off")
     if value is None and param.optional:
         return None
+    if param.kind is str:
+        text = str(value).strip().lower()
+        if text not in param.choices:
+            raise ValueError(f"{name}={value!r}: expected one of {', '.join(param.choices)}")
+        return text
     try:
         if isinstance(value, bool):
             raise ValueError

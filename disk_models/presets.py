@@ -61,6 +61,9 @@ WD1200JB = _preset("wd1200jb", "rotating",
     "write_buffer": (None, "[inferred] half the buffer may hold dirty data"),
     "physical_sector": (512, "[read] 2003 drive, before Advanced Format (2009)"),
     "partition_offset": (0, "convention: LBAs are whole-disk"),
+    "queue_depth": (1, "[inferred] a PATA drive of 2003 without command queueing (ATA TCQ was optional and "
+                       "not in WD's desktop Caviar line); issue 53: 'the WD1200JB is a PATA drive without a queue'"),
+    "scheduler": ("fcfs", "no queue: one command at a time"),
 })
 
 SATA7200 = _preset("sata7200", "rotating",
@@ -89,6 +92,9 @@ SATA7200 = _preset("sata7200", "rotating",
     "write_buffer": (None, "[inferred] half the buffer may hold dirty data"),
     "physical_sector": (512, "[inferred] 512-byte native (pre-Advanced Format desktop drive)"),
     "partition_offset": (0, "convention: LBAs are whole-disk"),
+    "queue_depth": (32, "[inferred] SATA NCQ holds up to 32 commands (Serial ATA II / SATA 2.6: 32 tags); drives of this class implement it"),
+    "scheduler": ("spctf", "[inferred] NCQ firmware reorders by rotational position and serves buffer hits first; "
+                            "DiskSim's SPCTF is the model"),
 })
 
 SAS10K = _preset("sas10k", "rotating",
@@ -115,6 +121,10 @@ SAS10K = _preset("sas10k", "rotating",
     "write_buffer": (None, "[inferred] half the buffer may hold dirty data"),
     "physical_sector": (512, "[read] 512-byte native SAS drive of 2008"),
     "partition_offset": (0, "convention: LBAs are whole-disk"),
+    "queue_depth": (32, "[inferred] SCSI/SAS tagged command queueing (the drive takes many more); 32 is a common "
+                        "host-side default per SAS device"),
+    "scheduler": ("spctf", "[inferred] SCSI firmware reorders by rotational position and serves buffer hits first; "
+                            "DiskSim's SPCTF is the model"),
 })
 
 WD_EARS = _preset("wd-ears", "advanced-format",
@@ -143,6 +153,9 @@ WD_EARS = _preset("wd-ears", "advanced-format",
     "physical_sector": (4096, f"[read] Advanced Format: 4 KiB physical, 512-byte logical ({REF} 2.4, 3); " + _AF_CAL),
     "partition_offset": (40, "[read] seed 003: the aligned GPT start (34 is the first free sector; 40 is aligned); "
                              "sweep 34..41 to reproduce the seed"),
+    "queue_depth": (32, "[inferred] SATA NCQ holds up to 32 commands (Serial ATA II / SATA 2.6: 32 tags); drives of this class implement it"),
+    "scheduler": ("spctf", "[inferred] NCQ firmware reorders by rotational position and serves buffer hits first; "
+                            "DiskSim's SPCTF is the model"),
 })
 
 IDEAL = _preset("ideal", "ideal",

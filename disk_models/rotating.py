@@ -292,6 +292,47 @@ class RotatingDrive(DiskModel):
         self._host_free = finish
         return finish
 
+    # -- the command queue's view (disk_models.queue) --------------------------------------
+    queueing = True
+
+    def _target(self, lba: int) -> int:
+        """The first media sector a request for partition-relative `lba` positions to."""
+        return lba + self.offset
+
+    def positioning(self, op, lba, sectors, t, cache=False):
+        """Seek + rotational wait if the drive took this request at t: after the command
+        overhead, once the mechanism is free, from where the head is then (read-ahead in
+        progress stops where it has got to). `cache` False: the buffer is not consulted
+        (DiskSim's SPTF); True (SPCTF): a read the buffer holds, or that the read-ahead in
+        progress is bringing in, costs 0, one partly held positions to where the media read
+        would start."""
+        a = self._target(lba)
+        if cache and op == "R" and self.nseg:
+            seg = self._segs.find(a)
+            if seg is not None:
+                if seg is self._ra_seg and self._ra_on:
+                    return 0.0
+                if self._target(lba + sectors - 1) < seg.end:
+                    return 0.0
+                a = seg.end
+        tw = t + self.ovh
+        if self._mech_free > tw:
+            tw = self._mech_free
+        cyl, head = self._cyl, self._head
+        if self._ra_on:
+            seg = self._ra_seg
+            if tw >= self._ra_tend:
+                reached = seg.end
+            else:
+                reached = self.layout.reach(self._ra_lba0, tw - self._ra_t0)
+                reached = seg.end if reached > seg.end else seg.start if reached < seg.start else reached
+            self._cyl, self._head = self.layout.track(reached - 1 if reached > self._ra_lba0 else self._ra_lba0)
+        try:
+            seek, rot = self._position(tw, a, op == "W")
+        finally:
+            self._cyl, self._head = cyl, head
+        return seek + rot
+
     # -- mechanism ------------------------------------------------------------------------
     def _position(self, t: float, lba: int, write: bool) -> tuple[float, float]:
         """Seek and rotational wait to reach the start of `lba`, starting at time t.  Moves the
