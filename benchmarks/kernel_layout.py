@@ -16,16 +16,18 @@ the same size and geometry (4 KiB blocks, 256-byte inodes, one inode per 16 KiB)
   kernel-ext2/nodelalloc, kernel-ext2/delalloc   the same on an ext2 image made by `simfs mkfs`:
         this kernel has no ext2 driver (CONFIG_EXT4_USE_FOR_EXT2), so this is ext4's
         block-mapped path (indirect blocks, linear directories), not fs/ext2
-  simfs-ext2/ALLOC                               simfs's ext2 profile, mounted, -o alloc=ALLOC:
+  simfs-ext2/ALLOC                               simfs's ext2 profile, mounted, -o alloc=ALLOC
+        and a buffer cache of this machine's memory (the kernel's dirty thresholds here):
         ext2 and delayed; mballoc and mballoc-delalloc where `simfs policies` lists them
   simfs-ext4/ALLOC                               simfs's ext4 profile, where `simfs mkfs
         --profile ext4` works (tried on a scratch image): mballoc (else ext2), delayed,
-        mballoc-delalloc
+        mballoc-delalloc; on the image mkfs.ext4 made for the kernel's run 1 (the same bytes)
 
 The ext4 tables set simfs's ext4 profile beside the kernel's ext4; without the profile, its
-ext2-profile runs stand in, and the table says so. The figures (benchmarks/layoutstats.py) come from dumpe2fs and debugfs only; every
-image is also checked with `e2fsck -fn`. A simfs column is marked `ok` where it is within +-25%
-of the kernel runs' mean or inside their range (the issue's criterion), `MISS` where not.
+ext2-profile runs stand in, and the table says so. The figures (benchmarks/layoutstats.py) come
+from dumpe2fs, debugfs and e2freefrag only; every image is also checked with `e2fsck -fn`. A
+simfs figure is marked `in` where it lies inside the kernel runs' range (their own spread),
+`ok` where outside it but within +-25% of their mean, `MISS` where neither.
 """
 
 from __future__ import annotations
@@ -128,14 +130,20 @@ def probe(work: Path) -> dict:
 
 # one run -------------------------------------------------------------------------------------
 def make_image(run: Run, img: Path, size: str) -> None:
+    """A fresh image for the run: mkfs.ext4's for the kernel's ext4 runs and for simfs's ext4
+    profile (the very image of the kernel's run 1, so that the two writers start from the same
+    bytes: simfs's own `mkfs --profile ext4` leaves out resize_inode's reserved GDT blocks,
+    which moves the first data block of every group holding a superblock backup and so the free
+    counts Orlov weighs), simfs's mkfs otherwise."""
     img.unlink(missing_ok=True)
     u = uuid(run.n)
-    if run.id.startswith("kernel-ext4/"):
+    if run.id.startswith("simfs-ext4/"):
+        u = uuid(1)
+    if run.id.startswith(("kernel-ext4/", "simfs-ext4/")):
         sh(["truncate", "-s", size, img])
         sh(MKFS_EXT4 + ["-U", u, "-E", f"lazy_itable_init=0,nodiscard,hash_seed={u}", img])
     else:
-        profile = ["--profile", "ext4"] if run.id.startswith("simfs-ext4/") else []
-        sh(simfs_argv() + ["mkfs", "-q", img, "--size", size, "--uuid", u, "--hash-seed", u] + SIMFS_MKFS + profile)
+        sh(simfs_argv() + ["mkfs", "-q", img, "--size", size, "--uuid", u, "--hash-seed", u] + SIMFS_MKFS)
 
 
 def untar_kernel(run: Run, img: Path, mnt: Path, tarball: Path) -> None:
@@ -153,10 +161,20 @@ def untar_kernel(run: Run, img: Path, mnt: Path, tarball: Path) -> None:
         sh(["losetup", "-d", loop])
 
 
+def host_memory() -> int:
+    """This machine's memory: simfs's buffer cache for its runs, so that its dirty thresholds
+    (10 % and 40 % of the cache) are those the kernel's untar met here (vm.dirty_background_ratio
+    and dirty_ratio of the memory): write-back waits for the sync in both, as the kernel's
+    untar of a tree far below them never reaches either."""
+    from simfs.fs.optionspec import machine_memory
+    return machine_memory()
+
+
 def untar_simfs(run: Run, img: Path, mnt: Path, tarball: Path) -> None:
-    """tar xf onto the image mounted by simfs with -o alloc=...; unmount writes everything."""
+    """tar xf onto the image mounted by simfs with -o alloc=...,cache=(this machine's memory);
+    unmount writes everything."""
     alloc = run.id.split("/", 1)[1]
-    sh(simfs_argv() + ["mount", img, mnt, "-o", f"alloc={alloc},nostats"])
+    sh(simfs_argv() + ["mount", img, mnt, "-o", f"alloc={alloc},nostats,cache={host_memory()}"])
     try:
         sh(["tar", "xf", tarball, "-C", mnt])
     finally:
@@ -237,7 +255,12 @@ ROWS = [  # (label, key, kind: n integer, f float, p percent, l list; judged: se
     ("directories in the first 3 groups of their flex group, %", "dirs_in_first_3_groups_of_flex_pct", "p", True),
     ("inode to first data block, mean distance in groups", "inode_data_group_distance_mean", "f", True),
     ("inode-table blocks touched", "itable_blocks_touched", "n", True),
+    ("free extents (e2freefrag)", "free_extents", "n", True),
+    ("file to its directory's first block, mean distance in groups", "file_dir_distance_mean", "f", True),
+    ("directories in the first flex group, %", "dirs_in_first_flex_group_pct", "p", True),
+    ("subtree directories outside their top directory's flex group, %", "subtree_dirs_away_pct", "p", True),
 ]
+SUBTREES = 3        # the largest top-level subtrees (by directories, in the first kernel run) shown
 
 
 def fmt(v, kind: str) -> str:
@@ -250,13 +273,14 @@ def fmt(v, kind: str) -> str:
 
 
 def verdict(v: float, kernel: list[float]) -> str:
-    """'1.04x ok': simfs over the kernel runs' mean; ok within +-25% or inside their range."""
+    """'1.04x in': simfs over the kernel runs' mean; `in` inside their range (the kernel's own
+    spread), `ok` outside it but within +-25% of the mean, `MISS` neither."""
     mean = sum(kernel) / len(kernel)
     inside = min(kernel) <= v <= max(kernel)
     if mean == 0:
-        return "= ok" if v == 0 else "MISS"
+        return "= in" if v == 0 else "MISS"
     ratio = v / mean
-    return f"{ratio:.2f}x {'ok' if inside or 0.75 <= ratio <= 1.25 else 'MISS'}"
+    return f"{ratio:.2f}x {'in' if inside else 'ok' if 0.75 <= ratio <= 1.25 else 'MISS'}"
 
 
 def render(title: str, flex: int, kernel: list[dict], simfs: list[dict]) -> str:
@@ -278,6 +302,13 @@ def render(title: str, flex: int, kernel: list[dict], simfs: list[dict]) -> str:
             v = r["by_flex"][str(flex)][key]
             cells += [fmt(v, kind), verdict(v, ks) if judged else ""]
         rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    if flex > 1:
+        first = kernel[0]["by_flex"][str(flex)].get("dirs_per_flex_by_subtree", {})
+        for name in list(first)[:SUBTREES]:
+            cells = [fmt(k["by_flex"][str(flex)]["dirs_per_flex_by_subtree"].get(name), "l") for k in kernel]
+            for r in simfs:
+                cells += [fmt(r["by_flex"][str(flex)]["dirs_per_flex_by_subtree"].get(name), "l"), ""]
+            rows.append(f"| directories per flex group in {name}/ | " + " | ".join(cells) + " |")
     cells = [("clean" if r["e2fsck_clean"] else f"exit {r['e2fsck_rc']}") for r in kernel]
     for r in simfs:
         cells += ["clean" if r["e2fsck_clean"] else f"exit {r['e2fsck_rc']}", ""]
@@ -325,7 +356,24 @@ def parse(argv):
     ap.add_argument("--keep", help="move every image here instead of deleting it")
     ap.add_argument("--out", help="also write table.md and results.json into this directory")
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of the tables")
+    ap.add_argument("--with", dest="merge", action="append", default=[], metavar="RESULTS.json",
+                    help="the runs of an earlier invocation (its results.json) join this one's, tree by tree "
+                         "(repeatable): a long comparison made in parts")
     return ap.parse_args(argv)
+
+
+def merge(results: dict, earlier: dict) -> None:
+    """Add an earlier invocation's runs to these results (its trees matched by name; its
+    command noted), the runs of this invocation kept where both have one."""
+    if earlier.get("size") != results["size"]:
+        raise Failed(f"--with: made with --size {earlier.get('size')}, not {results['size']}")
+    results["command"] += f" (with: {earlier['command']})"
+    trees = {t["tree"]: t for t in results["trees"]}
+    for t in earlier["trees"]:
+        if t["tree"] in trees:
+            trees[t["tree"]]["runs"] = {**t["runs"], **trees[t["tree"]]["runs"]}
+        else:
+            results["trees"].append(t)
 
 
 def preflight(a) -> str | None:
@@ -341,6 +389,13 @@ def preflight(a) -> str | None:
     for tree in a.tree or DEFAULT_TREES:
         if why := check_tree(tree):
             return why
+    for path in a.merge:
+        try:
+            doc = json.loads(Path(path).read_text())
+            if not isinstance(doc, dict) or not isinstance(doc.get("trees"), list):
+                return f"--with {path}: not a results.json of this tool"
+        except (OSError, ValueError) as e:
+            return f"--with {path}: {getattr(e, 'strerror', None) or e}"
     return None
 
 
@@ -383,6 +438,11 @@ def main(argv=None) -> int:
                     bar.advance(task)
                 if tarball.parent == work:
                     tarball.unlink()
+    for path in a.merge:
+        try:
+            merge(results, json.loads(Path(path).read_text()))
+        except Failed as e:
+            return fail(str(e))
     text = report(results)
     if a.out:
         out = Path(a.out)

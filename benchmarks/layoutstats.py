@@ -5,7 +5,8 @@ ext4 with images written by simfs. To be a fair judge the reading must not be si
 and it must be the same code for both: `dumpe2fs` gives the geometry (groups, flex groups, where
 each inode table lives, which inodes are free) and one `debugfs -f` batch of `stat <ino>` gives
 every in-use inode's type, size and block map (BLOCKS: for block-mapped files, EXTENTS: for
-extent-mapped ones). The statistics treat both formats alike: an *extent* is a run of logically
+extent-mapped ones), a batch of `ls -p <dir>` every file's directory, and `e2freefrag` the
+free extents. The statistics treat both formats alike: an *extent* is a run of logically
 and physically contiguous data blocks, where the file's own map blocks (indirect blocks, extent
 tree blocks) lying in the gap between two data blocks do not break the run: e2fsprogs' filefrag
 counts ext2 files so (its FIBMAP path steps over the indirect block), and reading such a file
@@ -172,10 +173,48 @@ def inodes(image, geo: Geometry) -> list[Inode]:
     return found
 
 
-def statistics(geo: Geometry, nodes: list[Inode], flex: int | None = None) -> dict:
+def free_extents(image) -> int:
+    """The free extents `e2freefrag` counts (its "Num. free extent" line)."""
+    out = _tool(["e2freefrag", str(image)])
+    m = re.search(r"^Num\. free extent: (\d+)", out, flags=re.M)
+    if not m:
+        raise ScanError(f"e2freefrag {image}: no free extent count")
+    return int(m[1])
+
+
+_ENTRY = re.compile(r"^/(\d+)/(\d+)/\d+/\d+/(.*)/\d*/$")
+
+
+def names(image, nodes: list[Inode]) -> dict[int, tuple[int, str]]:
+    """Every inode's directory and name (the first link `debugfs ls -p` shows), from one
+    `debugfs -f` batch of `ls -p <dir>` over the directories."""
+    dirs = [n.ino for n in nodes if n.kind == "directory"]
+    with tempfile.NamedTemporaryFile("w", prefix="layoutstats-", suffix=".cmds") as f:
+        f.write("".join(f"ls -p <{i}>\n" for i in dirs))
+        f.flush()
+        out = _tool(["debugfs", "-f", f.name, str(image)])
+    parent: dict[int, tuple[int, str]] = {}
+    for chunk in re.split(r"^debugfs: ", out, flags=re.M)[1:]:
+        head, _, body = chunk.partition("\n")
+        m = re.match(r"ls -p <(\d+)>", head)
+        if not m:
+            continue
+        d = int(m[1])
+        for line in body.splitlines():
+            e = _ENTRY.match(line)
+            if e and e[3] not in (".", "..") and int(e[1]) not in parent:
+                parent[int(e[1])] = (d, e[3])
+    return parent
+
+
+def statistics(geo: Geometry, nodes: list[Inode], flex: int | None = None,
+               parent: dict[int, tuple[int, str]] | None = None) -> dict:
     """The oracle's figures for one image. `flex`: groups per flex group for the directory
-    figures (default: the image's own; 16 compares an image without flex_bg with ext4's)."""
+    figures (default: the image's own; 16 compares an image without flex_bg with ext4's).
+    `parent` (from `names`): each inode's directory, for the file-to-directory distance and
+    the directories per flex group of each top-level subtree."""
     flex = flex or geo.groups_per_flex
+    parent = parent or {}
     group_of_block = lambda b: (b - geo.first_data_block) // geo.blocks_per_group   # noqa: E731
     files = [n for n in nodes if n.kind == "regular"]
     with_data = [n for n in files if n.runs]
@@ -195,6 +234,35 @@ def statistics(geo: Geometry, nodes: list[Inode], flex: int | None = None) -> di
     used = np.flatnonzero(geo.used)
     itable = {((i - 1) // geo.inodes_per_group, ((i - 1) % geo.inodes_per_group) // per_block) for i in used}
     dirs = len(dir_groups)
+
+    first = {n.ino: n.runs[0][1] for n in nodes if n.runs}
+    # a file's first data block to its directory's first block, in groups
+    to_dir = [abs(first[n.ino] - first[parent[n.ino][0]]) / geo.blocks_per_group
+              for n in with_data if n.ino in parent and parent[n.ino][0] in first]
+    top: dict[int, str] = {}                 # directory -> its top-level directory's name
+
+    def top_of(ino: int) -> str | None:
+        chain = []
+        while ino not in top and ino in parent and parent[ino][0] != 2:
+            chain.append(ino)
+            ino = parent[ino][0]
+        name = top.get(ino) or (parent[ino][1] if ino in parent else None)
+        for i in chain + [ino]:
+            top[i] = name
+        return name
+
+    subtrees: dict[str, list[int]] = {}
+    top_flex: dict[str, int] = {}
+    for n in nodes:
+        if n.kind != "directory" or n.ino not in parent or n.ino == 2:
+            continue
+        name = top_of(n.ino)
+        fg = (n.ino - 1) // geo.inodes_per_group // flex
+        subtrees.setdefault(name, [0] * nflex)[fg] += 1
+        if parent[n.ino][0] == 2:
+            top_flex[name] = fg
+    below = sum(sum(c) for c in subtrees.values()) - len(top_flex)
+    away = sum(sum(c) - c[top_flex[t]] for t, c in subtrees.items() if t in top_flex)
     return {
         "files": len(files),
         "directories": dirs,
@@ -210,6 +278,10 @@ def statistics(geo: Geometry, nodes: list[Inode], flex: int | None = None) -> di
         "flex_groups_with_dirs": int(np.count_nonzero(per_flex)),
         "dirs_per_used_flex_group": dirs / max(1, int(np.count_nonzero(per_flex))),
         "dirs_in_busiest_flex_group_pct": 100.0 * int(per_flex.max()) / dirs if dirs else 0.0,
+        "dirs_in_first_flex_group_pct": 100.0 * int(per_flex[0]) / dirs if dirs else 0.0,
+        "subtree_dirs_away_pct": 100.0 * away / below if below else 0.0,
+        "dirs_per_flex_by_subtree": dict(sorted(subtrees.items(), key=lambda t: (-sum(t[1]), t[0]))),
+        "file_dir_distance_mean": float(np.mean(to_dir)) if to_dir else 0.0,
         "groups": geo.groups,
         "groups_with_dirs": int(np.count_nonzero(per_group)),
         "dirs_in_first_3_groups_of_flex_pct": 100.0 * int(np.count_nonzero(within < 3)) / dirs if dirs else 0.0,
@@ -225,8 +297,11 @@ def scan(image, flexes=(None,)) -> dict:
     statistics: {"image": ..., "by_flex": {"16": {...}, ...}}. IMAGE must not be mounted."""
     geo = geometry(image)
     nodes = inodes(image, geo)
+    parent = names(image, nodes)
+    free = free_extents(image)
     return {"image": {"features": geo.features, "groups_per_flex": geo.groups_per_flex,
                       "block_size": geo.block_size, "inode_size": geo.inode_size,
                       "blocks_per_group": geo.blocks_per_group, "inodes_per_group": geo.inodes_per_group,
                       "descriptor_dirs_per_group": geo.dirs_per_group},
-            "by_flex": {str(f or geo.groups_per_flex): statistics(geo, nodes, f) for f in flexes}}
+            "by_flex": {str(f or geo.groups_per_flex): dict(statistics(geo, nodes, f, parent), free_extents=free)
+                        for f in flexes}}

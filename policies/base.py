@@ -121,6 +121,9 @@ class BlockRequest:
     prev_phys   physical block of lblk-1, if mapped (0 otherwise)
     is_dir      the inode is a directory
     size        the file's size in bytes (i_size) when the request is made; 0 if unknown
+    writing     the file is open for writing when the request is made (the kernel's
+                inode_is_open_for_write); False only for delayed blocks placed at write-back
+                after the writer's last close
     """
 
     ino: int
@@ -134,6 +137,7 @@ class BlockRequest:
     prev_phys: int = 0
     is_dir: bool = False
     size: int = 0
+    writing: bool = True
 
 
 class SpaceView(Protocol):

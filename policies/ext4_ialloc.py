@@ -25,6 +25,17 @@ find_group_other(parent)
     group). Without flex groups: as ext2 (parent's group, quadratic hash, linear).
 Every inode made sets the parent's i_last_alloc_group. ext2's s_debts are gone in ext4; with
 flex size 1 the rest agrees with ext2's Orlov (policies.linux_ialloc) where the code does.
+
+The averages are the kernel's: freei, freec and ndirs come from the file system's per-CPU
+counters (s_freeinodes_counter, s_freeclusters_counter, s_dirs_counter) read as
+percpu_counter_read_positive reads them, the global count without the CPUs' pending deltas;
+a CPU folds its delta into the global count once it reaches percpu_counter_batch = 32
+(max(32, 2 x CPUs), percpu_counter_add_batch). So the average lags up to 31 inodes behind the
+flex groups' exact counts (atomic), and which flex group passes `free inodes >= avefreei`
+depends on how many inodes were made since the last fold: a top-level directory of a small
+untar goes to the fallback group or to the other flex group as the kernel's does. One CPU is
+modelled (one writer), as mballoc models one locality group; the changes between two
+questions (every new inode is one) are applied as one addition.
 """
 
 import random
@@ -34,6 +45,30 @@ from .base import InodePlacer, NoSpace, SpaceView
 from .linux_ialloc import ROOT_INO, Orlov
 
 LAST_ALLOC_KEPT = 8192      # i_last_alloc_group lives in the in-core inode: kept for this many
+PERCPU_BATCH = 32           # percpu_counter_batch: max(32, 2 * num_online_cpus())
+
+
+class PercpuCounter:
+    """struct percpu_counter with one CPU: `count` (what percpu_counter_read sees) and the
+    CPU's pending delta, folded in when it reaches the batch (percpu_counter_add_batch)."""
+
+    __slots__ = ("count", "local", "exact")
+
+    def __init__(self, exact: int):
+        self.count, self.local, self.exact = exact, 0, exact    # percpu_counter_init: exact
+
+    def follow(self, exact: int) -> int:
+        """The counter after the file system's changes up to `exact` (one addition);
+        percpu_counter_read_positive's answer."""
+        amount, self.exact = exact - self.exact, exact
+        if amount:
+            total = self.local + amount
+            if abs(total) >= PERCPU_BATCH:
+                self.count += total
+                self.local = 0
+            else:
+                self.local = total
+        return max(self.count, 0)
 
 
 class OrlovFlex(InodePlacer):
@@ -44,11 +79,21 @@ class OrlovFlex(InodePlacer):
     def __init__(self, seed: int = 2002):
         self.rng = random.Random(seed)      # get_random_u32_below(): seeded, deterministic
         self.last: "OrderedDict[int, int]" = OrderedDict()     # parent ino -> i_last_alloc_group
+        self.counters: tuple[PercpuCounter, PercpuCounter, PercpuCounter] | None = None
+
+    def _totals(self, space) -> tuple[int, int, int]:
+        """freei, freec, ndirs as find_group_orlov reads them (the per-CPU counters)."""
+        exact = (space.free_inodes, space.free_blocks, space.used_dirs)
+        if self.counters is None:                   # the mount: the counters from the groups
+            self.counters = tuple(PercpuCounter(x) for x in exact)
+        return tuple(c.follow(x) for c, x in zip(self.counters, exact))
 
     def choose(self, space: SpaceView, parent_ino: int, is_dir: bool) -> int:
         geo = space.geometry
         flex = max(1, getattr(geo, "groups_per_flex", 1))
-        group = self._orlov(space, parent_ino, flex, is_dir) if is_dir else self._other(space, parent_ino, flex)
+        totals = self._totals(space)                # every inode made moves the counters
+        group = self._orlov(space, parent_ino, flex, is_dir, totals) if is_dir else \
+            self._other(space, parent_ino, flex, totals)
         if group < 0:
             raise NoSpace()
         for _ in range(geo.groups):         # __ext4_new_inode: first zero bit, else the next group
@@ -73,12 +118,12 @@ class OrlovFlex(InodePlacer):
                 sum(space.group_free_blocks(g) for g in groups),
                 sum(space.group_used_dirs(g) for g in groups))
 
-    def _orlov(self, space, parent_ino: int, flex: int, is_dir: bool) -> int:
+    def _orlov(self, space, parent_ino: int, flex: int, is_dir: bool, totals) -> int:
         geo = space.geometry
         real = geo.groups
         ng = -(-real // flex)
         ipg, bpg = geo.inodes_per_group, geo.blocks_per_group
-        freei, freec, ndirs = space.free_inodes, space.free_blocks, space.used_dirs
+        freei, freec, ndirs = totals
         avefreei, avefreec = freei // ng, freec // ng
         parent_fg = geo.group_of_inode(parent_ino) // flex
         grp = -1
@@ -122,7 +167,7 @@ class OrlovFlex(InodePlacer):
                     return g
         return -1
 
-    def _other(self, space, parent_ino: int, flex: int) -> int:
+    def _other(self, space, parent_ino: int, flex: int, totals) -> int:
         geo = space.geometry
         if flex == 1:
             return Orlov._other(space, parent_ino)
@@ -135,4 +180,4 @@ class OrlovFlex(InodePlacer):
             for g in range(base, min(base + flex, geo.groups)):
                 if space.group_free_inodes(g):
                     return g
-        return self._orlov(space, parent_ino, flex, False)
+        return self._orlov(space, parent_ino, flex, False, totals)

@@ -17,7 +17,11 @@ Group or file (ext4_mb_group_or_file)
     blocks use the locality group: its preallocations (one CPU modelled), normalised to
     s_mb_group_prealloc = 512 blocks, handed out from their start in turn to every small
     file; larger files use per-inode preallocation and stream allocation (a search from the
-    group the last stream allocation used, s_mb_last_group).
+    group the last stream allocation used, s_mb_last_group) - unless the file is closed
+    (no writer: BlockRequest.writing, which only delayed allocation's write-back after the
+    last close makes False) and the request reaches its last block: then neither
+    (EXT4_MB_HINT_NOPREALLOC), the request is not normalised and is searched for as it is
+    from the goal's group, so closed files written back one after another lie end to end.
 Preallocation (ext4_mb_use_preallocated, ext4_mb_use_inode_pa, ext4_mb_use_group_pa)
     An inode preallocation maps its logical range onto its physical one: lblk goes to
     pa_pstart + (lblk - pa_lstart). A locality-group preallocation is used from the one
@@ -164,6 +168,17 @@ def normalize(lblk: int, length: int, isize: int, bs: int, bpg: int, nb,
     if pleft and lleft + 1 == start and pleft + 1 < blocks_count:
         goal = pleft + 1                            # merge to the left
     return start, size, goal
+
+
+def group_or_file(end: int, isize: int, writing: bool) -> tuple[bool, bool]:
+    """ext4_mb_group_or_file for a data request ending at logical block `end` of a file of
+    `isize` blocks: (locality group, inode preallocation eligible). No inode preallocation
+    for a closed file whose request reaches its end (nothing more will come; the file system
+    is taken as not busy, ext4_fs_is_busy); the locality group while the larger of the two
+    is at most s_mb_stream_request. Neither: EXT4_MB_HINT_NOPREALLOC - the request exactly,
+    searched from the goal's group."""
+    inode_pa = not (end == isize and not writing)
+    return max(end, isize) <= STREAM_REQUEST, inode_pa
 
 
 class Mballoc(BlockAllocator):
@@ -313,20 +328,22 @@ class Mballoc(BlockAllocator):
         bs = geo.block_size
         data = req.kind == "data" and not req.is_dir
         goal, nb = self._goal(space, req, st, lblk)
-        small = max(lblk + length, -(-req.size // bs)) <= STREAM_REQUEST
+        small, inode_pa = group_or_file(lblk + length, -(-req.size // bs), req.writing)
         if data:
             got = self._use_inode_pa(st, lblk, length) or (small and self._use_group_pa(goal, length))
             if got:
                 return got
         exact = None
-        if not data:
+        if not data or (not small and not inode_pa):     # EXT4_MB_HINT_NOPREALLOC: as asked
             glblk, glen = lblk, length
+            data = data and small
         elif small:
             glblk, glen = lblk, GROUP_PREALLOC
         else:
             glblk, glen, exact = normalize(lblk, length, req.size, bs, geo.blocks_per_group, nb, st.pas,
                                            geo.blocks_count, geo.first_data_block)
-        g, s, n = self._search(space, goal, glen, exact, data, data and not small)
+        g, s, n = self._search(space, goal, glen, exact, req.kind == "data" and not req.is_dir,
+                               data and not small)
         start = geo.group_start(g) + s
         if not data or n <= length:
             return list(range(start, start + min(n, length)))

@@ -5,7 +5,10 @@ in a cache page keyed by (inode, logical block) (`simfs.blockio.cache.vkey`). Wh
 cache's write-back reaches such pages it hands them to this component, its placer
 (`place`): every pending block of those inodes is placed in logical order, as runs of
 logically consecutive blocks (ext4_writepages -> mballoc), the file maps are filled in and
-the pages re-keyed to their blocks; the cache then writes them. The component works only
+the pages re-keyed to their blocks; the cache then writes them. The inodes go in the order
+they were first dirtied (the flusher's b_dirty list, oldest first: writeback_sb_inodes), and
+each request says whether the file is still open for writing (ext4_mb_group_or_file gives a
+closed file no inode preallocation). The component works only
 downwards (allocator, file map, free space, cache); it keeps the in-core inode pinned while
 pages are pending.
 """
@@ -30,6 +33,7 @@ class DelayedAllocation:
         self.inodes = inodes
         self.cache = cache
         self.stats = stats
+        self.dirtied = 0            # inodes dirtied so far: the write-back order (dirtied_when)
 
     def pending(self, inode) -> set:
         """Logical blocks of the file written but not placed yet."""
@@ -57,6 +61,7 @@ class DelayedAllocation:
         """Reserve a block for a delayed write of lblk, and the indirect blocks it maps through
         that no other pending block of the file reserved yet; the cache key of its page."""
         pending = self.pending(inode)
+        self.placement.writing(inode)
         if lblk not in pending:
             space = self.space
             maps = inode.incore.setdefault("maps", set())
@@ -68,6 +73,8 @@ class DelayedAllocation:
             space.reserved += 1 + len(new)
             if len(pending) == 1:
                 self.inodes.pin(inode.ino)      # keep the in-core inode until its blocks are placed
+                self.dirtied += 1
+                inode.incore["dirtied"] = self.dirtied
         return vkey(inode.ino, lblk)
 
     def _reserve_maps(self, inode) -> None:
@@ -95,8 +102,10 @@ class DelayedAllocation:
         """The cache's placer: write-back reached these delayed pages; place every pending
         block of their inodes and return {key: block} for the pages placed."""
         placed = {}
-        for ino in sorted({inode_of(k) for k in keys}):
-            inode = self.inodes.get(ino)
+        queue = [self.inodes.get(ino) for ino in sorted({inode_of(k) for k in keys})]
+        queue.sort(key=lambda inode: (inode.incore or {}).get("dirtied", 0))
+        for inode in queue:
+            ino = inode.ino
             pending = self.pending(inode)
             if not pending:
                 continue
@@ -110,7 +119,8 @@ class DelayedAllocation:
                         j += 1
                     first = lblks[i]
                     req = self.placement.request(inode, first, size=inode.size,
-                                                 prev_phys=self.filemap.bmap(inode, first - 1) if first else 0)
+                                                 prev_phys=self.filemap.bmap(inode, first - 1) if first else 0,
+                                                 writing=self.placement.is_writing(inode))
                     blocks = self.placement.allocate_run(inode, req, j - i)
                     for phys in blocks:   # all at once: an indirect block mapped below must go elsewhere
                         self.space.take_block(phys, ino)

@@ -71,9 +71,20 @@ class Placement:
         """Tell the allocator's state where a delayed block went (it keeps the file's extents)."""
         self.state(inode).add(lblk, phys, 1)
 
+    def writing(self, inode) -> None:
+        """A write to the file: it is open for writing until its writer's last close."""
+        self.state(inode)
+        inode.incore["writing"] = True
+
+    def is_writing(self, inode) -> bool:
+        """Whether the file was written since its last release (i_writecount > 0 for a
+        request made at write-back)."""
+        return bool(inode.incore is not None and inode.incore.get("writing"))
+
     def release(self, inode) -> None:
         """Last close or a shrinking truncate: the allocator drops what it holds for the file."""
         if inode.incore is not None:
+            inode.incore["writing"] = False
             self.allocator.release(inode.incore["alloc"])
 
     def _check(self, b: int) -> None:

@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from benchmarks import layoutstats
@@ -85,6 +86,45 @@ def test_statistics_of_a_hand_made_image(tmp_path, kind):
     assert s["dirs_per_group"] == geo.dirs_per_group        # inode types agree with the descriptors
     assert s["dirs_per_group"][0] == 3 and s["groups_with_dirs"] == 1
     assert s["flex_groups"] == (1 if kind == "ext4" else 8)
+
+
+def test_directory_statistics_of_a_made_up_layout():
+    """File-to-directory distance and directories per flex group by subtree, on a layout whose
+    answer is counted by hand: 4 groups of 100 blocks and 10 inodes, flex groups of 2; /a
+    (inode 3, group 0) holds /a/b (inode 21, group 2) and /a/c (inode 4, group 0); /z
+    (inode 31, group 3) holds /z/y (inode 32, group 3); files /a/f and /a/b/g."""
+    geo = layoutstats.Geometry(1024, 100, 10, 256, 0, 11, 2, [], [0] * 4, [0] * 4, np.ones(41, dtype=bool))
+    node = layoutstats.Inode
+    nodes = [node(2, "directory", 1024, [(0, 5, 1)]), node(3, "directory", 1024, [(0, 10, 1)]),
+             node(4, "directory", 1024, [(0, 11, 1)]), node(21, "directory", 1024, [(0, 200, 1)]),
+             node(31, "directory", 1024, [(0, 300, 1)]), node(32, "directory", 1024, [(0, 301, 1)]),
+             node(12, "regular", 4096, [(0, 160, 4)]), node(22, "regular", 1024, [(0, 250, 1)])]
+    parent = {3: (2, "a"), 4: (3, "c"), 21: (3, "b"), 31: (2, "z"), 32: (31, "y"), 12: (3, "f"), 22: (21, "g")}
+    s = layoutstats.statistics(geo, nodes, 2, parent)
+    assert s["dirs_per_flex_by_subtree"] == {"a": [2, 1], "z": [0, 2]}
+    assert s["dirs_per_flex_group"] == [3, 3]             # the root, /a, /a/c | /a/b, /z, /z/y
+    assert s["dirs_in_first_flex_group_pct"] == 50.0
+    assert s["subtree_dirs_away_pct"] == 100.0 * 1 / 3    # /a/b of /a/b, /a/c, /z/y
+    assert s["file_dir_distance_mean"] == ((160 - 10) / 100 + (250 - 200) / 100) / 2
+
+
+@needs_e2fsprogs
+def test_free_extents_are_e2freefrags_and_the_bitmaps(tmp_path):
+    """The free extents of the hand-made image: e2freefrag's count, and the maximal runs of
+    free blocks dumpe2fs lists (runs that continue into the next group joined)."""
+    img = hand_made(tmp_path, "ext4")
+    runs = []
+    for line in run(["dumpe2fs", img]).stdout.splitlines():
+        if line.startswith("  Free blocks: "):
+            for part in filter(None, (p.strip() for p in line.split(":", 1)[1].split(","))):
+                lo, _, hi = part.partition("-")
+                lo, hi = int(lo), int(hi or lo)
+                if runs and runs[-1][1] + 1 == lo:
+                    runs[-1][1] = hi
+                else:
+                    runs.append([lo, hi])
+    assert len(runs) > 3                                   # the hand-made map's holes among them
+    assert layoutstats.free_extents(img) == len(runs)
 
 
 @needs_e2fsprogs

@@ -190,3 +190,31 @@ def test_same_operations_same_layout(tmp_path):
             layouts.append([vol.extents(i)["runs"] for i in inos])
     assert layouts[0] == layouts[1]
 
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_delalloc_gives_a_closed_file_no_inode_preallocation(tmp_path, closed):
+    """ext4_mb_group_or_file at write-back: six 80 KiB files (20 blocks, past
+    s_mb_stream_request) closed before the sync get exactly their 20 blocks each, end to end
+    (the kernel: 32770, 32790, 32810...); still open, each request is normalised to a 32-block
+    window and the files lie 32 blocks apart."""
+    image = tmp_path / "img"
+    mkfs(image, 256 << 20, block_size=4096, profile="ext4")
+    with Volume.open(image, VolumeOptions(alloc="mballoc-delalloc")) as vol:
+        inos = []
+        for i in range(6):
+            ino = vol.create(vol.root_ino, b"f%d" % i, 0o644, 0, 0).st_ino
+            vol.open_file(ino)
+            vol.write(ino, 0, b"x" * (80 << 10))
+            if closed:
+                vol.release_file(ino, True)
+            inos.append(ino)
+        vol.sync()
+        starts = [vol.extents(ino)["runs"][0][1] for ino in inos]
+        assert all(len(vol.extents(ino)["runs"]) == 1 for ino in inos)
+        step = 20 if closed else 32
+        assert starts == list(range(starts[0], starts[0] + 6 * step, step))
+        if not closed:
+            for ino in inos:
+                vol.release_file(ino, True)
+    assert_fsck_clean(image)

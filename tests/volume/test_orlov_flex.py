@@ -70,3 +70,16 @@ def test_mballoc_uses_orlov_flex_by_default(tmp_path):
     img = _image(tmp_path / "img")
     with Volume.open(img, VolumeOptions(alloc="mballoc")) as vol:
         assert vol.placer.name == "orlov-flex"
+
+
+def test_orlov_reads_the_per_cpu_counters_as_the_kernel_does():
+    """percpu_counter_read_positive: the global count lags the file system's changes until
+    the CPU's pending delta reaches the batch (32), then takes all of it."""
+    from policies.ext4_ialloc import PERCPU_BATCH, PercpuCounter
+    c = PercpuCounter(1000)
+    seen = [c.follow(1000 - n) for n in range(1, 2 * PERCPU_BATCH + 1)]
+    assert seen[:PERCPU_BATCH - 1] == [1000] * (PERCPU_BATCH - 1)      # 31 inodes made: still 1000
+    assert seen[PERCPU_BATCH - 1] == 1000 - PERCPU_BATCH                # the 32nd folds them in
+    assert seen[-1] == 1000 - 2 * PERCPU_BATCH
+    assert c.follow(1000 - 2 * PERCPU_BATCH - 40) == 1000 - 2 * PERCPU_BATCH - 40   # one large change: at once
+    assert PercpuCounter(5).follow(-40) == 0                            # read_positive
