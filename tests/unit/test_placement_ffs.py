@@ -206,3 +206,90 @@ def test_cluster_reallocation_takes_the_first_run_at_or_after_the_preference(spa
         assert new is None
         return
     assert new == list(range(s + runs[0], s + runs[0] + n))
+
+
+@pytest.fixture(scope="module")
+def space8k(tmp_path_factory):
+    return fresh_space(tmp_path_factory.mktemp("ffs8k"), groups=4, bpg=8192, block_size=4096)
+
+
+def test_cg_2013_areas_metadata_then_data(space8k):
+    """r248623's metadata area: a directory's first block goes to cgmeta (the first block
+    after the inode table), a regular file's to cgdata = cgmeta + fs_metaspace, where newfs
+    makes fs_metaspace half of minfree (8 %) of the group: 8192 * 8 / 200 = 327 blocks.
+    cg-2010 has no such area: both go to the group's first free block."""
+    for g in (1, 2):
+        cgmeta = data_start(space8k, g)
+        for alloc, is_dir, want in (("cg-2013", True, cgmeta), ("cg-2013", False, cgmeta + 327),
+                                    ("cg-2010", False, cgmeta), ("cg-2010", True, cgmeta)):
+            space = space8k.copy()
+            allocator = policies.make_allocator(alloc)
+            req = BlockRequest(ino=12, inode_group=g, lblk=0, kind="dir" if is_dir else "data", is_dir=is_dir)
+            assert allocator.allocate(space, req, allocator.new_inode_state()) == want, (alloc, is_dir, g)
+
+
+@pytest.mark.parametrize("alloc", ALLOCS)
+@pytest.mark.parametrize("lbn,skip_full", [(268, False), (268, True), (524, False), (780, False)])
+def test_a_new_section_starts_in_the_group_lbn_over_maxbpg_after_the_inodes(space0, alloc, lbn, skip_full):
+    """ffs_blkpref past the first indirect block's range, at a section start (the first slot
+    of an indirect block, no previous block): startcg = inode cg + lbn / maxbpg (maxbpg =
+    NINDIR = 256 here), then the first group from there, wrapping, with at least the average
+    free blocks; its first block (cg-2010: cgbase + 1; cg-2013: the data area)."""
+    space = space0.copy()
+    inocg = 2
+    start = (inocg + lbn // 256) % GROUPS
+    if skip_full:                                        # below the average: passed over
+        s, e = space.group_range(start)
+        space.block_used[s:e - 10] = True
+        start = (start + 1) % GROUPS
+    allocator = policies.make_allocator(alloc)
+    req = BlockRequest(ino=12, inode_group=inocg, lblk=lbn, slot=0, map_block=space.group_range(inocg)[0] + 500)
+    b = allocator.allocate(space, req, allocator.new_inode_state())
+    assert space.geometry.group_of_block(b) == start
+    first_free = space.first_free_block(space.group_range(start)[0] + 1, space.group_range(start)[1])
+    if alloc == "cg-2010":
+        assert b == first_free
+    else:
+        assert b == data_start(space, start) + 1024 * 8 // 200
+
+
+@pytest.mark.parametrize("alloc", ["cg-2013", "cg"])
+def test_data_block_12_written_after_13_follows_the_indirect_block(tmp_path, alloc):
+    """cg-2013's ffs_blkpref for lbn == NDADDR (not the block of the branch just allocated):
+    di_ib[0] + 1 when the indirect block lies in the inode group's data area, so block 12
+    written after block 13 goes to the first free block after the indirect block."""
+    from simfs.fs.volume import Volume, VolumeOptions
+    from simfs.ondisk.mkfs import mkfs
+    from tests.helpers import block_map
+    img = tmp_path / "img"
+    mkfs(img, 8 << 20, block_size=1024, blocks_per_group=1024, inodes_per_group=64)
+    with Volume.open(img, VolumeOptions(alloc=alloc)) as vol:
+        f = vol.create(vol.root_ino, b"f", 0o644, 0, 0).st_ino
+        vol.write(f, 0, b"a" * 12 * 1024)                  # d0..d11
+        vol.write(f, 13 * 1024, b"b" * 1024)               # the indirect block, then d13
+        vol.write(f, 12 * 1024, b"c" * 1024)               # d12
+        data, ind = block_map(vol, f)
+        assert ind[0] == data[11] + 1 and data[13] == ind[0] + 1
+        assert data[12] == data[13] + 1, "d12 not at the first free block after di_ib[0] + 1"
+
+
+@pytest.mark.parametrize("alloc", ["cg-2010", "cg-2013"])
+def test_cluster_after_the_last_block_searches_from_group_0(space0, alloc):
+    """ffs_reallocblks: a preference past the last block (the predecessor is the volume's
+    last block) is no preference: ffs_hashalloc starts from group 0 (0, then 1, 3, 7, then
+    2, 3, 4 ...), not from the last group (7, then 0, 2, 6): with room only in groups 4 and
+    6, group 4's first run."""
+    space = space0.copy()
+    geo = space.geometry
+    last = geo.blocks_count - 1
+    for g in range(GROUPS):
+        space.fill(g)
+    for g in (4, 6):
+        s, _ = space.group_range(g)
+        space.block_used[s + 300:s + 310] = False
+    cluster = [(5, last - 3), (6, last - 2), (7, last - 1)]
+    req = BlockRequest(ino=12, inode_group=GROUPS - 1, lblk=5, slot=5, map_prev=last, prev_phys=last)
+    allocator = policies.make_allocator(alloc)
+    new = allocator.reallocate(space, req, allocator.new_inode_state(), cluster)
+    s4, _ = space.group_range(4)
+    assert new == [s4 + 300, s4 + 301, s4 + 302]
