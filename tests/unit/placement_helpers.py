@@ -70,10 +70,11 @@ class Space:
         self.block_used[b] = True
 
 
-def fresh_space(tmp, groups: int = 8, bpg: int = 1024, block_size: int = 1024) -> Space:
-    img = f"{tmp}/space.img"
+def fresh_space(tmp, groups: int = 8, bpg: int = 1024, block_size: int = 1024, profile: str = "ext2",
+                ipg: int = 64) -> Space:
+    img = f"{tmp}/space-{profile}-{ipg}.img"
     mkfs(img, groups * bpg * block_size, block_size=block_size, blocks_per_group=bpg,
-         inodes_per_group=64, uuid=bytes(16), hash_seed=bytes(16), now=1)
+         inodes_per_group=ipg, uuid=bytes(16), hash_seed=bytes(16), now=1, profile=profile)
     with Volume.open(img, VolumeOptions(read_only=True)) as vol:
         return Space(vol)
 

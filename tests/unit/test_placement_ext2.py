@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 
 import policies
 from policies.base import BlockRequest
-from policies.linux_ext2 import DEFAULT_RESERVE_BLOCKS, MAX_RESERVE_BLOCKS
 from tests.unit.placement_helpers import fresh_space
 
 GROUPS = 8
+#: EXT2_DEFAULT_RESERVE_BLOCKS, EXT2_MAX_RESERVE_BLOCKS (fs/ext2/ext2.h), stated, not imported
+DEFAULT_RESERVE_BLOCKS, MAX_RESERVE_BLOCKS = 8, 1027
 
 
 @pytest.fixture(scope="module")
@@ -166,3 +167,20 @@ def test_first_free_takes_the_lowest_free_block_from_the_inode_group(space0, gro
         b = alloc.allocate(space, BlockRequest(ino=12, inode_group=group, lblk=i), None)
         assert b == want
         space.take(b)
+
+
+def test_a_file_begun_past_block_0_and_a_group_whose_first_block_is_free(tmp_path):
+    """On the ext4 profile (flex_bg: group 2's bitmaps and inode table live in group 0), group
+    2's first block is free data: a file of that group whose first write is at lblk 1 (no
+    earlier block, no pointer: the goal is the group's first block, colour 0) gets exactly
+    that block, group-relative block 0; its next block follows."""
+    space = fresh_space(tmp_path, groups=4, bpg=1024, profile="ext4")
+    g2 = space.geometry.group_start(2)
+    assert not space.block_used[g2], "group 2 starts with a free block on this profile"
+    alloc = policies.make_allocator("ext2")
+    st_ = alloc.new_inode_state()
+    b1 = alloc.allocate(space, BlockRequest(ino=12, inode_group=2, lblk=1, slot=1), st_)
+    assert b1 == g2
+    space.take(b1)
+    b2 = alloc.allocate(space, BlockRequest(ino=12, inode_group=2, lblk=2, slot=2, map_prev=b1, prev_phys=b1), st_)
+    assert b2 == g2 + 1

@@ -19,11 +19,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.mballoc import GROUP_PREALLOC, PA, STREAM_REQUEST, normalize
+from policies.mballoc import PA, normalize
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 
 KIB = 1024
+#: s_mb_group_prealloc and s_mb_stream_request's defaults (fs/ext4/mballoc.h), stated, not imported
+GROUP_PREALLOC, STREAM_REQUEST = 512, 16
 
 
 def size_class(end_bytes: int, lblk: int, bsbits: int) -> tuple[int, int]:

@@ -18,10 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import policies
-from policies.linux_ialloc import BLOCK_COST, INODE_COST, ROOT_INO
 from tests.unit.placement_helpers import fresh_space
 
 GROUPS = 8
+#: fs/ext2/ialloc.c's constants, stated here (not imported: a changed constant must show)
+INODE_COST, BLOCK_COST, ROOT_INO = 64, 256, 2
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +174,26 @@ def test_top_level_directories_go_to_different_groups(space0):
         space.inode_used[ino - 1] = True
         space.dirs[g] += 1
     assert sorted(groups) == list(range(1, GROUPS)), groups
+
+
+def test_a_group_takes_max_debt_directories_in_a_row_then_the_next_one(tmp_path):
+    """s_debts: a directory raises its group's debt; once the debt reaches max_debt =
+    blocks_per_group / max(blocks per directory, BLOCK_COST) = 1024 / 256 = 4 (under
+    inodes_per_group / INODE_COST = 512 / 64 = 8), the next subdirectory goes to the next
+    group. 48 directories spread over the groups keep the blocks per directory under 256."""
+    space = fresh_space(tmp_path, groups=GROUPS, ipg=512)
+    space.dirs += 6
+    ipg = space.geometry.inodes_per_group
+    parent = 3 * ipg + 20
+    space.inode_used[parent - 1] = True
+    blocks_per_dir = (space.geometry.blocks_count - space.free_blocks) // space.used_dirs
+    assert blocks_per_dir < BLOCK_COST
+    placer = policies.INODE_PLACERS["orlov"]()
+    groups = []
+    for _ in range(5):
+        ino = placer.choose(space, parent, True)
+        g = _group_of(space, ino)
+        groups.append(g)
+        space.inode_used[ino - 1] = True
+        space.dirs[g] += 1
+    assert groups == [3, 3, 3, 3, 4]
