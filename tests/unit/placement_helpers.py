@@ -36,6 +36,12 @@ class Space:
         ipg = self.geometry.inodes_per_group
         return int(ipg - self.inode_used[g * ipg:(g + 1) * ipg].sum())
 
+    def first_free_inode(self, g: int) -> int:
+        ipg = self.geometry.inodes_per_group
+        seg = self.inode_used[g * ipg:(g + 1) * ipg]
+        i = int(seg.argmin())
+        return g * ipg + i + 1 if not seg[i] else -1
+
     def group_used_dirs(self, g: int) -> int:
         return int(self.dirs[g])
 

@@ -64,7 +64,8 @@ class Expect:
         s = self.space
         avefreei, avefreeb = self.averages()
         eligible = [x for x in range(s.geometry.groups) if s.group_free_inodes(x)
-                    and s.group_free_inodes(x) >= avefreei and s.group_free_blocks(x) >= avefreeb]
+                    and s.group_free_inodes(x) >= avefreei and s.group_free_blocks(x) >= avefreeb
+                    and s.group_used_dirs(x) < s.geometry.inodes_per_group]    # best_ndir's start
         if not eligible:
             return None                                   # the fallback decides
         fewest = min(s.group_used_dirs(x) for x in eligible)
@@ -120,7 +121,7 @@ DENSITY = st.sampled_from([0.0, 0.3, 0.8, 1.0])
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(inode_density=st.lists(DENSITY, min_size=GROUPS, max_size=GROUPS),
        block_density=st.lists(DENSITY, min_size=GROUPS, max_size=GROUPS),
-       dirs=st.lists(st.integers(0, 40), min_size=GROUPS, max_size=GROUPS),
+       dirs=st.lists(st.integers(0, 80), min_size=GROUPS, max_size=GROUPS),
        seed=st.integers(0, 2**31),
        calls=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 10_000)), min_size=1, max_size=30))
 def test_orlov_spreads_top_level_directories_and_keeps_the_rest_near_their_parent(
