@@ -185,13 +185,26 @@ def untar_simfs(run: Run, img: Path, mnt: Path, tarball: Path) -> None:
             raise
 
 
-def do_run(run: Run, tarball: Path, work: Path, size: str, keep: Path | None) -> dict:
+def untar_in_process(run: Run, img: Path, mnt: Path, tarball: Path) -> None:
+    """The same unpack without a mount: simfs's tar verb (GNU tar's system calls, checked
+    against the real tar on a mount by tests/mount/test_verbs_validate.py) on the volume,
+    with the mount's options; closing the volume writes everything, as the unmount does."""
+    from simfs.fs.volume import VolumeOptions
+    from simfs.inprocess import treedesc, verbs
+    try:
+        verbs.run(str(img), VolumeOptions(alloc=run.id.split("/", 1)[1], cache=host_memory()), "unpack", ".",
+                  source=treedesc.from_tarball(str(tarball)))
+    except Exception as e:          # one line for the table's caller
+        raise Failed(f"in-process unpack: {e}") from None
+
+
+def do_run(run: Run, tarball: Path, work: Path, size: str, keep: Path | None, in_process: bool = False) -> dict:
     """Write the tree with one writer, check and scan the image; its figures."""
     img, mnt = work / (run.name.replace("/", "-").replace("#", "-") + ".img"), work / "mnt"
     mnt.mkdir(exist_ok=True)
     make_image(run, img, size)
     t = time.monotonic()
-    (untar_kernel if run.kernel else untar_simfs)(run, img, mnt, tarball)
+    (untar_kernel if run.kernel else untar_in_process if in_process else untar_simfs)(run, img, mnt, tarball)
     seconds = time.monotonic() - t
     fsck = subprocess.run(["e2fsck", "-fn", str(img)], capture_output=True, text=True)
     try:
@@ -351,11 +364,15 @@ def parse(argv):
                     help=f"a tree to unpack (repeatable; default: {', '.join(DEFAULT_TREES)})")
     ap.add_argument("--size", default="4G", help="image size, the same for every run (default 4G: 32 groups)")
     ap.add_argument("--runs", type=int, default=2, help="repetitions of each kernel configuration (default 2)")
-    ap.add_argument("--only", help="comma-separated configurations to run (default: all there are)")
+    ap.add_argument("--only", help="comma-separated configurations to run (default: all there are); "
+                                   "none: run nothing, only join the --with results")
     ap.add_argument("--work", help="directory for images and tarballs (default: a temporary one)")
     ap.add_argument("--keep", help="move every image here instead of deleting it")
     ap.add_argument("--out", help="also write table.md and results.json into this directory")
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of the tables")
+    ap.add_argument("--in-process", action="store_true",
+                    help="simfs unpacks in-process (its tar verb on the volume) instead of on a FUSE mount: "
+                         "no mount, so a run of simfs configurations alone needs neither root nor the lock")
     ap.add_argument("--with", dest="merge", action="append", default=[], metavar="RESULTS.json",
                     help="the runs of an earlier invocation (its results.json) join this one's, tree by tree "
                          "(repeatable): a long comparison made in parts")
@@ -377,9 +394,14 @@ def merge(results: dict, earlier: dict) -> None:
 
 
 def preflight(a) -> str | None:
-    if os.geteuid() != 0:
+    if a.only == "none":
+        if not a.merge:
+            return "--only none joins earlier results: give them with --with"
+    simfs_only = a.only == "none" or (a.in_process and a.only and
+                                      not any(i.startswith("kernel-") for i in a.only.split(",")))
+    if os.geteuid() != 0 and not simfs_only:
         return "needs root: loop devices and mount"
-    if not os.path.exists("/dev/loop-control"):
+    if not simfs_only and not os.path.exists("/dev/loop-control"):
         return "no loop devices here (/dev/loop-control missing)"
     for tool in ("losetup", "mount", "umount", "mkfs.ext4", "dumpe2fs", "debugfs", "e2fsck", "tar", "fusermount3"):
         if shutil.which(tool) is None:
@@ -413,9 +435,9 @@ def main(argv=None) -> int:
         work = Path(tmp)
         have = probe(work)
         runs = plan(have, a.runs, set(a.only.split(",")) if a.only else None)
-        if not runs:
+        if not runs and a.only != "none":
             return fail(f"--only {a.only}: no such configuration")
-        trees = a.tree or list(DEFAULT_TREES)
+        trees = (a.tree or list(DEFAULT_TREES)) if runs else []
         results = {"command": "python -m benchmarks.kernel_layout " + " ".join(argv if argv is not None else sys.argv[1:]),
                    "size": a.size, **have, "kernel": os.uname().release, "trees": []}
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -432,7 +454,7 @@ def main(argv=None) -> int:
                 for run in runs:
                     bar.update(task, description=f"{tree}: {run.name}")
                     try:
-                        entry["runs"][run.name] = do_run(run, tarball, work, a.size, keep)
+                        entry["runs"][run.name] = do_run(run, tarball, work, a.size, keep, a.in_process)
                     except Failed as e:
                         return fail(f"{tree}, {run.name}: {e}")
                     bar.advance(task)

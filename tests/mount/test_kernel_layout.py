@@ -182,12 +182,15 @@ def test_end_to_end_on_a_small_tree(tmp_path):
         assert (s["files"], s["directories"], s["data_blocks"]) == (files, dirs + 2, blocks), name  # + root, lost+found
         assert s["dirs_per_group"] == one["image"]["descriptor_dirs_per_group"], name
         assert 1 <= s["extents_per_file_mean"] and s["itable_blocks_touched"] >= files // 16, name
+        assert s["free_extents"] >= 1 and s["file_dir_distance_mean"] >= 0, name
+        assert sum(map(sum, s["dirs_per_flex_by_subtree"].values())) == dirs + 1, name     # + lost+found
         assert one["by_flex"]["16"]["flex_groups"] == 1, name                # 8 groups of 128 MiB
     assert runs["kernel-ext4/nodelalloc#1"]["image"]["groups_per_flex"] == 16
     assert "extent" in runs["kernel-ext4/nodelalloc#1"]["image"]["features"]
     assert "extent" not in runs["simfs-ext2/ext2"]["image"]["features"]
     table = (out / "table.md").read_text()
     assert "| inode-table blocks touched |" in table and "simfs-ext2/ext2" in table
+    assert "| free extents (e2freefrag) |" in table and "| directories per flex group in " in table
     assert list(work.iterdir()) == []                                        # its temporary directory is gone
     assert str(work) not in run(["losetup", "-a"]).stdout
     assert str(work) not in open("/proc/mounts").read()
