@@ -46,9 +46,10 @@ XFSTESTS_ARGS   ?= -g quick
 XFSTESTS_OUT    ?= results/xfstests
 XFSTESTS_RUN     = $(PY) tests/xfstests/run.py
 XFSTESTS_SRCOPT  = $(if $(XFSTESTS_SOURCE),--source $(XFSTESTS_SOURCE))
+XFSTESTS_STORE   = --failures-store $(XFSTESTS_OUT)/failures
 
 .PHONY: all system venv compiled tools test test-long docs demo bench bench-compare soak soak-alloc soak-writeback clean \
-        xfstests-system xfstests-build xfstests-build-if-present xfstests xfstests-ext2 lint test-split
+        xfstests-system xfstests-build xfstests-build-if-present xfstests xfstests-ext2 xfstests-ext4 xfstests-simfs-ext4 lint test-split
 
 all: venv
 
@@ -132,10 +133,18 @@ xfstests-build-if-present: $(STAMP)
 	else echo "xfstests: no source, tests/mount/test_xfstests.py will skip"; fi
 
 xfstests: xfstests-build compiled
-	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs simfs --out $(XFSTESTS_OUT)/simfs -- $(XFSTESTS_ARGS)
+	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs simfs --out $(XFSTESTS_OUT)/simfs $(XFSTESTS_STORE) -- $(XFSTESTS_ARGS)
 
 xfstests-ext2: xfstests-build
-	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs ext2 --out $(XFSTESTS_OUT)/ext2 -- $(XFSTESTS_ARGS)
+	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs ext2 --out $(XFSTESTS_OUT)/ext2 $(XFSTESTS_STORE) -- $(XFSTESTS_ARGS)
+
+# the second baseline: the kernel's ext4 without a journal (simfs's ext4 profile's features)
+# beside simfs on `simfs mkfs --profile ext4` images
+xfstests-ext4: xfstests-build
+	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs ext4 --out $(XFSTESTS_OUT)/ext4 $(XFSTESTS_STORE) -- $(XFSTESTS_ARGS)
+
+xfstests-simfs-ext4: xfstests-build compiled
+	$(XFSTESTS_RUN) run $(XFSTESTS_SRCOPT) --dir $(XFSTESTS_DIR) --fs simfs --profile ext4 --out $(XFSTESTS_OUT)/simfs-ext4 $(XFSTESTS_STORE) -- $(XFSTESTS_ARGS)
 
 # ruff with the rules pyproject.toml chooses (bugs, not style); a finding fails make test first
 RUFF_STAMP := $(VENV)/.ruff-0.17.5

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import re
@@ -52,6 +53,9 @@ def default_source() -> str:
 
 
 DEFAULT_DIR = os.path.join(REPO, ".xfstests")
+# the one change made to xfstests: FSTYP=fuse gets a sized scratch mkfs through a hook
+# (FUSE_MKFS_PROG), where common/rc's _scratch_mkfs_sized has no fuse case and says "not run"
+PATCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuse-mkfs.patch")
 HELPER = "/sbin/mount.fuse.simfs"
 QA_USERS = ("fsgqa", "fsgqa2", "123456-fsgqa")   # xfstests' README: users the tests switch to
 IMAGE_SIZE = "2G"
@@ -94,7 +98,7 @@ def build(source: str, where: str, jobs: int) -> str:
     where = os.path.abspath(where)
     src = os.path.join(where, "src")
     stamp = os.path.join(where, ".built")
-    want = f"{source} {source_commit(source) or ''}".strip()
+    want = " ".join(x for x in (source, source_commit(source), "patch", patch_digest()) if x)
     if os.path.exists(stamp) and open(stamp).read().strip() == want and os.path.isfile(
             os.path.join(src, "ltp", "fsx")):
         return src
@@ -107,6 +111,8 @@ def build(source: str, where: str, jobs: int) -> str:
         os.unlink(stamp)
     log(f"cloning {source} into {src}")
     sh(["git", "clone", "--quiet", source, src])
+    log(f"applying {os.path.basename(PATCH)}")
+    sh(["git", "-C", src, "apply", PATCH])
     log(f"building in {src} (make -j{jobs})")
     with open(os.path.join(where, "build.log"), "w") as out:
         r = subprocess.run(["make", f"-j{jobs}"], cwd=src, stdout=out, stderr=subprocess.STDOUT)
@@ -116,6 +122,12 @@ def build(source: str, where: str, jobs: int) -> str:
         f.write(want + "\n")
     log(f"built in {time.monotonic() - t0:.0f} s")
     return src
+
+
+def patch_digest() -> str:
+    """The patch's content hash, part of the build stamp: a changed patch rebuilds."""
+    with open(PATCH, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:12]
 
 
 def ensure_users() -> None:
@@ -193,12 +205,47 @@ def df_wrapper(work: str) -> str:
     return path
 
 
-def config_simfs(work: str, extra_opts: str) -> tuple[str, dict]:
-    """local.config for FSTYP=fuse (README.fuse), images made by `simfs mkfs`."""
+def size_bytes(size: str) -> int:
+    """'2G' -> 2147483648 (K, M, G, T: powers of 1024, as mke2fs reads them)."""
+    m = re.fullmatch(r"(\d+)([KMGT]?)", size.strip().upper())
+    if not m:
+        raise SystemExit(f"xfstests: bad size {size!r}")
+    return int(m.group(1)) * 1024 ** " KMGT".index(m.group(2) or " ")
+
+
+def mkfs_args(profile: str) -> list[str]:
+    return ["mkfs", "--quiet", "--force"] + (["--profile", profile] if profile != "ext2" else [])
+
+
+def mkfs_hook(work: str, profile: str) -> str:
+    """FUSE_MKFS_PROG (tests/xfstests/fuse-mkfs.patch): `HOOK IMAGE BYTES BLOCKSIZE` makes a
+    scratch file system of that size (_scratch_mkfs_sized); `HOOK IMAGE` gives the image back
+    the run's size if a sized mkfs changed it (_scratch_mkfs, before it empties the scratch)."""
+    path = os.path.join(work, "mkfs-simfs")
+    full = size_bytes(IMAGE_SIZE)
+    mkfs = " ".join(shlex.quote(x) for x in simfs_cmd() + mkfs_args(profile))
+    with open(path, "w") as f:
+        f.write(f"""#!/bin/sh
+# xfstests' FUSE_MKFS_PROG for simfs (written by tests/xfstests/run.py): IMAGE [BYTES [BLOCKSIZE]]
+export PYTHONPATH={shlex.quote(REPO)}${{PYTHONPATH:+:$PYTHONPATH}}
+img=$1
+if [ $# -lt 2 ]; then
+    [ "$(stat -c %s "$img")" = {full} ] && exit 0
+    set -- "$img" {full} 4096
+fi
+exec {mkfs} --block-size "$3" "$img" "$2"
+""")
+    os.chmod(path, 0o755)
+    return path
+
+
+def config_simfs(work: str, extra_opts: str, profile: str = "ext2") -> tuple[str, dict]:
+    """local.config for FSTYP=fuse (README.fuse), images made by `simfs mkfs` (PROFILE: its
+    --profile), and the mkfs hook that gives the scratch image a size when a test asks."""
     imgs = {}
     for name in ("test", "scratch"):
         img = os.path.join(work, f"{name}.img")
-        sh(simfs_cmd() + ["mkfs", "--quiet", "--force", img, IMAGE_SIZE], env=simfs_env(), cwd=REPO)
+        sh(simfs_cmd() + mkfs_args(profile) + [img, IMAGE_SIZE], env=simfs_env(), cwd=REPO)
         os.makedirs(os.path.join(work, name), exist_ok=True)
         imgs[name] = img
     # a kernel file system's defaults, which simfs mount's are not (nosuid,nodev, noatime,
@@ -216,29 +263,38 @@ def config_simfs(work: str, extra_opts: str) -> tuple[str, dict]:
         f"export SCRATCH_MNT={work}/scratch",
         f'export TEST_FS_MOUNT_OPTS="-o {opts(imgs["test"])}"',
         f'export MOUNT_OPTIONS="-o {opts(imgs["scratch"])}"',
+        f"export FUSE_MKFS_PROG={mkfs_hook(work, profile)}",
     ]
     return "\n".join(lines) + "\n", imgs
 
 
-def config_ext2(work: str) -> tuple[str, list[str]]:
-    """local.config for the kernel's ext2 on two loop devices (same sizes as simfs's)."""
+# mkfs options for the kernel's file systems. ext4: simfs's ext4 profile (`simfs mkfs --profile
+# ext4`: no journal, no 64bit, no metadata_csum, no resize inode; extent, flex_bg, dir_index,
+# huge_file, dir_nlink, extra_isize as mkfs.ext4 gives them). xfstests' own mkfs calls
+# (_scratch_mkfs, _scratch_mkfs_sized) read MKFS_OPTIONS, so its scratch file systems are alike.
+KERNEL_MKFS = {"ext2": [], "ext4": ["-O", "^has_journal,^resize_inode,^64bit,^metadata_csum"]}
+
+
+def config_kernel(work: str, fs: str = "ext2") -> tuple[str, list[str]]:
+    """local.config for the kernel's ext2 or ext4 on two loop devices (same sizes as simfs's)."""
     loops = []
+    opts = KERNEL_MKFS[fs]
     for name in ("test", "scratch"):
         img = os.path.join(work, f"{name}.img")
         if os.path.exists(img):
             os.unlink(img)
         sh(["truncate", "-s", IMAGE_SIZE, img])
-        sh(["mkfs.ext2", "-q", "-F", img], stdout=subprocess.DEVNULL)
+        sh([f"mkfs.{fs}", "-q", "-F"] + opts + [img], stdout=subprocess.DEVNULL)
         loops.append(subprocess.run(["losetup", "-f", "--show", img], check=True, text=True,
                                     capture_output=True).stdout.strip())
         os.makedirs(os.path.join(work, name), exist_ok=True)
     lines = [
-        "export FSTYP=ext2",
+        f"export FSTYP={fs}",
         f"export TEST_DEV={loops[0]}",
         f"export TEST_DIR={work}/test",
         f"export SCRATCH_DEV={loops[1]}",
         f"export SCRATCH_MNT={work}/scratch",
-    ]
+    ] + ([f'export MKFS_OPTIONS="{" ".join(opts)}"'] if opts else [])
     return "\n".join(lines) + "\n", loops
 
 
@@ -282,7 +338,8 @@ def run(a) -> int:
             "xfstests": source_commit(src) or "", "args": a.tests}
     loops, pre = [], []
     if a.fs == "simfs":
-        config, imgs = config_simfs(work, a.mount_opts)
+        config, imgs = config_simfs(work, a.mount_opts, a.profile)
+        meta["profile"] = a.profile
         launcher = os.path.join(work, "mount.fuse.simfs")
         with open(launcher, "w") as f:
             f.write(launcher_text())
@@ -299,8 +356,10 @@ def run(a) -> int:
         meta["simfs_commit"] = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"],
                                               capture_output=True, text=True).stdout.strip()
     else:
-        config, loops = config_ext2(work)
-        meta["ext2_driver"] = ext2_driver()
+        config, loops = config_kernel(work, a.fs)
+        meta["mkfs_options"] = " ".join(KERNEL_MKFS[a.fs])
+        if a.fs == "ext2":
+            meta["ext2_driver"] = ext2_driver()
     config += f"export RESULT_BASE={results}\n"
     # the run's own config (HOST_OPTIONS), never src/local.config: runs may share the build
     config_file = os.path.join(work, "local.config")
@@ -345,9 +404,12 @@ def run(a) -> int:
         if r["test"] in killed:
             r["message"] = f"killed by the runner after {a.test_timeout} s; " + r["message"]
     meta["test_timeout"] = a.test_timeout
-    meta["command"] = f"tests/xfstests/run.py run --fs {a.fs} -- " + " ".join(a.tests)
-    write_results(rows, a.out or work, meta)
-    keep_failures(results, a.out or work, rows)
+    meta["command"] = (f"tests/xfstests/run.py run --fs {a.fs}"
+                       + (f" --profile {a.profile}" if a.fs == "simfs" and a.profile != "ext2" else "")
+                       + " -- " + " ".join(a.tests))
+    out = a.out or work
+    meta["failures"] = keep_failures(results, out, rows, a.failures_store)
+    write_results(rows, out, meta)
     counts = {s: sum(r["status"] == s for r in rows) for s in ("pass", "fail", "notrun")}
     log(f"{a.fs}: {counts} in {meta['seconds']} s -> {a.out or work}/results.csv")
     return 0
@@ -443,21 +505,73 @@ def ext2_driver() -> str:
     return "unknown"
 
 
-def keep_failures(results: str, out: str, rows: list[dict]) -> None:
-    """Copy each failed test's .out.bad and .full (capped) next to the results."""
-    dest = os.path.join(out, "failures")
-    shutil.rmtree(dest, ignore_errors=True)
+ARTEFACT_CAP = 20000          # characters kept of each .out.bad/.full/.dmesg
+
+
+def store_artefact(store: str, name: str, text: str) -> str:
+    """Write TEXT once into STORE, named by its content hash and NAME's suffix (generic/020.full
+    -> <sha256[:16]>.full): the same artefact from several runs, or several tests, is one file;
+    each run's results.json says which is whose. Returns the file name."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    rel = digest + os.path.splitext(name)[1]
+    path = os.path.join(store, rel)
+    if not os.path.exists(path):
+        os.makedirs(store, exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    return rel
+
+
+def keep_failures(results: str, out: str, rows: list[dict], store: str | None = None) -> dict:
+    """Keep each failed test's .out.bad, .full and .dmesg (capped) in STORE (default
+    OUT/failures), one copy of each content; returns {artefact: path relative to OUT}, which
+    the run's results.json lists."""
+    own = store is None
+    store = os.path.abspath(store or os.path.join(out, "failures"))
+    if own:
+        shutil.rmtree(store, ignore_errors=True)     # this run's alone: a rerun replaces it
+    kept = {}
     for r in rows:
         if r["status"] != "fail":
             continue
         for suffix in (".out.bad", ".full", ".dmesg"):
             p = os.path.join(results, r["test"] + suffix)
             if os.path.exists(p):
-                os.makedirs(os.path.join(dest, os.path.dirname(r["test"])), exist_ok=True)
                 with open(p, errors="replace") as f:
-                    text = f.read()[:20000]
-                with open(os.path.join(dest, r["test"] + suffix), "w") as f:
-                    f.write(text)
+                    text = f.read()[:ARTEFACT_CAP]
+                rel = store_artefact(store, r["test"] + suffix, text)
+                kept[r["test"] + suffix] = os.path.relpath(os.path.join(store, rel),
+                                                           os.path.abspath(out))
+    return kept
+
+
+def dedupe_failures(store: str, runs: list[str]) -> dict:
+    """Move each run folder's failures/ (one file per test and suffix, as runs before the
+    store kept them) into STORE, one copy of each content, and list them in the run's
+    results.json ("failures"). Returns {run: number of artefacts}."""
+    done = {}
+    for run_dir in runs:
+        src = os.path.join(run_dir, "failures")
+        kept = {}
+        for dirpath, _, files in os.walk(src):
+            for fn in sorted(files):
+                path = os.path.join(dirpath, fn)
+                name = os.path.relpath(path, src)
+                with open(path, errors="replace") as f:
+                    rel = store_artefact(store, name, f.read())
+                kept[name] = os.path.relpath(os.path.join(os.path.abspath(store), rel),
+                                             os.path.abspath(run_dir))
+        meta_path = os.path.join(run_dir, "results.json")
+        with open(meta_path) as f:
+            meta = json.load(f)
+        meta["failures"] = {**meta.get("failures", {}), **dict(sorted(kept.items()))}
+        with open(meta_path, "w") as f:
+            json.dump(meta, f, indent=1)
+            f.write("\n")
+        shutil.rmtree(src, ignore_errors=True)
+        done[run_dir] = len(kept)
+    return done
 
 
 # table -----------------------------------------------------------------------------------------
@@ -571,6 +685,49 @@ def table(a) -> int:
     return 0
 
 
+def side(a) -> int:
+    """One Markdown table of several runs of the same tests side by side (LABEL=FOLDER each,
+    parts of one list given as LABEL=F1,F2: later parts win), with how each was made and a
+    reason column from --reasons."""
+    cols = []
+    for spec in a.run:
+        label, eq, folders = spec.partition("=")
+        if not eq or not folders:
+            raise SystemExit(f"xfstests: --run wants LABEL=FOLDER[,FOLDER...], not {spec!r}")
+        rows, metas = {}, []
+        for folder in folders.split(","):
+            r_, m_ = load(folder)
+            rows.update(r_)
+            metas.append(m_)
+        cols.append((label, rows, metas))
+    reasons = {}
+    if a.reasons and os.path.exists(a.reasons):
+        with open(a.reasons) as f:
+            reasons = {r["test"]: r["reason"] for r in csv.DictReader(f)}
+    tests = sorted(set().union(*(rows for _, rows, _ in cols)))
+    L = [f"| test | {' | '.join(label for label, _, _ in cols)} | reason (simfs) |",
+         "|---|" + "---|" * len(cols) + "---|"]
+    for t in tests:
+        st = [rows.get(t, {}).get("status", "-") for _, rows, _ in cols]
+        why = reasons.get(t, "") if any(s_ != "pass" for s_ in st) else ""
+        L.append(f"| {t} | {' | '.join(st)} | {why.replace('|', '/')} |")
+    L += ["", "| | " + " | ".join(label for label, _, _ in cols) + " |", "|---|" + "---:|" * len(cols)]
+    for st in ("pass", "fail", "notrun"):
+        L.append(f"| {st} | " + " | ".join(str(sum(r.get("status") == st for r in rows.values()))
+                                          for _, rows, _ in cols) + " |")
+    L += [""]
+    for label, _, metas in cols:
+        for m in metas:
+            L.append(f"- {label}: `{m['command']}` — {sum(m['counts'].values())} tests in "
+                     f"{m['seconds']:.0f} s, kernel {m['kernel']}, xfstests {m['xfstests'][:12]}"
+                     + (f", simfs {m['simfs_commit'][:12]}" if m.get("simfs_commit") else "")
+                     + (f", mkfs options `{m['mkfs_options']}`" if m.get("mkfs_options") else ""))
+    with open(a.out, "w") as f:
+        f.write("\n".join(L) + "\n")
+    log(f"wrote {a.out} ({len(tests)} tests)")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -583,7 +740,12 @@ def main(argv=None) -> int:
                        help="a git repository, bundle or URL (default %(default)s)")
         s.add_argument("--dir", default=DEFAULT_DIR, help="build folder (default %(default)s)")
         s.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    r.add_argument("--fs", choices=("simfs", "ext2"), required=True)
+    r.add_argument("--fs", choices=("simfs", "ext2", "ext4"), required=True,
+                   help="simfs, or the kernel's ext2 / ext4 (no journal, simfs's ext4 profile)")
+    r.add_argument("--profile", choices=("ext2", "ext4"), default="ext2",
+                   help="simfs only: `simfs mkfs --profile` of the images (default %(default)s)")
+    r.add_argument("--failures-store", help="where failure artefacts go, one copy of each "
+                   "(default OUT/failures; give one folder to several runs to share it)")
     r.add_argument("--work", help="images, mount points and xfstests' results (default DIR/work-FS)")
     r.add_argument("--out", help="where results.csv/json go (default: the work folder)")
     r.add_argument("--mount-opts", default="", help="extra simfs mount options (IMAGE: the device's image path)")
@@ -600,7 +762,23 @@ def main(argv=None) -> int:
     t.add_argument("--reasons", help="CSV test,reason: why simfs does not pass where ext2 does")
     t.add_argument("--head", help="Markdown put first in README.md")
     t.add_argument("--out", required=True)
+    s = sub.add_parser("side", help="several runs of the same tests side by side (Markdown)")
+    s.add_argument("--run", required=True, nargs="+", metavar="LABEL=FOLDER[,FOLDER]")
+    s.add_argument("--reasons", help="CSV test,reason")
+    s.add_argument("--out", required=True, help="the Markdown file to write")
+    d = sub.add_parser("dedupe", help="move runs' failures/ into one store, one copy of each")
+    d.add_argument("--store", required=True, help="the shared folder (e.g. results/xfstests/failures)")
+    d.add_argument("runs", nargs="+", help="run folders (each with results.json and failures/)")
     a = p.parse_args(argv)
+    if a.cmd == "side":
+        return side(a)
+    if a.cmd == "dedupe":
+        for run_dir in a.runs:
+            if os.path.abspath(a.store).startswith(os.path.abspath(os.path.join(run_dir, "failures"))):
+                raise SystemExit(f"xfstests: the store {a.store} lies inside {run_dir}/failures")
+        for run_dir, n in dedupe_failures(a.store, a.runs).items():
+            log(f"{run_dir}: {n} artefacts listed in results.json, kept in {a.store}")
+        return 0
     if a.cmd == "build":
         if a.check_source:
             return 0 if source_present(a.source) else 1
