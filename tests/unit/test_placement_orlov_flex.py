@@ -131,3 +131,31 @@ def test_a_subdirectory_goes_to_the_first_group_of_flex_group_0(space0):
     placer = policies.INODE_PLACERS["orlov-flex"]()
     ino = placer.choose(space, parent, True)
     assert (ino - 1) // ipg == 0
+
+
+def test_the_counters_orlov_reads_move_in_batches_of_32():
+    """find_group_orlov reads percpu_counter_read_positive: with one CPU the count moves when
+    the CPU's pending delta reaches percpu_counter_batch = max(32, 2 * CPUs) = 32."""
+    from policies.ext4_ialloc import PercpuCounter
+    c = PercpuCounter(1000)
+    assert c.follow(1000 - 31) == 1000                   # 31 inodes made: not folded yet
+    assert c.follow(1000 - 32) == 968                    # the 32nd: folded
+    assert c.follow(1000 - 32 + 31) == 968
+    assert c.follow(1000) == 1000
+    low = PercpuCounter(10)
+    assert low.follow(10 - 40) == 0                      # never below zero
+
+
+def test_one_free_inode_is_enough_for_a_flex_group(space0):
+    """min_inodes = avefreei - ipg * flex / 4, at least 1 (ext4's find_group_orlov): on an
+    almost full volume (free inodes only in groups 16 and 48), a subdirectory of a directory
+    in group 17 takes group 16's, the first of its own flex group; the fallback would start at
+    group 17 and find group 48's."""
+    space = space0.copy()
+    ipg = space.geometry.inodes_per_group
+    space.inode_used[:] = True
+    space.inode_used[16 * ipg + 5] = False
+    space.inode_used[48 * ipg + 5] = False
+    placer = policies.INODE_PLACERS["orlov-flex"]()
+    ino = placer.choose(space, 17 * ipg + 1, True)
+    assert ino == 16 * ipg + 6
