@@ -231,3 +231,19 @@ def test_one_write_back_never_hands_a_block_out_twice(tmp_path_factory, run, gap
     got = alloc.allocate_run(space, req, st_, count)
     assert len(got) == count and len(set(got)) == count, "a block handed out twice in one call"
     assert not space.block_used[got].any(), "a block in use handed out"
+
+
+@pytest.mark.parametrize("kind", ["dir", "indirect"])
+def test_non_data_blocks_are_not_stream_allocated(tmp_path, kind):
+    """ext4_mb_group_or_file returns at once for a request without EXT4_MB_HINT_DATA: a large
+    directory's (or a tree block's) search starts at its goal's group, never at the group the
+    last stream allocation used (s_mb_last_group), however large the inode."""
+    from tests.unit.placement_helpers import fresh_space
+    from policies import BlockRequest, make_allocator
+    space = fresh_space(tmp_path, groups=8, bpg=1024, profile="ext4")
+    alloc = make_allocator("mballoc")
+    alloc.last_group = 5
+    req = BlockRequest(ino=12, inode_group=0, lblk=40, kind=kind, is_dir=kind == "dir", size=200 * 1024,
+                       prev_phys=space.geometry.group_start(0) + 700)
+    b = alloc.allocate(space, req, alloc.new_inode_state())
+    assert space.geometry.group_of_block(b) == 0
