@@ -179,6 +179,87 @@ class FileIO:
         self._count("bytes_written", done)
         return done
 
+    # O_DIRECT ------------------------------------------------------------------------------
+    @operation
+    def read_direct(self, ino: int, offset: int, size: int) -> bytes:
+        """A read of a file opened O_DIRECT (FUSE direct_io), as the kernel's direct I/O does
+        it: the range's dirty data is written back first (filemap_write_and_wait_range), then
+        its blocks are read from the drive - the cache neither consulted nor filled, no
+        read-ahead, each physically contiguous run one request; holes read as zeros."""
+        inode = self._inode(ino)
+        if inode.is_dir:
+            raise FSError(errno.EISDIR)
+        if offset < 0 or size < 0 or not inode.is_reg:
+            raise FSError(errno.EINVAL)
+        if inode.damaged:
+            raise FSError(errno.EUCLEAN, f"inode {ino}: its block map is damaged")
+        end = min(inode.size, offset + size)
+        if offset >= end:
+            return b""
+        bs = self.block_size
+        first, last = offset // bs, (end - 1) // bs
+        self._write_range_now(inode, first, last)
+        phys = [self.filemap.bmap(inode, lblk) for lblk in range(first, last + 1)]
+        data = []
+        i = 0
+        while i < len(phys):
+            if not phys[i]:
+                data.append(bytes(bs))
+                i += 1
+                continue
+            j = i + 1
+            while j < len(phys) and phys[j] == phys[j - 1] + 1 and j - i < self.cache.maxio:
+                j += 1
+            self.clock.io("R", phys[i], j - i, "data", ino)          # the caller waits for it
+            self._count("direct_blocks_read", j - i)
+            data.extend(self.image.read(phys[i], j - i, "data"))
+            i = j
+        out = b"".join(data)[offset - first * bs: end - first * bs]
+        self._count("bytes_read", len(out))
+        return out
+
+    @operation
+    def write_direct(self, ino: int, offset: int, data: bytes) -> int:
+        """A write to a file opened O_DIRECT: placed as any write (allocation, the inode and
+        the bitmaps stay in the cache and go out with write-back, as the kernel's), then its
+        data blocks go to the drive and the caller waits for them. No FUA: a drive with its
+        write cache on may hold them, as for the kernel's O_DIRECT."""
+        self._writable()
+        inode = self._inode(ino)
+        if inode.is_dir:
+            raise FSError(errno.EISDIR)
+        if offset < 0 or not inode.is_reg:
+            raise FSError(errno.EINVAL)
+        if inode.damaged:
+            raise FSError(errno.EUCLEAN, f"inode {ino}: its block map is damaged")
+        if not data:
+            return 0
+        if offset + len(data) > self.max_size:
+            if offset >= self.max_size:
+                raise FSError(errno.EFBIG)
+            data = data[: self.max_size - offset]
+        done = self._write_data(inode, offset, data)
+        if done:
+            bs = self.block_size
+            self._write_range_now(inode, offset // bs, (offset + done - 1) // bs)
+        return done
+
+    def _write_range_now(self, inode, first: int, last: int) -> None:
+        """Write the dirty blocks of lblks first..last now (delayed ones are placed first) and
+        wait for them on the drive - not for its write cache (that is fsync's FLUSH)."""
+        ino = inode.ino
+        keys = []
+        for lblk in range(first, last + 1):
+            phys = self.filemap.bmap(inode, lblk)
+            key = phys if phys else vkey(ino, lblk)
+            if self.cache.is_dirty(key):
+                keys.append(key)
+        if keys:
+            done = self.cache.write_now(keys)
+            self._count("direct_blocks_written", len(keys))
+            if done:
+                self.clock.wait_until(max(f for f, _ in done))
+
     @operation
     def writepages(self, ino: int, pages: list[int], data: bytes | None = None) -> list[tuple[float, int]]:
         """A page cache writes these 4 KiB pages of the file back now (writepage): holes get

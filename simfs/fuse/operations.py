@@ -46,6 +46,8 @@ NAME_MAX = 255
 # its release drops the allocator's reservation (ext2_release_file). Below control.BASE.
 WRITER = 1 << 40
 INO_MASK = WRITER - 1
+#: a handle opened O_DIRECT: its reads and writes go to the drive (Volume.read_direct/write_direct)
+DIRECT = 1 << 41
 
 
 class Operations(XattrHandlers, pyfuse3.Operations):
@@ -341,7 +343,14 @@ class Operations(XattrHandlers, pyfuse3.Operations):
                 self.vol.release_file(vino, False)
                 raise
         writer = WRITER if flags & os.O_ACCMODE != os.O_RDONLY else 0
-        return pyfuse3.FileInfo(fh=vino | writer, direct_io=False, keep_cache=False)
+        direct = self._direct(flags)
+        return pyfuse3.FileInfo(fh=vino | writer | direct, direct_io=bool(direct), keep_cache=False)
+
+    def _direct(self, flags) -> int:
+        """DIRECT for an O_DIRECT open the volume serves around its cache (the kernel's direct
+        I/O: FUSE direct_io, no page cache either); 0 otherwise - also on a volume whose class
+        has no direct path (an op-logged mount: its log records buffered I/O only)."""
+        return DIRECT if flags & os.O_DIRECT and hasattr(type(self.vol), "write_direct") else 0
 
     @_handler
     def create(self, parent, name, mode, flags, ctx):
@@ -351,18 +360,23 @@ class Operations(XattrHandlers, pyfuse3.Operations):
         a = self.vol.create(_vino(parent), name, mode, uid, gid)
         entry = self._held(a)           # the lookup reference
         self.vol.open_file(a.st_ino)    # and the open handle
-        return pyfuse3.FileInfo(fh=a.st_ino | WRITER, direct_io=False, keep_cache=False), entry
+        direct = self._direct(flags)
+        return pyfuse3.FileInfo(fh=a.st_ino | WRITER | direct, direct_io=bool(direct), keep_cache=False), entry
 
     @_handler
     def read(self, fh, off, size):
         if control.is_control(fh):
             return self.ctl.read(fh, off, size)
+        if fh & DIRECT:
+            return self.vol.read_direct(fh & INO_MASK, off, size)
         return self.vol.read(fh & INO_MASK, off, size)
 
     @_handler
     def write(self, fh, off, buf):
         if control.is_control(fh):
             return self.ctl.write(fh, off, buf)
+        if fh & DIRECT:
+            return self.vol.write_direct(fh & INO_MASK, off, buf)
         return self.vol.write(fh & INO_MASK, off, buf)
 
     @_handler
