@@ -270,7 +270,8 @@ def test_dedupe_moves_old_runs_copies_into_one_store(run_mod, tmp_path):
 def test_side_by_side_table(run_mod, tmp_path):
     for name, st in (("k", "pass"), ("s", "notrun")):
         d = tmp_path / name
-        run_mod.write_results([{"test": "generic/015", "status": st, "seconds": 1, "message": ""}],
+        others = [{"test": "generic/001", "status": "pass", "seconds": 1, "message": ""}] * (name == "s")
+        run_mod.write_results([{"test": "generic/015", "status": st, "seconds": 1, "message": ""}] + others,
                               str(d), {"command": f"run {name}", "seconds": 1, "kernel": "k",
                                        "xfstests": "x"})
     (tmp_path / "why.csv").write_text("test,reason\ngeneric/015,no sized mkfs\n")
@@ -280,5 +281,6 @@ def test_side_by_side_table(run_mod, tmp_path):
     text = out.read_text()
     assert "| generic/015 | pass | notrun | no sized mkfs |" in text
     assert "- kernel ext4: `run k`" in text
+    assert "generic/001" not in text and "| pass | 1 | 0 |" in text   # the first run's tests only
     with pytest.raises(SystemExit, match="LABEL=FOLDER"):
         run_mod.main(["side", "--run", "nolabel", "--out", str(out)])

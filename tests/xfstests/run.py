@@ -686,9 +686,9 @@ def table(a) -> int:
 
 
 def side(a) -> int:
-    """One Markdown table of several runs of the same tests side by side (LABEL=FOLDER each,
-    parts of one list given as LABEL=F1,F2: later parts win), with how each was made and a
-    reason column from --reasons."""
+    """One Markdown table of several runs side by side (LABEL=FOLDER each, parts of one list
+    given as LABEL=F1,F2: later parts win) over the first run's tests, with how each was made
+    and a reason column from --reasons."""
     cols = []
     for spec in a.run:
         label, eq, folders = spec.partition("=")
@@ -704,8 +704,9 @@ def side(a) -> int:
     if a.reasons and os.path.exists(a.reasons):
         with open(a.reasons) as f:
             reasons = {r["test"]: r["reason"] for r in csv.DictReader(f)}
-    tests = sorted(set().union(*(rows for _, rows, _ in cols)))
-    L = [f"| test | {' | '.join(label for label, _, _ in cols)} | reason (simfs) |",
+    tests = sorted(cols[0][1])
+    L = [open(a.head).read().rstrip(), ""] if a.head else []
+    L += [f"| test | {' | '.join(label for label, _, _ in cols)} | reason (simfs) |",
          "|---|" + "---|" * len(cols) + "---|"]
     for t in tests:
         st = [rows.get(t, {}).get("status", "-") for _, rows, _ in cols]
@@ -713,7 +714,7 @@ def side(a) -> int:
         L.append(f"| {t} | {' | '.join(st)} | {why.replace('|', '/')} |")
     L += ["", "| | " + " | ".join(label for label, _, _ in cols) + " |", "|---|" + "---:|" * len(cols)]
     for st in ("pass", "fail", "notrun"):
-        L.append(f"| {st} | " + " | ".join(str(sum(r.get("status") == st for r in rows.values()))
+        L.append(f"| {st} | " + " | ".join(str(sum(rows.get(t, {}).get("status") == st for t in tests))
                                           for _, rows, _ in cols) + " |")
     L += [""]
     for label, _, metas in cols:
@@ -765,6 +766,7 @@ def main(argv=None) -> int:
     s = sub.add_parser("side", help="several runs of the same tests side by side (Markdown)")
     s.add_argument("--run", required=True, nargs="+", metavar="LABEL=FOLDER[,FOLDER]")
     s.add_argument("--reasons", help="CSV test,reason")
+    s.add_argument("--head", help="Markdown put first")
     s.add_argument("--out", required=True, help="the Markdown file to write")
     d = sub.add_parser("dedupe", help="move runs' failures/ into one store, one copy of each")
     d.add_argument("--store", required=True, help="the shared folder (e.g. results/xfstests/failures)")
