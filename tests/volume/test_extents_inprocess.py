@@ -24,6 +24,21 @@ pytestmark = needs_e2fsprogs
 OVERWRITE = st.tuples(st.just("write"), st.integers(0, 600), st.integers(1, 3 * BS))
 
 
+def debugfs_blocks(img, name: bytes) -> list[int]:
+    """debugfs's `blocks`: the tree blocks before what they map, and the data blocks, in
+    logical order."""
+    out = subprocess.run(["debugfs", "-R", f"blocks /{name.decode()}", str(img)], capture_output=True,
+                         text=True, check=True).stdout
+    return [int(b) for b in out.split()]
+
+
+def listed_blocks(img, name: bytes) -> list[int]:
+    """The same as simfs lists them (FileMap.blocks: ("ETB", phys) and (lblk, phys))."""
+    with Volume.open(img, VolumeOptions(read_only=True)) as vol:
+        ino = vol.lookup(vol.root_ino, name).st_ino
+        return [p for _, p in vol.filemap.blocks(vol.inodes.get(ino))]
+
+
 def dumped(img, tmp, name: bytes) -> bytes:
     out = tmp / ("dump-" + name.decode())
     subprocess.run(["debugfs", "-R", f"dump /{name.decode()} {out}", str(img)], capture_output=True, check=True)
@@ -53,6 +68,7 @@ def test_random_writes_holes_and_truncates_read_back_through_the_tree(tmp_path_f
     assert_fsck_clean(img)
     for name, model in models.items():
         assert dumped(img, tmp, name) == bytes(model), name
+        assert listed_blocks(img, name) == debugfs_blocks(img, name), name
 
 
 @pytest.mark.parametrize("order", ["ascending", "descending", "interleaved"])
@@ -79,6 +95,7 @@ def test_tree_grows_to_depth_2_and_shrinks_back(tmp_path, order):
         vol.drop(ino)
     assert_fsck_clean(img)
     assert dumped(img, tmp_path, b"deep") == bytes(model)
+    assert listed_blocks(img, b"deep") == debugfs_blocks(img, b"deep")
     with Volume.open(img, VolumeOptions()) as vol:
         ino = vol.lookup(vol.root_ino, b"deep").st_ino
         vol.setattr(ino, size=401 * BS)
