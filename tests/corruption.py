@@ -530,6 +530,8 @@ def corpus(L: Layout) -> list[Corruption]:
     add("de-bigdir-block2-mid-rec-len-zero", _dirent("/bigdir", 5, "rec_len", 0, block_index=2))
     add("de-bigdir-block2-rec-len-loops-back",
         _dirent("/bigdir", 6, "rec_len", 4, block_index=2))
+    add("de-bigdir-block2-rec-len-runs-off",          # issue 51 item 9: later blocks still found
+        _rec_len_past_block("/bigdir", 6, block_index=2))
     for seed in (1, 2, 3):
         add(f"de-bigdir-random-seed{seed}",
             _random_bytes(lambda L, s=seed: L.files["/bigdir"].data[1 + s % 3] * L.bs + 100, 48, seed))
@@ -557,6 +559,16 @@ def corpus(L: Layout) -> list[Corruption]:
     names = [x.name for x in c]
     assert len(names) == len(set(names)), "corruption names must be unique"
     return c
+
+
+def _rec_len_past_block(dir_path: str, record: int, block_index: int = 0):
+    """Record `record`'s rec_len runs 4 bytes past the end of its block: ext4's search walks off
+    the block there (no rec_len of 0 met) and goes on to the next block."""
+    def apply(buf, L):
+        blk = L.files[dir_path].data[block_index]
+        off = list(L.entries(blk))[record][0]
+        _put(buf, blk * L.bs + off + 4, "H", L.bs - off + 4)
+    return apply
 
 
 def _dup_name(dir_path: str, keep: int, copy_to: int):

@@ -293,6 +293,14 @@ def _compare(base: Base, img: bytes, k, s) -> list[str]:
     if missing and not s.hung():
         problems.append(f"listing cut short: {len(missing)} name(s) the kernel lists (and opens) are "
                         f"missing, e.g. {missing[:5]} (simfs saw {len(s.seen)}, the kernel {len(k.seen)})")
+    # and an intact file (entry, inode, map and data as made) that the kernel let find stat,
+    # simfs lets it stat: a damaged directory block fails no more lookups than the kernel's
+    # search fails (issue 51 item 9)
+    unstat = sorted(n for n in (k.listed & s.seen) - s.listed
+                    if _find_error(s.steps["find"], n) and _intact(base, img, n))
+    if unstat and not s.hung():
+        problems.append(f"simfs refused to stat {len(unstat)} name(s) the kernel stats, e.g. " + ", ".join(
+            f"{n} ({_find_error(s.steps['find'], n)})" for n in unstat[:5]))
     # find names what it could not stat, or (a directory) open: the kernel refused those
     not_served = {n for n in k.seen - k.listed}
     served = sorted(n for n in not_served if n in s.listed and _find_error(k.steps["find"], n))
