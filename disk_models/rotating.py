@@ -9,7 +9,8 @@ Two resources, two clocks:
 Read-ahead is soft work: the mechanism streams on after a read miss until it reaches the target
 or something else needs it, and then stops where it had got to.  Destaging happens whenever the
 mechanism is free and dirty data is waiting ("eager"), and is simulated lazily: each command first
-plays out the destage operations that would have started before it arrived.
+plays out the destage operations that would have started by the time it arrived (at the same
+instant included: the drive decides before a command issued on the previous completion arrives).
 
 Everything is plain float arithmetic so that a sequential stream served from read-ahead costs a
 few microseconds of Python per request.
@@ -133,6 +134,9 @@ class RotatingDrive(DiskModel):
         if issue_time > ts:
             ts = issue_time
         if self._wc.dirty:
+            if op == "R" and ts == self._mech_free and self._dirty_hits and self._wc.covers(a, b):
+                # the destage that starts now still has this data in the buffer
+                return self._buffer_hit(None, a, b, issue_time, ts)
             self._advance(ts)
         if op == "R":
             seg = self._ra_seg
@@ -182,6 +186,16 @@ class RotatingDrive(DiskModel):
         self._host_free = finish
         return DiskResult(t, ts, finish, ts - t, ovh, 0.0, 0.0, wait, ifc, 0.0, True)
 
+    def _buffer_hit(self, seg, a, b, t, ts):
+        """A read the buffer holds whole: overhead and the bus, no mechanism."""
+        if seg is not None:
+            self._segs.touch(seg)
+        ovh = self.ovh_hit
+        ifc = (b - a) * self.iface
+        finish = ts + ovh + ifc
+        self._host_free = finish
+        return DiskResult(t, ts, finish, ts - t, ovh, 0.0, 0.0, 0.0, ifc, 0.0, True)
+
     def _read(self, a, b, t, ts):
         seg = self._segs.find(a) if self.nseg else None
         if seg is not None and seg is self._ra_seg and self._ra_on:
@@ -189,13 +203,7 @@ class RotatingDrive(DiskModel):
         if self._wrap_as_read and seg is not None and a > seg.end:
             seg = None                    # read-ahead stopped short of this read (DiskSim)
         if (seg is not None and b <= seg.end) or (self._wc.dirty and self._dirty_hits and self._wc.covers(a, b)):
-            if seg is not None:
-                self._segs.touch(seg)
-            ovh = self.ovh_hit
-            ifc = (b - a) * self.iface
-            finish = ts + ovh + ifc
-            self._host_free = finish
-            return DiskResult(t, ts, finish, ts - t, ovh, 0.0, 0.0, 0.0, ifc, 0.0, True)
+            return self._buffer_hit(seg, a, b, t, ts)
         # media read: a miss, or the rest of a segment's stream from where it stopped
         m0 = seg.end if seg is not None else a
         self._m0 = m0
@@ -413,11 +421,17 @@ class RotatingDrive(DiskModel):
 
     # -- write cache ----------------------------------------------------------------------
     def _advance(self, t: float) -> None:
-        """Play out the destage operations that start before t."""
+        """Play out the destage operations that start by t.  Dirty data is queued work, as a fast
+        write's media write sits in DiskSim's queue: it takes the mechanism the moment the
+        mechanism frees up, so a command arriving at that very moment (a host issuing on the
+        previous completion) comes after it, as it would a nanosecond later; and read-ahead
+        stops only where a destage takes its place."""
+        wc = self._wc
+        if not wc.dirty or self._mech_free > t:
+            return
         if self._ra_on:
             self._stop_ra(self._mech_free)
-        wc = self._wc
-        while wc.dirty and self._mech_free < t:
+        while wc.dirty and self._mech_free <= t:
             self._destage_one()
 
     def _destage_one(self) -> None:

@@ -245,6 +245,36 @@ def test_destaging_delays_a_later_read():
     assert r.queue > 0          # waits for the destage operation in progress
 
 
+def _back_to_back(disk, ops, gap):
+    """Issue `ops` one after another, each `gap` after the previous completion: the latencies."""
+    t, out = 0.0, []
+    for op, lba, n in ops:
+        r = disk.submit(op, lba, n, t + gap)
+        out.append(r.finish - r.issue)
+        t = r.finish
+    return out
+
+
+@pytest.mark.parametrize("name", ROTATING)
+def test_a_command_issued_on_the_previous_completion_is_timed_as_one_a_nanosecond_later(name):
+    # dirty data is queued work: a read arriving exactly when the mechanism frees up must not
+    # both stop the read-ahead and skip the destage (the next read then lost a revolution)
+    ops = [("R", 0, 8), ("W", 0, 8), ("R", 32, 8), ("R", 2080, 8), ("R", 2120, 8)]
+    now = _back_to_back(make_disk(name), ops, 0.0)
+    later = _back_to_back(make_disk(name), ops, 1e-9)
+    assert now == pytest.approx(later, abs=1e-8)
+    assert now[-1] < 1 * MS                 # the last read is the read-ahead's
+
+
+def test_back_to_back_mixed_stream_is_continuous_in_the_gap():
+    rng = random.Random(5)
+    ops = [("W" if rng.random() < 0.3 else "R", rng.choice((rng.randrange(4000) * 8, 10**6 + rng.randrange(64) * 8)), 8)
+           for _ in range(400)]
+    now = _back_to_back(make_disk("sas10k"), ops, 0.0)
+    later = _back_to_back(make_disk("sas10k"), ops, 1e-9)
+    assert sum(now) == pytest.approx(sum(later), rel=1e-6)
+
+
 # -- 4K sectors, 512-byte emulation --------------------------------------------------------------
 
 def sync_4k_writes(spec, shift, count=1000, span=(1 << 30) // 512, seed=31):
