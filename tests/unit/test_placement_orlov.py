@@ -198,3 +198,36 @@ def test_a_group_takes_max_debt_directories_in_a_row_then_the_next_one(tmp_path)
         space.inode_used[ino - 1] = True
         space.dirs[g] += 1
     assert groups == [3, 3, 3, 3, 4]
+
+
+def _with_free_inodes(space, free):
+    """Group g keeps exactly free[g] free inodes (the highest ones)."""
+    ipg = space.geometry.inodes_per_group
+    for g, n in enumerate(free):
+        space.inode_used[g * ipg:(g + 1) * ipg - n] = True
+        space.inode_used[(g + 1) * ipg - n:(g + 1) * ipg] = False
+
+
+def test_a_group_at_exactly_min_inodes_takes_the_subdirectory(space0):
+    """find_group_orlov skips a group with `free_inodes < min_inodes`: one with exactly
+    min_inodes = avefreei - ipg/4 = 37 - 16 = 21 free inodes (the parent's) is taken."""
+    space = space0.copy()
+    _with_free_inodes(space, [40, 40, 40, 21, 40, 40, 40, 40])
+    assert space.free_inodes // GROUPS - 64 // 4 == 21
+    ipg = space.geometry.inodes_per_group
+    placer = policies.INODE_PLACERS["orlov"]()
+    assert _group_of(space, placer.choose(space, 3 * ipg + 1, True)) == 3
+
+
+def test_the_fallback_takes_a_group_at_exactly_the_average(space0):
+    """The fallback's first pass takes a group with `free_inodes >= avefreei`: free inodes
+    only in groups 3 (4 of them) and 5 (28), whose blocks are all used (both under
+    min_blocks, so the search for a subdirectory fails): avefreei = 32 / 8 = 4, and the
+    parent's group 3, at exactly the average, takes it."""
+    space = space0.copy()
+    _with_free_inodes(space, [0, 0, 0, 4, 0, 28, 0, 0])
+    for g in (3, 5):
+        space.fill(g)
+    ipg = space.geometry.inodes_per_group
+    placer = policies.INODE_PLACERS["orlov"]()
+    assert _group_of(space, placer.choose(space, 3 * ipg + 1, True)) == 3

@@ -278,7 +278,7 @@ def run_tests(tree: Path, target: Target, timeout: float) -> tuple[str, str, flo
     tail = "\n".join(out.strip().splitlines()[-3:])
     if p.returncode == 0:
         return "survived", tail, took
-    if p.returncode == 1:
+    if p.returncode in (1, 2):          # a test failed, or the tests could not even be collected
         return "killed", tail, took
     return "error", tail, took
 
