@@ -296,27 +296,32 @@ def test_indirect_block_numbers_are_checked_at_every_level(tmp_path):
     assert_error_recorded(img)
 
 
-@pytest.mark.parametrize("level", ["ind", "dind"])
+@pytest.mark.parametrize("level", ["slot", "ind", "dind"])
 def test_bad_entry_past_the_end_of_the_file_is_reported_not_refused(tmp_path, level):
-    """Issue 51 item 10: a garbage block number in an indirect block's entry that maps
-    nothing inside i_size. The kernel's ext4 reports it when it reads the indirect block
+    """Issue 51 item 10: a garbage block number in an indirect slot that maps nothing inside
+    i_size (i_block[12] of a small file, an entry of the IND or of a DIND's first IND). The kernel's ext4 reports it when it reads the indirect block
     (ext4_check_indirect_blockref) and, its read retried, returns the whole file; unlink frees
     what is valid (ext4_free_branches, ext4_clear_blocks skip the bad number). simfs: the file
     reads whole, the error is recorded, a write that reaches the bad entry is EUCLEAN, unlink
     works and e2fsck finds nothing multiply claimed."""
-    size = 20 * 1024 if level == "ind" else 300 * 1024     # 1 KiB blocks: IND, or DIND in use
+    size = {"slot": 5 * 1024, "ind": 20 * 1024, "dind": 300 * 1024}[level]   # 1 KiB blocks
     img = populated(tmp_path, files=3, size=size)
     raw = Image(img)
     ino = ino_of_raw(img, b"f1")
     inode = raw.inode(ino)
     p = raw.bs // 4
-    if level == "ind":
+    if level == "slot":                                     # i_block[12] of a 5-block file
+        inode.block[12] = 0x7FFFFF00                        # (iget checks the direct ones only)
+        raw.put_inode(inode)
+        table, entry, past = 0, 0, 12 * 1024
+    elif level == "ind":
         table, entry, past = inode.block[12], 200, (12 + 200) * 1024       # maps lblk 212
     else:
         table = struct.unpack_from("<I", raw.read(inode.block[13]), 0)[0]  # DIND's first IND
         entry, past = p - 1, (12 + p + p - 1) * 1024
         assert (12 + p + p - 1) * 1024 >= size
-    raw.write(table * raw.bs + 4 * entry, struct.pack("<I", 0x7FFFFF00))
+    if table:
+        raw.write(table * raw.bs + 4 * entry, struct.pack("<I", 0x7FFFFF00))
     with Volume.open(img, OPTS) as v:
         assert v.read(ino, 0, size + 1) == b"\x02" * size
         with pytest.raises(FSError) as e:
