@@ -133,3 +133,29 @@ def test_a_leaf_where_a_node_should_be_is_euclean(tmp_path):
         f.write(struct.pack("<I", leaf))
     found, errors = outcomes(img2, inos)
     assert found.get(EUCLEAN) and found.get(0) and set(found) == {0, EUCLEAN} and errors >= 1
+
+
+def test_a_leaf_record_running_off_its_block_hides_only_the_names_after_it(tmp_path):
+    """A leaf's record whose rec_len runs past the block: ext4_search_dir walks off the block
+    there (no rec_len of 0 met), so the names after it in that leaf are not found (ENOENT) and
+    every other name is (issue 51 item 9); the listing skips only the rest of that leaf."""
+    img, inos = make(tmp_path)
+    with open(img, "r+b") as f:                   # entry 1's leaf
+        f.seek(phys(img, 0) * 1024 + 32 + 8 + 4)
+        leaf = struct.unpack("<I", f.read(4))[0]
+        f.seek(phys(img, leaf) * 1024)
+        data = f.read(1024)
+    recs, off = [], 0
+    while off < 1024:
+        rec_len, name_len = struct.unpack_from("<HB", data, off + 4)
+        recs.append((off, data[off + 8:off + 8 + name_len]))
+        off += rec_len
+    at, _ = recs[len(recs) // 2]
+    patch(img, leaf, at + 4, "<H", 1024 - at + 4)
+    hidden = {name for o, name in recs if o > at}
+    found, errors = outcomes(img, inos)
+    assert found == {0: len(inos) - len(hidden) - 1, errno.ENOENT: len(hidden), EUCLEAN: 1}
+    with Volume.open(img, opts(dirorder="hash", force=True)) as vol:
+        d = vol.lookup(vol.root_ino, b"d").st_ino
+        listed = {n for n, _, _ in vol.readdir(d)}
+    assert listed == (set(inos) | {b".", b".."}) - hidden - {recs[len(recs) // 2][1]}
