@@ -28,3 +28,21 @@ def test_a_full_block_refuses_and_keeps_its_bytes(first):
     small = b"s" * max(1, slack - 8 - 3)
     if dirent.rec_len_for(len(small)) <= slack:
         assert p.put(buf, small, 998, 1) and p.find(small)[1] == 998
+
+
+def test_a_damaged_block_still_finds_a_name_that_ends_at_the_block_end():
+    """ext4_search_dir on a block the record walk cannot pass (a record whose name runs past
+    its rec_len): it steps on by rec_len and matches a live name when `de->name + name_len <=
+    dlimit`, so a last record whose name ends exactly at the block's end is found."""
+    import struct
+    buf = bytearray(BS)
+    hdr = struct.Struct("<IHBB")
+    hdr.pack_into(buf, 0, 0, 200, 255, 0)           # bad for the walk: 8 + 255 > 200
+    hdr.pack_into(buf, 200, 0, 804, 0, 0)           # empty, up to 1004
+    name = b"twelve-bytes"
+    hdr.pack_into(buf, 1004, 77, 20, len(name), 1)  # 8 + 12 = 20: the name ends at byte 1024
+    buf[1012:1024] = name
+    p = Parsed(buf)
+    assert p.err, "the walk stops at the first record"
+    assert p.find(name) == (1004, 77, 1)
+    assert p.find(b"twelve-byteX") is None
