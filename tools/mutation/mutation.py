@@ -291,7 +291,7 @@ def load_targets(path: Path) -> list[Target]:
 def load_equivalent(path: Path) -> dict[str, str]:
     if not path.exists():
         return {}
-    return {e["key"]: e["reason"] for e in tomllib.loads(path.read_text()).get("mutant", [])}
+    return {e["key"]: " ".join(e["reason"].split()) for e in tomllib.loads(path.read_text()).get("mutant", [])}
 
 
 def sample(target: Target, per_module: int, seed: int, root: Path = REPO) -> list[Mutant]:
