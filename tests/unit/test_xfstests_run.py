@@ -233,6 +233,7 @@ def test_two_runs_keep_one_copy_of_the_same_artefact(run_mod, tmp_path):
     files = sorted(p.relative_to(store).as_posix() for p in store.rglob("*") if p.is_file())
     assert len(files) == 2, files                          # one .full, one .out.bad
     assert kept[0] == kept[1] and set(kept[0]) == {"generic/020.full", "generic/020.out.bad"}
+    assert kept[0]["generic/020.out.bad"].endswith(".out.bad")
     full = (tmp_path / "run1" / kept[0]["generic/020.full"]).resolve()
     assert full.read_text() == "the same .full\n" and full.parent == store
     # a different .full is a second file, beside the first

@@ -513,7 +513,8 @@ def store_artefact(store: str, name: str, text: str) -> str:
     -> <sha256[:16]>.full): the same artefact from several runs, or several tests, is one file;
     each run's results.json says which is whose. Returns the file name."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    rel = digest + os.path.splitext(name)[1]
+    base = os.path.basename(name)
+    rel = digest + ("." + base.partition(".")[2] if "." in base else "")   # .out.bad, .full
     path = os.path.join(store, rel)
     if not os.path.exists(path):
         os.makedirs(store, exist_ok=True)
