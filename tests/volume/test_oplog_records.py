@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from simfs.fs.types import RENAME_WHITEOUT
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.inprocess.oplog import LogError, RecordingVolume, image_identity, iter_ops, scan
 from simfs.inprocess.replay import OPS, image_of
@@ -74,3 +75,15 @@ def test_image_of_reads_the_superblock(image, tmp_path):
     short.write_bytes(image.read_bytes()[:1500])            # the superblock cut short
     assert image_of(str(short)) is None
     assert image_of(str(tmp_path / "missing.img")) is None
+
+
+def test_a_whiteout_rename_without_an_owner_is_roots(image, tmp_path):
+    # the FUSE layer passes the caller's uid and gid only when it has a context: else root's
+    log = tmp_path / "s.log"
+    vol = RecordingVolume.start(Volume.open(image, VolumeOptions()), str(log), "test")
+    vol.rename(vol.root_ino, b"old", vol.root_ino, b"new", RENAME_WHITEOUT)
+    wh = vol.lookup(vol.root_ino, b"old")
+    assert (wh.st_uid, wh.st_gid) == (0, 0)
+    vol.close()
+    rec = next(r for _, r in iter_ops(str(log)) if r[0] == "rename_whiteout")
+    assert rec[1] == 1 and rec[2:] == [0, "old", 0, "new", RENAME_WHITEOUT, 0, 0]
