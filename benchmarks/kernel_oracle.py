@@ -126,12 +126,13 @@ def devno(loop: str) -> str:
 class Loop:
     """A loop device for an image, mounted on `mnt` with the kernel's ext4; detached on exit."""
 
-    def __init__(self, img: Path, mnt: Path, ro: bool):
+    def __init__(self, img: Path, mnt: Path, ro: bool, options: str = ""):
         self.img, self.mnt, self.ro, self.dev, self.mounted = img, mnt, ro, "", False
+        self.options = ("ro" if ro else "rw") + (f",{options}" if options else "")
 
     def __enter__(self):
         self.dev = sh(["losetup", "-f", "--show"] + (["-r"] if self.ro else []) + [self.img]).strip()
-        sh(["mount", "-t", "ext4", "-o", "ro" if self.ro else "rw", self.dev, self.mnt])
+        sh(["mount", "-t", "ext4", "-o", self.options, self.dev, self.mnt])
         self.mounted = True
         return self
 
@@ -263,17 +264,27 @@ def parse(argv):
                                  epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tree", default="/usr/include", help="a directory or tarball (default /usr/include)")
     ap.add_argument("--size", default="1G", help="image size (default 1G)")
-    ap.add_argument("--disk", default="sas10k", help="the drive both streams are timed on (default sas10k)")
+    ap.add_argument("--disk", help="the drive both streams are timed on (default sas10k; the seed's with --experiment)")
     ap.add_argument("--cpu-op-us", type=float, default=0.0,
                     help="simfs's CPU charge per FUSE request (default 0: the replay charges none)")
     ap.add_argument("--work", help="directory for the images (default: a temporary one)")
     ap.add_argument("--keep", help="copy the capture, both traces and simfs's statistics here")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--experiment", metavar="NAME",
+                    help="instead of the find: every phase of a built-in experiment at its quick size, "
+                         "kernel beside simfs (readdir-order, ext2fs-2010; benchmarks/kernel_oracle_seeds.py); "
+                         "--disk then overrides the seed's drive only if given")
+    ap.add_argument("--config", metavar="PATTERN",
+                    help="with --experiment: only the configurations matching this shell pattern")
     return ap.parse_args(argv)
 
 
 def main(argv=None) -> int:
     a = parse(argv)
+    from benchmarks import kernel_oracle_seeds as seeds
+    if why := seeds.refusal(a.experiment, a.config):
+        return fail(why)
+    seed_disk, a.disk = a.disk, a.disk or "sas10k"
     if why := preflight(a):
         return fail(why)
     tr = Tracefs()
@@ -281,6 +292,11 @@ def main(argv=None) -> int:
         return fail(why)
     try:
         with tempfile.TemporaryDirectory(prefix="kernel-oracle-", dir=a.work) as tmp:
+            if a.experiment:
+                res = seeds.run_seed(a.experiment, Path(tmp), seed_disk, step, Path(a.keep) if a.keep else None,
+                                     a.config)
+                print(json.dumps(res, indent=1) if a.json else seeds.render(res))
+                return 0
             res = run(a, Path(tmp))
     except (Failed, ValueError) as e:
         return fail(str(e))

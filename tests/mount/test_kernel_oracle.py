@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +32,26 @@ def test_find_hash_order_kernel_beside_simfs(tmp_path):
     assert simfs["reads"] == simfs["requests"]              # the unmount's writes are not the find's
     for k in ("requests", "mib", "seconds"):
         assert simfs[k] == pytest.approx(closed[k], rel=0.10), (k, simfs[k], closed[k])
+
+
+def test_readdir_order_hash_phases_kernel_beside_simfs(tmp_path):
+    """--experiment readdir-order --config dirorder=hash: every phase has both streams; on the
+    read phase (copies of one image) the bytes and the simulated time agree within 10 %."""
+    why = can_loop_mount()
+    assert why is None, why
+    keep = tmp_path / "keep"
+    r = subprocess.run([sys.executable, "-m", "benchmarks.kernel_oracle", "--experiment", "readdir-order",
+                        "--config", "dirorder=hash", "--keep", str(keep), "--json"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout)
+    rows = {x["phase"]: x for x in res["rows"]}
+    assert list(rows) == ["unpack", "find-d", "find-f", "cp-a", "rm-rf"]
+    for name, x in rows.items():
+        assert x["kernel"]["requests"] > 10 and x["simfs"]["requests"] > 10, name
+        assert (keep / f"dirorder-hash-{name}.kernel.trace").exists()
+    k, s = rows["find-d"]["kernel"], rows["find-d"]["simfs"]
+    assert s["reads"] == s["requests"] and k["reads"] == k["requests"]
+    for f in ("mib", "seconds"):
+        assert s[f] == pytest.approx(k[f], rel=0.10), (f, s[f], k[f])
+    assert "simfs-kernel-oracle" not in " ".join(p.name for p in Path("/sys/fs/cgroup/memory").iterdir())

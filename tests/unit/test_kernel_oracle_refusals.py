@@ -39,3 +39,50 @@ def test_bad_arguments(monkeypatch, capsys, argv, words):
     monkeypatch.setattr(kernel_oracle, "LOOP_CONTROL", "/")      # exists: past the loop check
     monkeypatch.setattr(kernel_oracle.os, "geteuid", lambda: 0)
     refused(capsys, argv, words)
+
+
+# --experiment: the seeds' phases (benchmarks/kernel_oracle_seeds.py) -------------------------------
+from benchmarks import kernel_oracle_seeds as seeds  # noqa: E402
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--experiment", "nosuch"], ["--experiment nosuch", "not an experiment"]),
+    (["--experiment", "writeback"], ["--experiment writeback", "not yet"]),
+    (["--experiment", "readdir-order", "--config", "linear*"], ["--config linear*", "dirorder=hash"]),
+    (["--config", "*"], ["--config needs --experiment"]),
+])
+def test_experiment_mode_bad_arguments(monkeypatch, capsys, argv, words):
+    monkeypatch.setattr(kernel_oracle, "preflight", lambda a: pytest.fail("went past the argument checks"))
+    refused(capsys, argv, words)
+
+
+def test_experiment_mode_without_a_memory_cgroup(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(seeds, "CGROUP", tmp_path / "memory")
+    monkeypatch.setattr(kernel_oracle, "preflight", lambda a: pytest.fail("went past the cgroup check"))
+    refused(capsys, ["--experiment", "ext2fs-2010"], ["no cgroup v1 memory controller"])
+
+
+def test_experiment_mode_inode_order_needs_spd_readdir(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(seeds, "CGROUP", tmp_path)
+    (tmp_path / "memory.limit_in_bytes").write_text("0")
+    monkeypatch.setattr(seeds, "spd_source", lambda: None)
+    monkeypatch.setattr(kernel_oracle, "preflight", lambda a: pytest.fail("went past the spd_readdir check"))
+    refused(capsys, ["--experiment", "readdir-order"], ["spd_readdir.c not found"])
+
+
+def test_experiment_mode_no_tracefs(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(seeds, "refusal", lambda name, config: None)
+    monkeypatch.setattr(kernel_oracle, "preflight", lambda a: None)
+    monkeypatch.setattr(kernel_oracle, "TRACING", tmp_path / "tracing")
+    monkeypatch.setattr(seeds, "run_seed", lambda *a, **k: pytest.fail("ran without tracefs"))
+    refused(capsys, ["--experiment", "readdir-order"], ["tracefs unavailable"])
+
+
+def test_stream_figures_histograms():
+    cols = {"op": ["R", "R", "W", "R"], "lba": [0, 8, 4096, 16], "sectors": [8, 256, 8, 8],
+            "wait": [1, 0, 0, 1]}
+    f = seeds.figures(cols)
+    assert f["requests"] == 4 and f["reads"] == 3 and f["readahead_share"] == pytest.approx(1 / 3)
+    assert f["size_hist"] == [3, 0, 0, 0, 0, 1, 0]          # 4 KiB x3, 128 KiB x1
+    # jumps from the previous request's end: 0 (8 after 0+8), 1,916 KiB (4096 after 264), 2,042 KiB back
+    assert f["seek_hist"] == [1, 0, 0, 2, 0, 0]
