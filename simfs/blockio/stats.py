@@ -18,6 +18,10 @@ DISK_COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interfa
 FLUSH = "flush"
 SEEK_SECTORS = 128   # seekwatcher's rule: a seek is a jump of more than 128 sectors
 LAYOUT_BLOCK_SECTORS = 8   # the layout score counts 4 KiB blocks read, whatever the file system's block size
+#: latencies noted (operations and disk requests) before they are folded into the phase's
+#: totals and histograms: one loop per batch instead of a histogram update per operation,
+#: with memory bounded on a long mount (every reader folds first)
+FOLD_EVERY = 4096
 
 
 # counters every phase shows, 0 included (`.counters.seeks` is 0, not missing, when none happened)
@@ -53,15 +57,47 @@ class Phase:
         self.disk_lat: dict[str, Histogram] = {}
         self.rotational_misses = 0
         self.read_end = None          # where the phase's previous read request ended (sector)
+        # latencies noted and not yet folded into ops / op_lat / disk_lat, in their order
+        self.op_pend: dict[str, list] = {}
+        self.disk_pend: dict[str, list] = {}
+
+    def fold(self) -> None:
+        """Fold the latencies noted since the last fold into the operation totals and the
+        histograms, in the order they were noted (the same sums, to the last bit, as adding
+        each when it happened)."""
+        for name, values in self.op_pend.items():
+            if values:
+                entry = self.ops.get(name)
+                if entry is None:
+                    entry = self.ops[name] = [0, 0.0]
+                t = entry[1]
+                for v in values:
+                    t += v
+                entry[0] += len(values)
+                entry[1] = t
+                h = self.op_lat.get(name)
+                if h is None:
+                    h = self.op_lat[name] = Histogram()
+                h.add_many(values)
+                values.clear()
+        for kind, values in self.disk_pend.items():
+            if values:
+                h = self.disk_lat.get(kind)
+                if h is None:
+                    h = self.disk_lat[kind] = Histogram()
+                h.add_many(values)
+                values.clear()
 
     def latency(self) -> dict:
         """Percentiles of simulated latency per operation and per disk request kind (the
         request's finish - issue), and the rotational misses (see Stats.disk)."""
+        self.fold()
         return {"operations": {k: h.summary() for k, h in sorted(self.op_lat.items())},
                 "disk": {k: h.summary() for k, h in sorted(self.disk_lat.items())},
                 "rotational_misses": self.rotational_misses}
 
     def as_dict(self) -> dict:
+        self.fold()
         return {
             "name": self.name,
             "start": self.start,
@@ -81,6 +117,7 @@ class Stats:
         self._work: tuple[dict, dict] = ({}, {})      # the model's running totals of its own work
         self._seen: tuple[dict, dict] = ({}, {})
         self.miss_rotation, self.miss_seek = math.inf, 0.0     # see set_rotation
+        self._unfolded = 0                 # latencies noted since the last fold (FOLD_EVERY)
         self._start(Phase("all", now), keep=False)
 
     def set_rotation(self, revolution: float | None, head_switch: float | None) -> None:
@@ -108,29 +145,30 @@ class Stats:
     def _start(self, phase: Phase, keep: bool) -> None:
         if keep:
             self._settle()
+            self.phase.fold()
         else:
             self._seen = (dict(self._work[0]), dict(self._work[1]))
         self.phases = self.phases + [phase] if keep else [phase]
         self.phase = phase
         self._counters = phase.counters     # the hot path: one dict, no lookups
-        self._ops = phase.ops
-        self._op_lat = phase.op_lat
+        self._op_pend = phase.op_pend
+        self._disk_pend = phase.disk_pend
+        self._unfolded = 0
 
     def count(self, key: str, n: int = 1) -> None:
         self._counters[key] += n
 
     def op(self, name: str, seconds: float, now: float) -> None:
-        entry = self._ops.get(name)
-        if entry is None:
-            self._ops[name] = [1, seconds]
-        else:
-            entry[0] += 1
-            entry[1] += seconds
-        h = self._op_lat.get(name)
-        if h is None:
-            h = self._op_lat[name] = Histogram()
-        h.add(seconds)
+        """Operation `name` took `seconds` and ended at `now` (noted; folded in bulk)."""
+        pend = self._op_pend.get(name)
+        if pend is None:
+            pend = self._op_pend[name] = []
+        pend.append(seconds)
         self.phase.end = now
+        self._unfolded += 1
+        if self._unfolded >= FOLD_EVERY:
+            self._unfolded = 0
+            self.phase.fold()
 
     def disk(self, op: str, lba: int, sectors: int, result, cause: str) -> None:
         c = self.phase.counters
@@ -147,15 +185,26 @@ class Stats:
         if result.cache_hit:
             c["drive_cache_hits"] += 1
         dt = self.phase.disk_time
-        for name in DISK_COMPONENTS:
-            dt[name] += getattr(result, name)
+        dt["queue"] += result.queue                     # DISK_COMPONENTS, unrolled
+        dt["overhead"] += result.overhead
+        dt["seek"] += result.seek
+        dt["rotation"] += result.rotation
+        dt["transfer"] += result.transfer
+        dt["interface"] += result.interface
+        dt["rmw"] += result.rmw
         dt["busy"] += result.finish - result.start
-        lat = self.phase.disk_lat
-        for kind in (f"{op} {cause}", "all"):
-            h = lat.get(kind)
-            if h is None:
-                h = lat[kind] = Histogram()
-            h.add(result.finish - result.issue)
+        lat = result.finish - result.issue
+        pend = self._disk_pend
+        kind = f"{op} {cause}"
+        values = pend.get(kind)
+        if values is None:
+            values = pend[kind] = []
+        values.append(lat)
+        values = pend.get("all")
+        if values is None:
+            values = pend["all"] = []
+        values.append(lat)
+        self._unfolded += 2
         if result.rotation > self.miss_rotation and result.seek <= self.miss_seek:
             self.phase.rotational_misses += 1
 
@@ -198,6 +247,7 @@ class Stats:
         total = Phase("total", self.phases[0].start)
         total.end = now
         for p in self.phases:
+            p.fold()
             for k, v in p.counters.items():
                 total.counters[k] += v
             for k, (c, t) in p.ops.items():
