@@ -92,11 +92,12 @@ class Xattrs:
             if entries:
                 raise FSError(errno.EACCES)
             return
+        mode = None
         if name == ACL_ACCESS and entries:
             bits, equivalent = acl_fmt.equiv_mode(entries)
-            inode.mode = (inode.mode & ~0o777) | bits
+            mode = (inode.mode & ~0o777) | bits
             if flags & XATTR_ACL_KILL_SGID:
-                inode.mode &= ~stat.S_ISGID
+                mode &= ~stat.S_ISGID
             if equivalent:
                 entries = []
         attrs = self._xattrs(inode)
@@ -104,7 +105,7 @@ class Xattrs:
             attrs[name] = acl_fmt.to_disk(entries)
         else:
             attrs.pop(name, None)
-        self._store_xattrs(inode, attrs)
+        self._store_xattrs(inode, attrs, mode)   # the mode only once the ACL is stored (ENOSPC)
 
     def _chmod_acl(self, inode) -> None:
         """posix_acl_chmod: a new mode rewrites the access ACL's owner, group-class and other
@@ -144,7 +145,9 @@ class Xattrs:
         del attrs[name]
         self._store_xattrs(inode, attrs)
 
-    def _store_xattrs(self, inode, attrs: dict[bytes, bytes]) -> None:
+    def _store_xattrs(self, inode, attrs: dict[bytes, bytes], mode: int | None = None) -> None:
+        """Write the inode's attributes; then, as __ext4_set_acl does after the xattr is
+        written, take `mode` (an access ACL's): a refused write (ENOSPC) leaves the mode."""
         if xattr_fmt.space_needed(attrs) > self.block_size:
             raise FSError(errno.ENOSPC)
         if inode.file_acl:
@@ -155,6 +158,8 @@ class Xattrs:
             if not inode.file_acl:
                 inode.file_acl = self.filemap.allocate_extra(inode, "xattr")
             self.cache.write(inode.file_acl, xattr_fmt.encode(attrs, self.block_size), "xattr", inode.ino)
+        if mode is not None:
+            inode.mode = mode
         inode.ctime_ns = self._now()
         self.inodes.put(inode)
 

@@ -100,3 +100,19 @@ def test_without_acl_they_are_refused_and_not_listed(tmp_path):
         vol.removexattr(f, ACL_ACCESS)
         assert vol.listxattr(f) == [] and stat.S_IMODE(vol.getattr(f).st_mode) == 0o600
     assert_fsck_clean(img)
+
+
+def test_an_acl_refused_for_space_leaves_the_mode(tmp_path):
+    """xfstests generic/449: setfacl refused with ENOSPC must not change the mode; the kernel's
+    __ext4_set_acl sets i_mode only after the xattr is written."""
+    img = tmp_path / "a.img"
+    mkfs(img, 8 << 20, block_size=1024)
+    big = xattr((U, 6, X), *((acl.USER, 5, 1000 + i) for i in range(200)), (G, 4, X), (M, 7, X), (O, 0, X))
+    with Volume.open(img, ON) as vol:
+        f = vol.create(vol.root_ino, b"f", 0o600, 0, 0).st_ino
+        with pytest.raises(FSError) as e:
+            vol.setxattr(f, ACL_ACCESS, big)
+        assert e.value.errno == errno.ENOSPC
+        assert stat.S_IMODE(vol.getattr(f).st_mode) == 0o600
+    with Volume.open(img, ON) as vol:
+        assert stat.S_IMODE(vol.getattr(vol.lookup(vol.root_ino, b"f").st_ino).st_mode) == 0o600
