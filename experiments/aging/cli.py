@@ -10,11 +10,13 @@ import os
 import sys
 import time
 
+from simfs.cli.progress import Bar
 from simfs.fuse import mountopts
 
+from .canon import canonicalize
 from .history import AgingError, History, make_quick, need_bytes, select
 from .mounted import Config, age
-from .replayed import replay
+from .replayed import replay, steps
 from .results import Sink, load, write
 
 QUICK_COMMITS = 61          # 60 pulls
@@ -227,18 +229,22 @@ def run(plan: dict) -> None:
     if "mounted" not in plan["wall"]:
         print(f"aging: {h.pulls} pulls, mounted with alloc={plan['mounted']}", flush=True)
         t = time.monotonic()
-        age(h, config(plan, plan["mounted"]), work, plan["every"], sink, log=log,
-            done=sink.done(plan["mounted"], "mounted"))
+        with Bar(f"mounted alloc={plan['mounted']}", total=h.pulls + 1) as bar:
+            age(h, config(plan, plan["mounted"]), work, plan["every"], sink, log=log,
+                done=sink.done(plan["mounted"], "mounted"), progress=bar)
+        canonicalize(log)                       # git's random names and utime times: stand-ins
         plan["wall"]["mounted"] = round(time.monotonic() - t, 1)
         save(plan)
+    nsteps = replay_steps(log) if any(f"replay {a}" not in plan["wall"] for a in plan["replay"]) else None
     for alloc in plan["replay"]:
         if f"replay {alloc}" in plan["wall"]:
             continue
         print(f"aging: replaying under alloc={alloc}", flush=True)
         t = time.monotonic()
         try:
-            replay(log, os.path.join(work, "pristine.img"), config(plan, alloc, True), work, sink,
-                   commits=h.commits, done=sink.done(alloc, "replayed"), last=last)
+            with Bar(f"replay alloc={alloc}", total=nsteps) as bar:
+                replay(log, os.path.join(work, "pristine.img"), config(plan, alloc, True), work, sink,
+                       commits=h.commits, done=sink.done(alloc, "replayed"), last=last, progress=bar)
         except AgingError as e:                 # e.g. out of space where the recording was not:
             print(f"aging: {e}; its measurements so far are kept", file=sys.stderr)
             plan.setdefault("stopped", {})[alloc] = str(e)       # the others still replay
@@ -249,6 +255,16 @@ def run(plan: dict) -> None:
         draw(plan, load(out), work)
     if plan.get("stopped"):
         raise AgingError(f"{len(plan['stopped'])} replay(s) stopped early ({', '.join(plan['stopped'])})")
+
+
+def replay_steps(log: str) -> int | None:
+    """The progress steps of replaying LOG (None: unknown, the bar pulses)."""
+    from simfs.inprocess.oplog import LogError, scan
+    from simfs.inprocess.replay import OPS
+    try:
+        return steps(scan(log, OPS)[0])
+    except (LogError, OSError):
+        return None
 
 
 def draw(plan: dict, rows: list[dict], work: str) -> None:

@@ -1,10 +1,11 @@
 """The mounted aging run: real git on a simfs mount (as root), recorded with -o oplog=.
 
-The tree is a work tree MNT/tree whose repository is MNT/git (`git init --separate-git-dir`),
-so `grep -r MNT/tree` reads the tree and not the objects, while both share the file system as
-in a clone. Each pull fetches the next first-parent commit from a local mirror and
-fast-forwards (`git -c gc.auto=0 -c maintenance.auto=false fetch SRC SHA && git merge
---ff-only`), git's automatic gc and maintenance off, as Conway et al. ran theirs. Every N pulls
+The tree is a work tree MNT/tree whose repository is MNT/git (as `git init --separate-git-dir`
+makes them), so `grep -r MNT/tree` reads the tree and not the objects, while both share the file
+system as in a clone. Each pull fetches the next first-parent commit from a local mirror and
+fast-forwards (`git fetch SRC SHA && git merge --ff-only SHA`), git's automatic gc and
+maintenance off, as Conway et al. ran theirs, and every git command with the settings that make
+a recording a function of the history (experiments.aging.gitenv). Every N pulls
 a measurement (each cold): sync (then the free-space map is read from the image), drop caches,
 phase `aged-N`: `grep -r` of the tree; phase `copy-N`: `cp -a` of the tree onto a freshly made
 image of the same configuration, cold `grep -r` there; phase `pulls-N` goes on. The phases,
@@ -20,12 +21,11 @@ import sys
 from dataclasses import dataclass
 
 from . import fill
-from .history import AgingError, History, git
+from .gitenv import env as git_env, settle_index
+from .history import AgingError, History
 from .measure import GREP_ARGV, image_used, phase, row, space, used_pct
 
 SIMFS = [sys.executable, "-m", "simfs.cli"]
-GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-GIT_QUIET = ["-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "advice.detachedHead=false"]
 
 
 @dataclass
@@ -59,8 +59,7 @@ def simfs(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def run(argv: list[str], *, cwd: str | None = None, ok=(0,)) -> None:
-    env = {**os.environ, **GIT_ENV}
-    r = subprocess.run(argv, cwd=cwd, env=env, capture_output=True)
+    r = subprocess.run(argv, cwd=cwd, env=git_env(), capture_output=True)
     if r.returncode not in ok:
         raise AgingError(f"{' '.join(argv[:3])}: exit {r.returncode}: "
                          + (r.stderr.decode(errors="replace").strip().splitlines() or [""])[-1])
@@ -70,7 +69,6 @@ def mirror(h: History, where: str) -> str:
     """A bare local copy of the repository that serves any commit by its hash."""
     if not os.path.isdir(where):
         run(["git", "clone", "-q", "--bare", "--no-local", h.repo, where])
-        git(where, "config", "uploadpack.allowAnySHA1InWant", "true")
     return where
 
 
@@ -103,12 +101,29 @@ class Mount:
             return json.load(f)["time"]
 
 
-def pull(tree: str, src: str, sha: str, first: bool) -> None:
-    run(["git", "-C", tree, *GIT_QUIET, "fetch", "-q", src, sha])
+def init(tree: str, gitdir: str) -> None:
+    """An empty repository GITDIR with its work tree TREE beside it, as `git init
+    --separate-git-dir` makes one, but with the work tree's .git naming the repository by a
+    relative path (`--separate-git-dir` writes its absolute path, whose length differs from
+    one run's directory to another's)."""
+    run(["git", "init", "-q", "--bare", gitdir])
+    for k, v in (("core.bare", "false"), ("core.logallrefupdates", "true"), ("gc.auto", "0"),
+                 ("maintenance.auto", "false"), ("core.fsmonitor", "false")):
+        run(["git", "--git-dir", gitdir, "config", k, v])
+    os.mkdir(tree)
+    with open(os.path.join(tree, ".git"), "w") as f:
+        f.write(f"gitdir: ../{os.path.basename(gitdir)}\n")
+
+
+def pull(tree: str, src: str, sha: str, first: bool, gitdir: str) -> None:
+    """Fetch SHA from the mirror and fast-forward to it (experiments.aging.gitenv: the settings
+    that make it repeat), then date the index at the epoch (gitenv.settle_index)."""
+    run(["git", "-C", tree, "fetch", "-q", "--no-write-fetch-head", src, sha])
     if first:
-        run(["git", "-C", tree, *GIT_QUIET, "checkout", "-q", "-b", "aging", sha])
+        run(["git", "-C", tree, "checkout", "-q", "-b", "aging", sha])
     else:
-        run(["git", "-C", tree, *GIT_QUIET, "merge", "-q", "--ff-only", sha])
+        run(["git", "-C", tree, "merge", "-q", "--ff-only", sha])
+    settle_index(gitdir)
 
 
 def cold_grep(m: Mount, name: str, tree: str, end: str) -> dict:
@@ -136,10 +151,13 @@ def clean_copy(cfg: Config, tree: str, work: str, keep: str | None = None) -> di
     return got
 
 
-def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done: set[int] = frozenset()) -> str:
+def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done: set[int] = frozenset(),
+        progress=None) -> str:
     """Age a fresh image of CFG with H's pulls, recording LOG; each measurement goes to
     sink(row) as it is made. Returns the aged image. `work` holds the images and mounts; a
-    pristine copy of the fresh image (`pristine.img`) is kept for the replays."""
+    pristine copy of the fresh image (`pristine.img`) is kept for the replays. `progress`:
+    progress(label) says what runs, progress(None) counts a pull done (simfs.cli.progress.Bar)."""
+    progress = progress or (lambda label=None: None)
     image = os.path.join(work, f"aged-{cfg.alloc}.img")
     mnt = os.path.join(work, "aged.mnt")
     cfg.mkfs(image)
@@ -147,13 +165,14 @@ def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done:
     src = mirror(h, os.path.join(work, "source.git"))
     with Mount(image, mnt, f"{cfg.spec()},oplog={log},stats={log}.stats.json") as m:
         filled = fill_up(m, image, cfg) if cfg.fill else None
-        tree = os.path.join(mnt, "tree")
-        run(["git", "init", "-q", f"--separate-git-dir={os.path.join(mnt, 'git')}", tree])
-        for k, v in (("gc.auto", "0"), ("maintenance.auto", "false"), ("core.fsmonitor", "false")):
-            git(tree, "config", k, v)
+        tree, gitdir = os.path.join(mnt, "tree"), os.path.join(mnt, "git")
+        init(tree, gitdir)
         for i, sha in enumerate(h.commits):
-            pull(tree, src, sha, i == 0)
+            progress("clone" if i == 0 else f"pull {i}")
+            pull(tree, src, sha, i == 0, gitdir)
+            progress(None)
             if i and i % every == 0:
+                progress(f"measuring after {i} pulls")
                 m.ctl("sync")
                 free = space(image_used(image))
                 aged = cold_grep(m, f"aged-{i}", tree, f"copy-{i}")

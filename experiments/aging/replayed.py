@@ -9,13 +9,11 @@ phase plays, the tree `cp -a` walked is noted as it was looked up (cp lstat's ea
 copying it, in its own order: directories pre-order, each directory's entries by inode), and
 that list is unpacked with the `unpack` verb (tar x's requests: files written in 10 KiB
 records, not cp's copy_file_range) onto a fresh image of the configuration, then the `grep`
-verb reads it cold. A replayed history cannot capture what git decides from the recording
-mount's wall clock: git re-reads ("racy git") the files whose modification time is not older
-than its index's, so how many it re-reads depends on where the pulls' seconds fell. Those are
-reads between cold measurements: they change the pulls' own simulated time, not where blocks
-go nor the cold greps (a second mounted run under another allocator gives the replay's
-measurements: tests/mount/test_aging.py). A configuration that runs out of space where the
-recorded one did not stops the replay.
+verb reads it cold. The recording is a function of the history (experiments.aging.gitenv:
+no "racy git" re-reads, whose number depended on the recording's wall clock; canon: git's
+random names given stand-ins), so a second mounted run under another allocator gives the
+replay's measurements (tests/mount/test_aging.py). A configuration that runs out of space
+where the recorded one did not stops the replay.
 """
 
 from __future__ import annotations
@@ -50,9 +48,10 @@ class TapReplayer(rp.Replayer):
         self.paths: dict[int, list[bytes]] = {0: []}
         self.seen: dict[int, Entry] = {}
         self.entries: list[Entry] = []
+        self.entry_inos: list[int] = []    # each entry's inode number on the replayed volume
 
     def start_copy(self) -> None:
-        self.copying, self.paths, self.seen, self.entries = True, {0: []}, {}, []
+        self.copying, self.paths, self.seen, self.entries, self.entry_inos = True, {0: []}, {}, [], []
 
     def step(self, lineno: int, rec: list) -> None:
         self.rec = rec
@@ -72,8 +71,35 @@ class TapReplayer(rp.Replayer):
                 e = self.seen[want] = Entry(path[1:], kind, got.st_mode & 0o7777, got.st_size,
                                             got.st_mtime_ns, got.st_uid, got.st_gid)
                 self.entries.append(e)
+                self.entry_inos.append(got.st_ino)
         elif op == "readlink" and self.rec[2] in self.seen:
             self.seen[self.rec[2]].target = bytes(got)
+
+
+def cp_order(entries: list[Entry], inos: list[int]) -> list[Entry]:
+    """ENTRIES in the order `cp -a` copies them on the replayed volume: directories pre-order,
+    each directory's entries by inode number (coreutils reads a directory with savedir's
+    SAVEDIR_SORT_FASTREAD), the numbers those the replaying configuration gave (INOS). The log
+    holds the recording configuration's order, which another allocator's numbers can change
+    (cg numbers a directory's files in another order than ext2). Entries whose directory was
+    not noted keep their place at the end."""
+    children: dict[tuple, list] = {}
+    for i, (e, ino) in enumerate(zip(entries, inos)):
+        children.setdefault(tuple(e.path[:-1]), []).append((ino, i, e))
+    out: list[Entry] = []
+    placed: set[int] = set()
+    stack = [iter(sorted(children.get((), ())))]
+    while stack:
+        nxt = next(stack[-1], None)
+        if nxt is None:
+            stack.pop()
+            continue
+        _, i, e = nxt
+        out.append(e)
+        placed.add(i)
+        if e.kind == "dir":
+            stack.append(iter(sorted(children.get(tuple(e.path), ()))))
+    return out + [e for i, e in enumerate(entries) if i not in placed]
 
 
 def clean_copy(entries: list[Entry], opts, cfg: Config, work: str, keep: str | None = None) -> dict:
@@ -105,11 +131,21 @@ def clean_copy(entries: list[Entry], opts, cfg: Config, work: str, keep: str | N
     return got
 
 
+#: operations replayed per step of the progress callback
+PROGRESS_OPS = 10_000
+
+
+def steps(total_ops: int) -> int:
+    """The progress steps of a replay of TOTAL_OPS operations."""
+    return -(-total_ops // PROGRESS_OPS)
+
+
 def replay(log: str, pristine: str, cfg: Config, work: str, sink, *, commits: list[str] = (),
-           done: set[int] = frozenset(), last: int | None = None) -> dict:
+           done: set[int] = frozenset(), last: int | None = None, progress=None) -> dict:
     """Replay LOG on a copy of PRISTINE (the recorded image before the mount) under CFG; each
     measurement to sink(row) as it is made (those in DONE skipped). Returns the final
-    statistics snapshot. `last`: the pulls of the last measurement (its clean image is kept)."""
+    statistics snapshot. `last`: the pulls of the last measurement (its clean image is kept).
+    `progress(None)`: called every PROGRESS_OPS operations (steps(total) in all)."""
     image = os.path.join(work, f"replayed-{cfg.alloc}.img")
     sparse_copy(pristine, image)
     try:
@@ -125,6 +161,8 @@ def replay(log: str, pristine: str, cfg: Config, work: str, sink, *, commits: li
     filled = None
     try:
         for lineno, rec in iter_ops(log):
+            if progress is not None and lineno % PROGRESS_OPS == 0:
+                progress(None)
             if rec[0] in ("opendir", "releasedir"):
                 r.index += 1
                 if rec[0] == "opendir":
@@ -148,7 +186,7 @@ def replay(log: str, pristine: str, cfg: Config, work: str, sink, *, commits: li
                     r.copying = False
                     if n not in done:
                         keep = os.path.join(work, f"clean-replayed-{cfg.alloc}.img") if n == last else None
-                        clean = clean_copy(r.entries, opts, cfg, work, keep)
+                        clean = clean_copy(cp_order(r.entries, r.entry_inos), opts, cfg, work, keep)
                         sink(row(cfg.alloc, "replayed", n, commits[n] if n < len(commits) else "",
                                  aged, clean, free[n], filled))
             r.step(lineno, rec)

@@ -80,3 +80,134 @@ def test_aging_job_file_runs_through_simfs_run(tmp_path):
     r = run(example, "--workers", "2", "--source", str(tmp_path))
     assert r.returncode == 2 and "--workers" in r.stderr and r.stderr.strip().count("\n") == 0
     assert not out.exists()
+
+
+def test_every_git_process_gets_the_repeatable_settings(tmp_path):
+    """experiments.aging.gitenv: the settings reach git through the environment (so the
+    processes a fetch starts, pack-objects on the mirror's side included, inherit them), a
+    user's global configuration does not, and commits and reflogs carry the fixed identity."""
+    import os
+    import subprocess
+    from experiments.aging import gitenv
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[pack]\n\tthreads = 8\n[user]\n\tname = someone\n")
+    env = gitenv.env({"PATH": os.environ["PATH"], "HOME": str(home)})
+    get = lambda key: subprocess.run(["git", "config", "--get", key], env=env, capture_output=True,
+                                     text=True).stdout.strip()
+    assert get("pack.threads") == "1" and get("core.preloadIndex") == "false" and get("index.threads") == "1"
+    assert get("user.name") == ""                          # ~/.gitconfig is not read
+    ident = subprocess.run(["git", "var", "GIT_COMMITTER_IDENT"], env=env, capture_output=True,
+                           text=True).stdout.strip()
+    assert ident == f"{gitenv.NAME} <{gitenv.EMAIL}> {gitenv.DATE}"
+
+
+def test_the_index_is_dated_at_the_epoch(tmp_path):
+    import os
+    from experiments.aging.gitenv import settle_index
+    (tmp_path / "index").write_bytes(b"DIRC")
+    settle_index(str(tmp_path))
+    assert os.stat(tmp_path / "index").st_mtime_ns == 0
+    settle_index(str(tmp_path / "none"))                   # no index yet: nothing to do
+
+
+def test_canon_gives_gits_random_names_and_times_stand_ins(tmp_path):
+    """experiments.aging.canon: two logs that differ only in git's temporary names (each its
+    own, reused consistently within a log), utime(NULL) times and where a FORGET fell come out
+    the same; other names, a 7-character name outside the repository and the header's other
+    fields stay."""
+    import gzip
+    import json
+    from experiments.aging.canon import canonicalize
+
+    def log(names, when, path, drop_late):
+        ops = [["mkdir", 1, 0, "git", 16877, 0, 0], ["symlink", 2, 1, names[0], "testing", 0, 0],
+               ["unlink", None, 1, names[0]], ["create", 3, 1, names[1], 33060, 0, 0],
+               ["link", 4, 3, 1, "8a6d40d47b64b5e3cdd4849317e1fbfd863519"],
+               ["unlink", None, 1, names[1]], ["create", 5, 0, "tracing", 33188, 0, 0],
+               ["setattr", None, 4, {"atime_ns": when, "mtime_ns": when}],
+               ["setattr", None, 5, {"mtime_ns": 0}], ["lookup", "ENOENT", 1, names[1]],
+               ["getattr", None, 0], ["getattr", None, 1]]
+        ops.insert(len(ops) - drop_late, ["drop", None, 4, 1])      # the FORGET of 4, late
+        head = {"format": "simfs-oplog", "version": 2, "options": {"stats": f"{path}.stats.json", "alloc": "ext2"}}
+        with gzip.open(path, "wt") as f:
+            f.write("\n".join(json.dumps(x, separators=(",", ":")) for x in [head] + ops) + "\n")
+        assert canonicalize(str(path)) == 2
+        return gzip.decompress(path.read_bytes()).decode()
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    a = log(["tY7tdG9", "tmp_obj_atdCaO"], 1796650975914674256, tmp_path / "one" / "aged.oplog.gz", 0)
+    b = log(["t1l3hX9", "tmp_obj_ywN9bH"], 1796651176810682730, tmp_path / "two" / "aged.oplog.gz", 3)
+    assert a == b
+    lines = a.splitlines()                       # the drop right after 4's last mention
+    assert lines[lines.index('["drop",null,4,1]') - 1].startswith('["setattr",null,4,')
+    assert "tmp_obj_000001" in a and '"t000000"' in a and '"tracing"' in a and '"mtime_ns":0' in a
+    assert json.loads(a.splitlines()[0])["options"] == {"stats": "aged.oplog.gz.stats.json", "alloc": "ext2"}
+
+
+def test_aging_draws_a_progress_bar_for_the_pulls_and_each_replay(tmp_path, monkeypatch):
+    """issue 51, item 15: the mounted run counts its pulls, each replay its operations, on
+    simfs.cli.progress.Bar (rich's, as `simfs run` draws it; only on a terminal), while the
+    measurements still print one line each (in-process, the mount and replays stand-ins)."""
+    import json
+    from experiments.aging import cli
+    from experiments.aging.measure import row
+    bars = []
+
+    class Bar:
+        def __init__(self, description, total=None, **kw):
+            self.description, self.total, self.calls = description, total, []
+            bars.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+        def __call__(self, label=None):
+            self.calls.append(label)
+
+    phase = {"elapsed": 1.0, "layout_score": 0.5}
+    free = {"free_extents": 1, "mean_free_extent_blocks": 1.0, "free_blocks": 1, "used_pct": 5.0}
+
+    def age(h, cfg, work, every, sink, *, log, done, progress):
+        for i in range(len(h.commits)):
+            progress(f"pull {i}")
+            progress(None)
+        sink(row(cfg.alloc, "mounted", 2, "c", phase, phase, free))
+
+    def replay(log, pristine, cfg, work, sink, *, progress, **kw):
+        progress(None)
+        sink(row(cfg.alloc, "replayed", 2, "c", phase, phase, free))
+
+    monkeypatch.setattr(cli, "Bar", Bar)
+    monkeypatch.setattr(cli, "age", age)
+    monkeypatch.setattr(cli, "replay", replay)
+    monkeypatch.setattr(cli, "canonicalize", lambda log: 0)
+    monkeypatch.setattr(cli, "replay_steps", lambda log: 7)
+    plan = {"out": str(tmp_path), "history": "h", "repo": str(tmp_path), "commits": ["a", "b", "c"],
+            "pulls": 2, "every": 2, "mounted": "ext2", "replay": ["cg", "ext2"], "disk": "sata7200",
+            "size": 64 << 20, "block_size": 4096, "dataless": False, "profile": "ext2", "fill": 0,
+            "pictures": False, "wall": {}}
+    (tmp_path / "work").mkdir()
+    cli.run(plan)
+    assert [(b.description, b.total) for b in bars] == [("mounted alloc=ext2", 3), ("replay alloc=cg", 7),
+                                                        ("replay alloc=ext2", 7)]
+    assert bars[0].calls == ["pull 0", None, "pull 1", None, "pull 2", None] and bars[1].calls == [None]
+    assert len(json.loads((tmp_path / "results.json").read_text())["measurements"]) == 3
+
+
+def test_the_replayed_clean_copy_walks_as_cp_would_on_the_replayed_volume():
+    """cp -a copies each directory's entries by inode number; a replay under another allocator
+    numbers them otherwise than the recording did (cg puts a directory's files in another order
+    than ext2), so the clean copy follows the replayed volume's numbers, directories pre-order."""
+    from experiments.aging.replayed import cp_order
+    from simfs.inprocess.treedesc import Entry
+    recorded = [Entry([b"src"], "dir"), Entry([b"src", b"fs"], "dir"), Entry([b"src", b"fs", b"a.c"], "file"),
+                Entry([b"src", b"b.c"], "file"), Entry([b"doc"], "dir"), Entry([b"doc", b"x"], "file")]
+    inos = [20, 31, 32, 25, 12, 13]        # the replayed volume's numbers
+    got = [b"/".join(e.path).decode() for e in cp_order(recorded, inos)]
+    assert got == ["doc", "doc/x", "src", "src/b.c", "src/fs", "src/fs/a.c"]
+    assert cp_order(recorded, [1, 2, 3, 4, 5, 6]) == recorded      # the recording's own order
