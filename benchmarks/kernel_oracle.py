@@ -274,6 +274,8 @@ def parse(argv):
                     help="instead of the find: every phase of a built-in experiment at its quick size, "
                          "kernel beside simfs (readdir-order, ext2fs-2010; benchmarks/kernel_oracle_seeds.py); "
                          "--disk then overrides the seed's drive only if given")
+    ap.add_argument("--simfs-options", default="", metavar="OPTS",
+                    help="with --experiment: more -o options for simfs's side (e.g. inode_readahead_blks=32)")
     ap.add_argument("--config", metavar="PATTERN",
                     help="with --experiment: only the configurations matching this shell pattern")
     return ap.parse_args(argv)
@@ -294,7 +296,7 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix="kernel-oracle-", dir=a.work) as tmp:
             if a.experiment:
                 res = seeds.run_seed(a.experiment, Path(tmp), seed_disk, step, Path(a.keep) if a.keep else None,
-                                     a.config)
+                                     a.config, a.simfs_options)
                 print(json.dumps(res, indent=1) if a.json else seeds.render(res))
                 return 0
             res = run(a, Path(tmp))

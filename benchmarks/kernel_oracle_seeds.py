@@ -22,9 +22,10 @@ stream. Inode order (`dirorder=inode`) is Ts'o's spd_readdir as an LD_PRELOAD. T
 imported (simfs/blockio/traceimport.py) and replayed closed loop on the drive (no CPU time).
 
 The simfs side: `simfs mount` with the configuration's options and cpu_op_us=0 (the comparison
-is of request streams; CPU per operation is issue 50's item 4), the command after a mark, then a
-write to .simfs/sync: its time is the command's plus that drain, its requests the phase's up to
-the drain's end (the unmount's superblock writes are left out, as the kernel's are).
+is of request streams; CPU per operation is issue 50's item 4), the command after a mark, then,
+for a write phase, a write to .simfs/sync: its time is the command's plus that drain, its
+requests the phase's up to the drain's end (the unmount's superblock writes are left out, as the
+kernel's are; a read phase is not synced: the kernel's read-only mount writes nothing).
 """
 
 from __future__ import annotations
@@ -189,7 +190,8 @@ def command_text(phase, ctx) -> str:
 
 
 def simfs_phase(img: Path, mnt: Path, phase, ctx, options: str, trace: Path, stats: Path) -> tuple[dict, float]:
-    """The phase's command on simfs mounted; (its trace rows, command + drain seconds)."""
+    """The phase's command on simfs mounted; (its trace rows, command + drain seconds; a read
+    phase is not synced, as the kernel's read-only mount writes nothing)."""
     import json
 
     from simfs.blockio.trace import read_trace
@@ -199,7 +201,8 @@ def simfs_phase(img: Path, mnt: Path, phase, ctx, options: str, trace: Path, sta
             subprocess.run(phase.prepare(ctx), shell=True, check=True)
         (mnt / ".simfs" / "mark").write_text(phase.name)
         subprocess.run(command_text(phase, ctx), shell=True, check=True, stdout=subprocess.DEVNULL)
-        (mnt / ".simfs" / "sync").write_text("1")
+        if phase.writes:                  # a read phase leaves only the mount's superblock dirty
+            (mnt / ".simfs" / "sync").write_text("1")
         s = json.loads((mnt / ".simfs" / "stats").read_bytes())
     finally:
         r = subprocess.run(simfs_argv() + ["umount", "--quiet", str(mnt)], capture_output=True)
@@ -213,7 +216,7 @@ def simfs_phase(img: Path, mnt: Path, phase, ctx, options: str, trace: Path, sta
 
 
 def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | None = None,
-             config: str | None = None) -> dict:
+             config: str | None = None, simfs_options: str = "") -> dict:
     """Every phase of the seed's chosen configurations, kernel beside simfs; `keep`: a directory
     that receives each phase's two traces (CONFIG-PHASE.kernel.trace, .simfs.trace)."""
     from experiments import catalog
@@ -238,6 +241,8 @@ def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | N
         d = disk or mount.get("disk", "sata7200")
         mount["disk"] = d
         options = ",".join(f"{k}={v}" for k, v in mount.items() if k != "disk") + f",disk={d}"
+        if simfs_options:                 # e.g. inode_readahead_blks=32: what the ext4 driver does
+            options = f"{simfs_options},{options}"
         cache = int(mount.get("cache", DEFAULT_CACHE))
         empty, simg, kimg = work / "empty.img", work / "simfs.img", work / "kernel.img"
         mk = dict(cfg.mkfs)
@@ -287,7 +292,7 @@ def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | N
                     if reqs:
                         shutil.copy(ktr, keep / f"{slug}.kernel.trace")
                     shutil.copy(work / "s.trace", keep / f"{slug}.simfs.trace")
-    return {"experiment": name, "quick": True, "notes": seed.notes, "rows": rows,
+    return {"experiment": name, "quick": True, "notes": seed.notes, "rows": rows, "simfs_options": simfs_options,
             "cgroup_headroom_mib": HEADROOM / 2**20, "vm": vm_dirty(), "kernel": os.uname().release}
 
 
