@@ -63,6 +63,11 @@ def register(subparsers) -> None:
                         "first pull (the nearly-full variant; with --size, e.g. --fill 80 --size 512M)")
     s.add_argument("--profile", choices=("ext2", "ext4"), default=None,
                    help=f"{AGING}: the images' mkfs profile (ext4: mounted with mballoc)")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--workers", "-j", type=int, default=None, metavar="N",
+                   help=f"{AGING}: replay N allocators at once (Dask tasks on N local processes)")
+    g.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help=f"{AGING}: replay on an existing Dask cluster")
     s.add_argument("--repetitions", "-r", type=int, default=None, help="override the experiment's repetitions")
     s.add_argument("--only", metavar="PATTERN", action="append", default=None,
                    help="run only the configurations whose name matches this shell pattern "
@@ -102,7 +107,9 @@ def run_aging(a) -> int:
     from .aging import cli as aging
     from .aging.jobtable import argv
     table = {k: v for k, v in (("size", a.size), ("fill", a.fill), ("profile", a.profile)) if v is not None}
-    return aging.main(argv(Path.cwd(), table, quick=a.quick, out=a.out, source=a.source))
+    return aging.main(argv(Path.cwd(), table, quick=a.quick, out=a.out, source=a.source)
+                      + (["--workers", str(a.workers)] if a.workers is not None else [])
+                      + (["--scheduler", a.scheduler] if a.scheduler else []))
 
 
 class _Progress:
@@ -236,6 +243,10 @@ def cmd_run(a) -> int:
             print(f"simfs experiment: --json is not for {AGING} (its summary is in --out)", file=sys.stderr)
             return 2
         return run_aging(a)
+    if a.workers is not None or a.scheduler:
+        print(f"simfs experiment: --workers and --scheduler are {AGING}'s here; run another experiment's "
+              "configurations on Dask with `simfs run experiments/jobs/NAME.toml --workers N`", file=sys.stderr)
+        return 2
     if a.fill is not None or a.profile:
         print(f"simfs experiment: --fill and --profile are {AGING}'s; a job file's [mkfs] table sets "
               "another experiment's profile", file=sys.stderr)

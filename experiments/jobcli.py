@@ -177,14 +177,16 @@ def _aging_job(a) -> int | None:
         table = aging_table(a.job)
         if table is None:
             return None
-        ignored = [o for o, v in (("--workers", a.workers), ("--scheduler", a.scheduler), ("--only", a.only),
-                                  ("--work-dir", a.work_dir), ("--keep", a.keep), ("--json", a.json)) if v]
+        ignored = [o for o, v in (("--only", a.only), ("--work-dir", a.work_dir), ("--keep", a.keep),
+                                  ("--json", a.json)) if v]
         if ignored:
             return fail(f"{a.job} is an aging job ([aging]), run on this machine by experiments.aging: "
                         f"{', '.join(ignored)} is for other job files")
         from .aging import cli as aging
         return aging.main(argv(a.job, table, quick=a.quick, out=a.out, resume=a.resume, source=a.source)
-                          + (["--no-pictures"] if a.no_plots else []))
+                          + (["--no-pictures"] if a.no_plots else [])
+                          + (["--workers", str(a.workers)] if a.workers is not None else [])
+                          + (["--scheduler", a.scheduler] if a.scheduler else []))
     except AgingJobError as e:
         return fail(str(e))
 

@@ -61,6 +61,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/aging", help="output directory (results/aging)")
     p.add_argument("--resume", metavar="OUT", help="continue the run in OUT where it stopped")
     p.add_argument("--no-pictures", action="store_true", help="no PNGs")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--workers", "-j", type=int, metavar="N",
+                   help="replay N allocators at once, as Dask tasks on N local worker processes")
+    g.add_argument("--scheduler", metavar="ADDRESS",
+                   help="replay as Dask tasks on an existing cluster (OUT must be readable there under the same path)")
     return p
 
 
@@ -88,7 +93,7 @@ def _main(a) -> int:
         print("aging: interrupted before the run started", file=sys.stderr)
         return 130
     try:
-        run(plan)
+        run(plan, a.workers, a.scheduler)
     except AgingError as e:
         print(f"aging: {e}; the measurements so far are in {plan['out']} (--resume {plan['out']})",
               file=sys.stderr)
@@ -110,6 +115,8 @@ def _size(text: str) -> int:
 
 def prepare(a) -> dict:
     """Every check before anything is made; the run's plan (saved in OUT/run.json)."""
+    if a.workers is not None and a.workers < 1:
+        raise AgingError(f"--workers {a.workers}: give 1 or more")
     if a.resume:
         path = os.path.join(a.resume, RUN)
         if not os.path.exists(path):
@@ -220,7 +227,9 @@ def config(plan: dict, alloc: str, replayed: bool = False) -> Config:
                   profile=plan.get("profile", "ext2"), fill=0 if replayed else plan.get("fill", 0))
 
 
-def run(plan: dict) -> None:
+def run(plan: dict, workers: int | None = None, scheduler: str | None = None) -> None:
+    """The mounted run (unless done), then every replay not done: one after another, or as
+    Dask tasks (`workers` local processes, or the cluster at `scheduler`; aging.tasks)."""
     out, work = plan["out"], os.path.join(plan["out"], "work")
     sink = Sink(out)
     h = History(plan["repo"], plan["commits"])
@@ -235,10 +244,12 @@ def run(plan: dict) -> None:
         canonicalize(log)                       # git's random names and utime times: stand-ins
         plan["wall"]["mounted"] = round(time.monotonic() - t, 1)
         save(plan)
-    nsteps = replay_steps(log) if any(f"replay {a}" not in plan["wall"] for a in plan["replay"]) else None
-    for alloc in plan["replay"]:
-        if f"replay {alloc}" in plan["wall"]:
-            continue
+    todo = [a for a in plan["replay"] if f"replay {a}" not in plan["wall"]]
+    if todo and (workers is not None or scheduler):
+        replay_tasks(plan, todo, log, h, sink, last, workers, scheduler)
+        todo = []
+    nsteps = replay_steps(log) if todo else None
+    for alloc in todo:
         print(f"aging: replaying under alloc={alloc}", flush=True)
         t = time.monotonic()
         try:
@@ -255,6 +266,30 @@ def run(plan: dict) -> None:
         draw(plan, load(out), work)
     if plan.get("stopped"):
         raise AgingError(f"{len(plan['stopped'])} replay(s) stopped early ({', '.join(plan['stopped'])})")
+
+
+def replay_tasks(plan: dict, todo: list[str], log: str, h: History, sink, last: int,
+                 workers: int | None, scheduler: str | None) -> None:
+    """The replays of TODO as Dask tasks; each one's rows, wall time and stop saved as it ends."""
+    from .tasks import run_on_dask
+    work = os.path.join(plan["out"], "work")
+    print(f"aging: replaying under {', '.join(todo)} as Dask tasks "
+          f"({f'{workers} workers' if workers else scheduler})", flush=True)
+
+    def finished(res: dict) -> None:
+        for r in res["rows"]:
+            sink(r)
+        if res["error"]:
+            print(f"aging: {res['error']}; its measurements so far are kept", file=sys.stderr)
+            plan.setdefault("stopped", {})[res["alloc"]] = res["error"]
+        plan["wall"][f"replay {res['alloc']}"] = res["wall"]
+        if res.get("where"):
+            plan.setdefault("where", {})[f"replay {res['alloc']}"] = res["where"]
+        save(plan)
+
+    jobs = [(config(plan, a, True), (log, os.path.join(work, "pristine.img"), config(plan, a, True), work),
+             {"commits": h.commits, "done": sink.done(a, "replayed"), "last": last}) for a in todo]
+    run_on_dask(jobs, workers, scheduler, finished)
 
 
 def replay_steps(log: str) -> int | None:

@@ -104,7 +104,7 @@ def cp_order(entries: list[Entry], inos: list[int]) -> list[Entry]:
 
 def clean_copy(entries: list[Entry], opts, cfg: Config, work: str, keep: str | None = None) -> dict:
     """ENTRIES unpacked onto a fresh image of CFG, then a cold grep -r of them: its phase."""
-    image = os.path.join(work, "clean-inprocess.img")
+    image = os.path.join(work, f"clean-inprocess-{cfg.alloc}.img")     # replays may run at once
     if os.path.exists(image):
         os.unlink(image)
     mkfs(image, cfg.size, block_size=cfg.block_size, uuid=UUID, hash_seed=UUID, profile=cfg.profile)

@@ -261,6 +261,7 @@ def small_repo(tmp_path_factory):
     (["{repo}", "--fill", "0.01"], "already has"),
     (["{repo}", "--profile", "ext3"], "--profile ext3"),
     (["{repo}", "--dirorder", "bogus"], "--dirorder bogus"),
+    (["{repo}", "--workers", "0"], "--workers 0"),
 ])
 def test_bad_input(tmp_path, capsys, small_repo, args, words):
     from experiments.aging.cli import main
@@ -312,3 +313,28 @@ def test_a_replay_that_stops_leaves_the_others(tmp_path, monkeypatch):
     assert [(r["config"], r["pulls"]) for r in rows(tmp_path, "replayed")] == [("cg", 1), ("ext2", 1), ("ext2", 2)]
     assert "ran out of space" in json.loads((tmp_path / "run.json").read_text())["stopped"]["cg"]
     assert "The replay under cg stopped" in (tmp_path / "summary.md").read_text()
+
+
+def test_replays_as_dask_tasks_give_the_serial_figures(runs, tmp_path):
+    """Replays are tasks (issue 55 item 4): the ext2 run's recording replayed under ext2 and cg
+    on two Dask workers at once gives, exactly, the figures the serial replays gave; each
+    finished replay is saved as it ends, so --resume skips it."""
+    import shutil
+    from experiments.aging import cli
+    ext2, _ = runs
+    plan = json.loads((ext2 / "run.json").read_text())
+    out = tmp_path / "tasks"
+    (out / "work").mkdir(parents=True)
+    for f in ("aged.oplog.gz", "pristine.img"):
+        shutil.copy(ext2 / "work" / f, out / "work" / f)
+    (out / "measurements.jsonl").write_text("".join(
+        ln for ln in (ext2 / "measurements.jsonl").read_text().splitlines(keepends=True) if '"mounted"' in ln))
+    plan.update(out=str(out), replay=["ext2", "cg"], wall={"mounted": plan["wall"]["mounted"]},
+                pictures=False, stopped={})
+    cli.run(plan, workers=2)
+    for alloc in ("ext2", "cg"):
+        assert figures(rows(out, "replayed", alloc)) == figures(rows(ext2, "replayed", alloc)), alloc
+        assert rows(out, "replayed", alloc)
+    where = json.loads((out / "run.json").read_text())["where"]
+    a, b = where["replay ext2"], where["replay cg"]
+    assert a["pid"] != b["pid"] and a["start"] < b["end"] and b["start"] < a["end"], where  # at once

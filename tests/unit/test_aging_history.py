@@ -52,6 +52,10 @@ def test_simfs_experiment_passes_fill_and_profile_to_git_aging_only(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--fill 100" in r.stderr
     r = run("readdir-order", "--quick", "--profile", "ext4", "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "git-aging's" in r.stderr
+    r = run("readdir-order", "--quick", "--workers", "2", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "simfs run" in r.stderr
+    r = run("git-aging", "--source", str(tmp_path), "--workers", "0")              # handed on
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--workers 0" in r.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -77,8 +81,10 @@ def test_aging_job_file_runs_through_simfs_run(tmp_path):
         bad.write_text(text)
         r = run(bad, "--out", str(out))
         assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and words in r.stderr, (text, r.stderr)
-    r = run(example, "--workers", "2", "--source", str(tmp_path))
-    assert r.returncode == 2 and "--workers" in r.stderr and r.stderr.strip().count("\n") == 0
+    r = run(example, "--keep", "--source", str(tmp_path))
+    assert r.returncode == 2 and "--keep" in r.stderr and r.stderr.strip().count("\n") == 0
+    r = run(example, "--workers", "0", "--source", str(tmp_path), "--out", str(out))   # handed on
+    assert r.returncode == 2 and "--workers 0: give 1 or more" in r.stderr and r.stderr.strip().count("\n") == 0
     assert not out.exists()
 
 
