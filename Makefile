@@ -159,7 +159,8 @@ lint: $(RUFF_STAMP)
 # image, then the `serial` ones one at a time: what shares machine-wide state (loop devices and
 # kernel mounts, /sbin/mount.fuse.simfs, a real-time bound, xfstests; tests/conftest.py says
 # which). Both always run; make test fails if either did, or if tests/suite_split.py finds a test
-# in both parts or in neither, or a file or part over its budget (tests/test_budget.toml). The
+# in both parts or in neither; a file or part over its budget (tests/test_budget.toml) is a
+# warning line (a timing is a benchmark's figure, not a test's verdict). The
 # per-file durations stay in build/test-record/ (durations.txt: the slowest files of each part).
 PYTEST_TEST := $(PY) -m pytest -q -p no:cacheprovider --durations=25
 TEST_RECORD := build/test-record

@@ -6,13 +6,14 @@ from the run itself, or its first xdist worker: they all collect the same) and, 
 run tests, PREFIX.durations.json (per test file, the seconds of its tests' setup, call and
 teardown summed; the tests that reported; the run's wall time). Then
 
-    python -m tests.suite_split PREFIX_A PREFIX_B [--budget tests/test_budget.toml]
+    python -m tests.suite_split PREFIX_A PREFIX_B [--budget tests/test_budget.toml] [--strict-budget]
 
 fails unless both parts collected the same tests, selected disjoint sets, and together every
 test not marked `long` (`make test-long` runs those: a run records those it deselected for the
-mark); given durations, unless every selected
-test reported, no file took more than its budget and the parts' wall time is within theirs.
-It prints the files by time, the part each is in, and the totals.
+mark), and, given durations, every selected test reported. A file over its budget, or a part
+whose wall time is over its own, is a warning line (a failure with --strict-budget: a busy host
+slows any run, and a time is a benchmark's figure rather than a test's verdict). It prints the
+files by time and the totals.
 """
 
 from __future__ import annotations
@@ -115,6 +116,12 @@ def check(prefixes: list[str], budget: dict | None) -> list[str]:
     return problems
 
 
+def budget_overruns(prefixes: list[str], budget: dict) -> list[str]:
+    """The files and parts over `budget`, from the durations the runs recorded ([] if none)."""
+    durs = {p: _load(p, "durations") for p in prefixes}
+    return over_budget(durs, budget) if all(d is not None for d in durs.values()) else []
+
+
 def over_budget(durs: dict, budget: dict) -> list[str]:
     out = []
     files_budget = budget.get("files", {})
@@ -152,14 +159,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("prefixes", nargs="+", help="the SIMFS_TEST_RECORD prefix of each part")
     ap.add_argument("--budget", default=str(BUDGET), help="per-file and per-part seconds (TOML); '' for none")
+    ap.add_argument("--strict-budget", action="store_true",
+                    help="fail past the budget (by default an overrun is a warning: a busy host slows a "
+                         "run, and a time is a benchmark's figure, not a test's verdict)")
     a = ap.parse_args(argv)
     budget = tomllib.loads(Path(a.budget).read_text()) if a.budget else None
     text = report(a.prefixes)
     if text:
         print(text)
-    problems = check(a.prefixes, budget)
+    problems = check(a.prefixes, None)
     for p in problems:
         print(f"suite split: {p}", file=sys.stderr)
+    over = budget_overruns(a.prefixes, budget) if budget else []
+    for p in over:
+        print(f"suite split: {'' if a.strict_budget else 'warning: '}{p}", file=sys.stderr)
+    if a.strict_budget:
+        problems += over
     if not problems:
         cols = [_load(p, "collection") for p in a.prefixes]
         print("suite split: " + ", ".join(f"{Path(p).name} {len(c['selected'])}" for p, c in zip(a.prefixes, cols))

@@ -107,3 +107,17 @@ def test_the_budget_check(tmp_path):
                   "1 selected tests never reported"):
         assert words in text
     assert "parallel part" not in text
+
+
+def test_an_overrun_warns_and_fails_only_when_strict(tmp_path, capsys):
+    everything = ["a.py::1", "b.py::1"]
+    _write(tmp_path / "parallel", ["a.py::1"], everything,
+           durations={"wall": 100, "files": {"a.py": 30.0}, "reported": ["a.py::1"]})
+    _write(tmp_path / "serial", ["b.py::1"], everything,
+           durations={"wall": 50, "files": {"b.py": 9.0}, "reported": ["b.py::1"]})
+    budget = tmp_path / "budget.toml"
+    budget.write_text('[files]\ndefault = 60\n"a.py" = 20\n')
+    args = [str(tmp_path / "parallel"), str(tmp_path / "serial"), "--budget", str(budget)]
+    assert suite_split.main(args) == 0
+    assert "warning: a.py took 30 s" in capsys.readouterr().err
+    assert suite_split.main(args + ["--strict-budget"]) == 1
