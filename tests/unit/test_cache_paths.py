@@ -6,6 +6,7 @@ a data block)."""
 
 from __future__ import annotations
 
+from simfs.blockio.cache import vkey
 from tests.unit.test_cache import base, dirty, make
 
 
@@ -32,3 +33,33 @@ def test_a_buffer_marked_dirty_without_a_kind_is_written_as_data():
     c.mark_dirty(9, buf)                        # not cached: attached anew
     c.sync()
     assert [io[:4] for io in clock.ios if io[0] == "W"] == [("W", 9, 1, "data")]
+
+
+def test_peek_of_several_blocks_sees_the_cached_ones():
+    c, clock, _, _ = make()
+    mid = dirty(c, 11)
+    assert c.peek(10, 3) == base(10) + mid + base(12)
+    assert c.peek(11, 2) == mid + base(12)
+    assert 10 not in c and 12 not in c and [io for io in clock.ios if io[0] == "R"] == []
+
+
+def test_the_cache_evicts_again_after_placing_delayed_pages():
+    # no eviction while the placer gives delayed pages their blocks; afterwards as before
+    c, clock, _, _ = make(capacity=64)
+
+    class Placer:
+        def place(self, keys):
+            out = {}
+            for i, k in enumerate(sorted(keys, reverse=True)):
+                c.rekey(k, 300 + i)
+                out[k] = 300 + i
+            return out
+
+    c.placer = Placer()
+    p = c.page(vkey(9, 0), "data", 9)
+    c.mark_dirty(vkey(9, 0), p)
+    c.sync()
+    assert clock.writes() == [(300, 1)]
+    for b in range(1000, 1100):
+        c.bread(b, "data")
+    assert len(c.buffers) <= 64
