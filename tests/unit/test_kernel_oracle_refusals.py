@@ -86,3 +86,28 @@ def test_stream_figures_histograms():
     assert f["size_hist"] == [3, 0, 0, 0, 0, 1, 0]          # 4 KiB x3, 128 KiB x1
     # jumps from the previous request's end: 0 (8 after 0+8), 1,916 KiB (4096 after 264), 2,042 KiB back
     assert f["seek_hist"] == [1, 0, 0, 2, 0, 0]
+
+
+# benchmarks/kernel_cpu_per_op.py (issue 50 item 4's measurement) ---------------------------------
+from benchmarks import kernel_cpu_per_op as cpu  # noqa: E402
+
+
+def test_cpu_per_op_needs_root(monkeypatch, capsys):
+    monkeypatch.setattr(cpu.os, "geteuid", lambda: 1000)
+    assert cpu.main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip() == "kernel_cpu_per_op: needs root (loop devices, mount, drop_caches)"
+
+
+def test_strace_summary_total_is_the_calls_column(tmp_path):
+    p = tmp_path / "s"
+    p.write_text("% time     seconds  usecs/call     calls    errors syscall\n"
+                 "------ ----------- ----------- --------- --------- ----------------\n"
+                 " 60.00    0.006000           3      2000        12 newfstatat\n"
+                 " 40.00    0.004000           2      1456           getdents64\n"
+                 "------ ----------- ----------- --------- --------- ----------------\n"
+                 "100.00    0.010000           2      3456        12 total\n")
+    assert cpu.strace_calls(p) == 3456
+    p.write_text("no summary\n")
+    with pytest.raises(cpu.Failed):
+        cpu.strace_calls(p)
