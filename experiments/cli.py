@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   simfs experiment run ext2fs-2010 --source /usr/include --only '*1K sync'
   simfs experiment run mmap-fragmentation --size 256M --out results/mmap-256m
   simfs experiment run all --quick
+  simfs experiment run readdir-order --quick --aged git:100   # on images aged by 100 pulls of xfstests
   simfs experiment run git-aging --quick              # aging with git pulls, a generated history
   simfs experiment run git-aging --source ~/src/project --out results/aging-project
 """
@@ -63,6 +64,10 @@ def register(subparsers) -> None:
                         "first pull (the nearly-full variant; with --size, e.g. --fill 80 --size 512M)")
     s.add_argument("--profile", choices=("ext2", "ext4"), default=None,
                    help=f"{AGING}: the images' mkfs profile (ext4: mounted with mballoc)")
+    s.add_argument("--aged", metavar="git:N[@REPO]", default=None,
+                   help="start every configuration from an image aged by N pulls of a git history (the "
+                        "shared xfstests history, or REPO: a repository or bundle) instead of a fresh one; "
+                        "recorded once, replayed per configuration, cached (experiments/aging/aged.py)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--workers", "-j", type=int, default=None, metavar="N",
                    help=f"{AGING}: replay N allocators at once (Dask tasks on N local processes)")
@@ -128,7 +133,7 @@ class _Progress:
 def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: Path | None = None,
             size: int | None = None, repetitions: int | None = None, work_dir: Path | None = None,
             keep: bool = False, plots: bool = True, show: bool = True, argv=None,
-            only: list[str] | None = None, markdown: bool = False) -> tuple[dict, Path]:
+            only: list[str] | None = None, markdown: bool = False, aged: dict | None = None) -> tuple[dict, Path]:
     """Run experiment `name`; returns (results document, results directory)."""
     import tempfile
     from rich.console import Console
@@ -143,6 +148,9 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
     try:
         sized = catalog.takes_size(name)
         job = catalog.load(name, quick, size if sized else None)
+        if aged:
+            from .aging.aged import describe
+            job = jobfile.overlay(job, {"aged": aged}, f"with --aged {describe(aged)}")
         spec = job.workload_spec()
         if source is not None and spec.get("kind") != "tree":
             err.print(f"[yellow]note:[/] {name} writes its own file; --source is ignored")
@@ -163,7 +171,7 @@ def run_one(name: str, *, quick: bool = False, source: Path | None = None, out: 
         if wl.kind == "tree":
             err.print(f"workload: {wl.describe()}", highlight=False)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        out = out or Path("results") / f"{name}{'-quick' if quick else ''}-{stamp}"
+        out = out or Path("results") / f"{name}{'-quick' if quick else ''}{'-aged' if aged else ''}-{stamp}"
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=err,
                       transient=False) as prog:
@@ -238,6 +246,17 @@ def cmd_run(a) -> int:
     from .outdir import out_problem, work_dir_problem
     from .spec import SelectionError
     known = catalog.names()
+    aged = None
+    if a.aged is not None:
+        from .aging.aged import AgedError, history, parse
+        try:
+            if a.name == AGING:
+                raise AgedError(f"--aged is for the job experiments; {AGING} ages its own images")
+            aged = parse(a.aged)
+            history(aged)                       # the history exists and has the pulls, before anything runs
+        except AgedError as e:
+            print(f"simfs experiment: {e}", file=sys.stderr)
+            return 2
     if a.name == AGING:
         if a.json:
             print(f"simfs experiment: --json is not for {AGING} (its summary is in --out)", file=sys.stderr)
@@ -286,7 +305,7 @@ def cmd_run(a) -> int:
             docs[n] = run_one(n, quick=a.quick, source=a.source, out=a.out, size=a.size,
                               repetitions=a.repetitions, work_dir=a.work_dir, keep=a.keep,
                               plots=not a.no_plots, argv=sys.argv[1:], only=a.only, show=not a.json,
-                              markdown=a.markdown)[0]
+                              markdown=a.markdown, aged=aged)[0]
         except runner.ExperimentError as e:
             print(f"simfs experiment {n}: {e}", file=sys.stderr)
             failed += 1

@@ -53,7 +53,8 @@ def fingerprint(exp, wl_spec: dict) -> dict:
     return {"name": exp.name, "quick": exp.quick, "repetitions": exp.repetitions,
             "workload": {k: (list(v) if isinstance(v, tuple) else v) for k, v in wl_spec.items()},
             "configs": [[c.name, c.mount_string(), {k: v for k, v in c.mkfs.items()}] for c in exp.configs],
-            "phases": [[p.name, p.kind, p.description, p.drain, p.cold] for p in exp.phases]}
+            "phases": [[p.name, p.kind, p.description, p.drain, p.cold] for p in exp.phases],
+            **({"aged": getattr(exp, "aged")} if getattr(exp, "aged", None) else {})}
 
 
 # the worker's side -------------------------------------------------------------------------------

@@ -273,6 +273,14 @@ def run_config(exp: Experiment, cfg: Config, rep: int, wl: Workload, work: Path,
     records.append({**base, "phase": "mkfs", "sim": sim, "sim_cmd": sim, "sim_drain": 0.0, "sim_umount": 0.0,
                     "wall": time.monotonic() - t0,
                     "counters": {k: st.totals().get(k, 0) for k in COUNTERS}, "extra": {}})
+    aged = getattr(exp, "aged", None)
+    if aged:                                    # [aged]: this fresh image aged (cached by recipe)
+        from .aging.aged import AgedError, age_image
+        tick("aged")
+        try:
+            age_image(aged, cfg, image)
+        except AgedError as e:
+            raise ExperimentError(str(e)) from None
     if progress:
         progress(None)
     todo = [p for p in exp.phases if p.kind != "mkfs"]

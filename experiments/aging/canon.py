@@ -29,6 +29,7 @@ TEMP = re.compile(r"^(tmp_[a-z]+_)[A-Za-z0-9]{6}$")
 PROBE = re.compile(r"^t[A-Za-z0-9]{6}$")
 HINT = re.compile(rb'"tmp_[a-z]+_|"t[A-Za-z0-9]{6}"|time_ns')
 FIXED_NS = int(DATE.split()[0]) * 10**9
+GITDIRS = ("git", "aged.git")        # the repository beside the tree: an aging run's, an aged image's
 
 
 class Canon:
@@ -52,7 +53,7 @@ class Canon:
         return got
 
     def op(self, rec: list) -> list:
-        if rec[0] == "mkdir" and len(rec) > 3 and rec[2] == 0 and rec[3] == "git":
+        if rec[0] == "mkdir" and len(rec) > 3 and rec[2] == 0 and rec[3] in GITDIRS:
             self.gitdir = rec[1]
         out = list(rec)
         for p, n in NAMES.get(rec[0], ()):

@@ -31,6 +31,8 @@ experiments/jobs/*.toml are the five seeds, examples/jobs/*.toml more):
                 check (flag a wrong direction in capitals; default false), explain, headline
     [[panel]]   phase (required), title, configs (seekwatcher plots); [plots] blockmap = [patterns],
                 blockmap_files
+    [aged]      history = "git", pulls = N, repo = PATH (default: the shared xfstests history):
+                every configuration starts from its fresh image aged by N pulls (experiments.aging.aged)
     [quick]     any of the above, merged over the job with --quick (tables merge, lists replace);
                 the merged job is checked on every run, so a broken [quick] is found early
 
@@ -62,7 +64,7 @@ from .expand import expand
 from .schema import TOP, Job, JobError, Source, _merge, _unknown, axes
 
 __all__ = ["Job", "JobError", "axes", "check", "check_paths", "compile_job", "expand", "load", "loads",
-           "needs_mount", "shell_words", "verb_args", "verb_params"]
+           "needs_mount", "overlay", "shell_words", "verb_args", "verb_params"]
 
 
 def load(path, quick: bool = False, over: dict | None = None, over_label: str = "") -> Job:
@@ -85,8 +87,11 @@ def load(path, quick: bool = False, over: dict | None = None, over_label: str = 
 def loads(text: str, path, quick: bool = False, over: dict | None = None, over_label: str = "") -> Job:
     """`load` of a job file's text (`path` names it in messages; Dask workers get the text)."""
     job = _loads(text, Path(path), quick)
-    if not over:
-        return job
+    return overlay(job, over, over_label) if over else job
+
+
+def overlay(job: Job, over: dict, over_label: str = "") -> Job:
+    """JOB with the tables OVER merged over it (as `load`'s `over`), checked again."""
     out = Job(job.path, _merge(job.doc, over), job.quick, job.src.merged(over, over_label or "with options"),
               job.full_names, base=job.base)
     check(out)

@@ -24,6 +24,7 @@ def check(job: Job) -> None:
     _types(job.src, (), job.doc, "", "")
     _check_job(job)
     _check_workload(job)
+    _check_aged(job)
     mkfs_keys, mount_keys = _mkfs_keys(), _mount_keys()
     _check_options(job, mkfs_keys, mount_keys)
     names = _check_phases(job)
@@ -58,6 +59,19 @@ def _check_job(job: Job) -> None:
         _placeholders(src, ("job", k), j.get(k, ""), TEXT_VARS, f"[job] {k}")
     for n in j.get("notes", []):
         _placeholders(src, ("job", "notes"), n, TEXT_VARS, "[job] notes")
+
+
+def _check_aged(job: Job) -> None:
+    """[aged]: its keys and values (the history itself is read by check_paths and the run)."""
+    if "aged" not in job.doc:
+        return
+    from experiments.aging.aged import AgedError, check_table
+    try:
+        check_table(job.doc["aged"])
+    except AgedError as e:
+        bad = next((k for k in job.doc["aged"] if k not in ("history", "pulls", "repo")), None) \
+            if isinstance(job.doc["aged"], dict) else None
+        raise job.src.error(("aged", bad) if bad else ("aged",), str(e)) from None
 
 
 def _check_workload(job: Job) -> None:
@@ -244,6 +258,12 @@ def check_paths(job: Job, workload: bool = True) -> None:
     directory (unless `workload` is False: --source replaces it) and each unpack verb's
     args.from. Apart from `check`, because a Dask worker loads the job where they may not be."""
     src, w = job.src, job.doc.get("workload", {})
+    if "aged" in job.doc:                       # the history exists and has the pulls
+        from experiments.aging.aged import AgedError, history
+        try:
+            history(job.doc["aged"])
+        except AgedError as e:
+            raise src.error(("aged",), str(e)) from None
     if workload and w.get("kind") in ("dir", "tarball"):
         why = _path_problem(w["path"], want_dir=w["kind"] == "dir")
         if not why and w["kind"] == "tarball" and not Path(w["path"]).expanduser().is_file():

@@ -150,6 +150,11 @@ def compile_job(job: Job, wl) -> Experiment:
         compares=compares, workload=job.workload_spec(), repetitions=reps, panels=panels,
         blockmap=blockmap, blockmap_files=plots.get("blockmap_files", "all"),
         notes=[_fmt(n, vars_) for n in j.get("notes", [])], params=params, quick=job.quick)
+    exp.aged = doc.get("aged")          # [aged]: the runner ages each fresh image (experiments.aging.aged)
+    if exp.aged:
+        from experiments.aging.aged import describe
+        exp.notes.append(f"aged: every configuration and repetition starts from its fresh image aged by "
+                         f"{describe(exp.aged)} (pulls of a git history, recorded once, replayed per configuration)")
     return exp
 
 

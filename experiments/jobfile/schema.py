@@ -17,7 +17,7 @@ class JobError(ValueError):
     """Bad input in a job file; str() is one line naming the file and line."""
 
 
-TOP = {"job", "workload", "params", "mkfs", "mount", "matrix", "phase", "ratio", "panel", "plots", "quick"}
+TOP = {"job", "workload", "params", "mkfs", "mount", "matrix", "phase", "ratio", "panel", "plots", "quick", "aged"}
 JOB_KEYS = {"name", "title", "description", "repetitions", "seed", "notes"}
 WORKLOAD_KINDS = {"tree", "dir", "tarball", "none"}
 TREE_KEYS = {"seed", "files", "total_size", "max_file_size", "max_depth", "fanout", "svn", "symlinks",
@@ -61,7 +61,7 @@ TYPES = {
     "plots": {"blockmap": TEXTS, "blockmap_files": TEXT},
     "matrix": {"name": TEXT, "exclude": TABLES, "add": TABLES},
     "": {"job": TABLE, "workload": TABLE, "params": TABLE, "mkfs": TABLE, "mount": TABLE, "matrix": TABLE,
-         "plots": TABLE, "quick": TABLE, "phase": TABLES, "ratio": TABLES, "panel": TABLES},
+         "plots": TABLE, "quick": TABLE, "aged": TABLE, "phase": TABLES, "ratio": TABLES, "panel": TABLES},
 }
 
 

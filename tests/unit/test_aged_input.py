@@ -1,0 +1,97 @@
+"""[aged] and --aged (issue 55 item 1) without a mount: the syntax, the job file's table, and
+bad input - an unknown history, a pull count past its end, a profile that is not built - is
+one line and exit status 2 with nothing made."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.aging.aged import AgedError, check_table, describe, history, parse
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_parse_and_describe():
+    assert parse("git:100") == {"history": "git", "pulls": 100}
+    assert parse("git:5@~/src/x") == {"history": "git", "pulls": 5, "repo": "~/src/x"}
+    assert describe(parse("git:5@/r")) == "git:5@/r" and describe(parse("git:7")) == "git:7"
+
+
+@pytest.mark.parametrize("text, words", [
+    ("git", "give git:N"), ("git:", "give git:N"), ("git:x", "give git:N"), ("git:-3", "give git:N"),
+    ("svn:10", "give git:N"), ("synthetic:geriatrix", "not built yet")])
+def test_parse_refuses(text, words):
+    with pytest.raises(AgedError, match=words):
+        parse(text)
+
+
+@pytest.mark.parametrize("table, words", [
+    ({"pulls": 0}, "pulls = 0"), ({"pulls": True}, "pulls = True"), ({"pulls": 3, "pull": 3}, "no key 'pull'"),
+    ({"history": "synthetic", "pulls": 3}, "not built yet"), ({"pulls": 3, "repo": ""}, "repo = ''")])
+def test_table_refuses(table, words):
+    with pytest.raises(AgedError, match=words):
+        check_table(table)
+
+
+@pytest.fixture(scope="module")
+def small_repo(tmp_path_factory):
+    from experiments.aging.history import make_quick
+    return make_quick(str(tmp_path_factory.mktemp("aged") / "h"), commits=4).repo
+
+
+def test_history_of_a_repository(small_repo, tmp_path):
+    assert history({"history": "git", "pulls": 3, "repo": small_repo}).pulls == 3
+    with pytest.raises(AgedError, match=r"past the end"):
+        history({"pulls": 4, "repo": small_repo})
+    with pytest.raises(AgedError, match="not a git repository"):
+        history({"pulls": 1, "repo": str(tmp_path)})
+    with pytest.raises(AgedError, match="no such repository"):
+        history({"pulls": 1, "repo": str(tmp_path / "none")})
+
+
+def _experiment(*args, tmp_path):
+    env = dict(os.environ, SIMFS_AGED_CACHE=str(tmp_path / "cache"))
+    return subprocess.run([sys.executable, "-m", "simfs.cli", "experiment", "run", *map(str, args)],
+                          capture_output=True, text=True, env=env, cwd=REPO)
+
+
+@pytest.mark.parametrize("aged, words", [
+    ("git:x", "give git:N"), ("synthetic:g", "not built yet"), ("git:1@{tmp}/none", "no such repository"),
+    ("git:99@{repo}", "past the end"), ("git:1@{tmp}", "not a git repository")])
+def test_simfs_experiment_refuses_bad_aged(tmp_path, small_repo, aged, words):
+    out = tmp_path / "out"
+    r = _experiment("readdir-order", "--quick", "--aged", aged.format(tmp=tmp_path, repo=small_repo),
+                    "--out", out, tmp_path=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and words in r.stderr, r.stderr
+    assert not out.exists()
+
+
+def test_aged_table_in_a_job_file(tmp_path, small_repo):
+    """[aged] is checked with the job (its line named), and the history before anything runs."""
+    from experiments import jobfile
+    text = (REPO / "examples" / "jobs" / "dirorder-ab.toml").read_text()
+    job = tmp_path / "j.toml"
+    job.write_text(text + f'\n[aged]\npulls = 2\nrepo = "{small_repo}"\n')
+    j = jobfile.load(job, quick=True)
+    jobfile.check_paths(j)
+    from experiments import runner
+    exp = jobfile.compile_job(j, runner.Workload("none", bytes=1 << 20))
+    assert exp.aged == {"pulls": 2, "repo": small_repo} and any("git:2@" in n for n in exp.notes)
+    for extra, words in (("pulls = 0", "pulls = 0"), ("pulls = 2\nrepos = 'x'", "no key 'repos'")):
+        job.write_text(text + f"\n[aged]\n{extra}\n")
+        with pytest.raises(jobfile.JobError, match=words) as e:
+            jobfile.load(job)
+        assert str(e.value).startswith(f"{job}:") and "\n" not in str(e.value)
+    job.write_text(text + f'\n[aged]\npulls = 9\nrepo = "{small_repo}"\n')
+    with pytest.raises(jobfile.JobError, match="past the end"):
+        jobfile.check_paths(jobfile.load(job))
+    env = dict(os.environ, PYTHONPATH=str(REPO), SIMFS_AGED_CACHE=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-m", "experiments.jobcli", str(job), "--quick", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, env=env, cwd=REPO)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "past the end" in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()
