@@ -95,3 +95,9 @@ def test_aged_table_in_a_job_file(tmp_path, small_repo):
                        capture_output=True, text=True, env=env, cwd=REPO)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "past the end" in r.stderr, r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_git_aging_refuses_aged(tmp_path):
+    r = _experiment("git-aging", "--quick", "--aged", "git:1", "--out", tmp_path / "out", tmp_path=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "ages its own images" in r.stderr
+    assert not (tmp_path / "out").exists()
