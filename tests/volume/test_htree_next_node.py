@@ -97,3 +97,47 @@ def test_a_leaf_split_moves_what_fits_in_half_a_block(tmp_path):
             assert {n for n, _ in after[new]} - {name} == moved
             splits += 1
         assert splits >= 3
+
+
+def test_a_root_with_a_longer_info_moves_into_a_node_with_only_its_entries(tmp_path):
+    # dx_root_info's info_length is the root's to say (dx_probe takes the entries from after
+    # it, with dx_root_limit(info_length)); with 12 the entries end 4 bytes before the block
+    # does. When the full root moves into an index node, the node gets the entries and the
+    # rest of its entry area zeroed (ext4_dx_add_entry copies icount entries), nothing more.
+    img = tmp_path / "img"
+    names = [(b"%05d-" % i) + b"x" * 234 for i in range(700)]
+    make_dir(img, names[:40], size="16M", inodes=2048)
+    with Volume.open(img, opts()) as vol:
+        ht = vol.dirs.htree
+        d = vol.inodes.get(vol.lookup(vol.root_ino, b"d").st_ino)
+        phys = ht.filemap.bmap(d, 0)
+    with open(img, "r+b") as f:
+        f.seek(phys * BS)
+        root = bytearray(f.read(BS))
+        off = fmt.INFO_OFF + 8
+        count, limit = fmt.countlimit(root, off)
+        entries = bytes(root[off:off + 8 * count])
+        root[fmt.INFO_OFF + 5] = 12                          # info_length
+        new = fmt.INFO_OFF + 12
+        root[off:] = bytes(BS - off)
+        root[new:new + len(entries)] = entries
+        struct.pack_into("<HH", root, new, fmt.root_limit(BS, 12), count)
+        root[new + 8 * fmt.root_limit(BS, 12):] = b"\xee" * 4   # past the entries: not theirs
+        assert fmt.root_problem(root) == ""
+        f.seek(phys * BS)
+        f.write(root)
+    with Volume.open(img, opts()) as vol:
+        dino = vol.lookup(vol.root_ino, b"d").st_ino
+        ht = vol.dirs.htree
+        for n in names[40:]:                                 # until the root moves into a node
+            vol.create(dino, n, 0o644, 0, 0)
+            d = vol.inodes.get(dino)
+            _, root = ht.read(d, 0, index=True)
+            if fmt.root_info(root)[2] == 1:
+                break
+        assert fmt.root_info(root)[2] == 1
+        _, node = ht.read(d, fmt.entry_block(root, fmt.INFO_OFF + 12, 0), index=True)
+        count, limit = fmt.countlimit(node, fmt.NODE_ENTRIES)
+        assert bytes(node[fmt.NODE_ENTRIES + 8 * count:fmt.NODE_ENTRIES + 8 * limit]) == bytes(8 * (limit - count))
+        for n in names[:names.index(n) + 1:35]:            # every name made is found
+            vol.lookup(dino, n)
