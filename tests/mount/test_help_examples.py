@@ -41,6 +41,8 @@ PARSE_ONLY = {
     r"--foreground": "stays in the foreground until Ctrl-C",
     r"\bmy\.trace\b": "a user's own trace and drive (the DiskSim drives' examples run)",
     r"\binstall-helper\b|^mount -t fuse\.simfs": "changes /sbin (tests/mount/test_mount_helper.py)",
+    r"/sys/kernel/tracing|\bsda\b": "a capture of the machine's own kernel or drive (the world has the "
+                                     "committed tracefs capture as find.trace; tests/unit/test_trace_import.py)",
 }
 # parsers that must show examples (the issue's list, and every top-level command)
 MUST_HAVE = {"simfs disks", "simfs disks show", "simfs disks probe", "simfs policies show"}
@@ -137,6 +139,7 @@ def world(tmp_path_factory):
     shutil.copy(w / "a.csv", w / "b.csv")
     shutil.copy(w / "a.csv", w / "run.trace")
     (w / "disk_models").symlink_to(REPO / "disk_models")    # the DiskSim drives' traces
+    sh(f"simfs trace import {REPO}/tests/unit/data/find.tracefs -o find.trace")   # a kernel's find
     return w, env
 
 

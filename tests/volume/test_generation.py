@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import time
 
+from simfs.fs.namespace import Namespace
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
@@ -16,9 +17,20 @@ pytestmark = needs_e2fsprogs
 UUID = "00112233-4455-6677-8899-aabbccddeeff"
 
 
+def _sit_out(vol) -> None:
+    """Let a freed number out of Namespace.REUSE_AFTER's window (allocations and frees of other
+    files; their own numbers, freed last, stay in it)."""
+    names = [b"x%d" % i for i in range(Namespace.REUSE_AFTER)]
+    for name in names:
+        vol.create(vol.root_ino, name, 0o644, 0, 0)
+    for name in names:
+        vol.unlink(vol.root_ino, name)
+
+
 def _reuse(img) -> list[tuple[int, int]]:
     """(inode, generation) of a file, of its number's next user in the same mount, and of the
-    one after a remount; the number is the same each time (the placer takes the lowest free)."""
+    one after a remount; the number is the same each time (the placer takes the lowest free once
+the number is out of the reuse window)."""
     out = []
     for remount in (False, False, True):
         vol = Volume.open(img, VolumeOptions(disk="ideal"))
@@ -27,6 +39,7 @@ def _reuse(img) -> list[tuple[int, int]]:
             out.append((a.st_ino, a.generation))
             vol.unlink(vol.root_ino, b"f")
             if not remount:
+                _sit_out(vol)
                 b = vol.create(vol.root_ino, b"g", 0o644, 0, 0)
                 out.append((b.st_ino, b.generation))
                 vol.unlink(vol.root_ino, b"g")
