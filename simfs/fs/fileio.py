@@ -124,6 +124,12 @@ class FileIO:
 
     @operation
     def write(self, ino: int, offset: int, data: bytes) -> int:
+        inode, data = self._write_checked(ino, offset, data)
+        return self._write_data(inode, offset, data) if data else 0
+
+    def _write_checked(self, ino: int, offset: int, data: bytes):
+        """The checks of write(2) on a regular file: (its inode, the data cut at the largest
+        size the format allows; empty for nothing to write)."""
         self._writable()
         inode = self._inode(ino)
         if inode.is_dir:
@@ -132,13 +138,11 @@ class FileIO:
             raise FSError(errno.EINVAL)
         if inode.damaged:
             raise FSError(errno.EUCLEAN, f"inode {ino}: its block map is damaged")
-        if not data:
-            return 0
-        if offset + len(data) > self.max_size:
+        if data and offset + len(data) > self.max_size:
             if offset >= self.max_size:
                 raise FSError(errno.EFBIG)
             data = data[: self.max_size - offset]
-        return self._write_data(inode, offset, data)
+        return inode, data
 
     def _write_data(self, inode, offset: int, data: bytes) -> int:
         """Write `data` at `offset` of a regular file (checked by the caller): immediate
@@ -224,20 +228,9 @@ class FileIO:
         the bitmaps stay in the cache and go out with write-back, as the kernel's), then its
         data blocks go to the drive and the caller waits for them. No FUA: a drive with its
         write cache on may hold them, as for the kernel's O_DIRECT."""
-        self._writable()
-        inode = self._inode(ino)
-        if inode.is_dir:
-            raise FSError(errno.EISDIR)
-        if offset < 0 or not inode.is_reg:
-            raise FSError(errno.EINVAL)
-        if inode.damaged:
-            raise FSError(errno.EUCLEAN, f"inode {ino}: its block map is damaged")
+        inode, data = self._write_checked(ino, offset, data)
         if not data:
             return 0
-        if offset + len(data) > self.max_size:
-            if offset >= self.max_size:
-                raise FSError(errno.EFBIG)
-            data = data[: self.max_size - offset]
         done = self._write_data(inode, offset, data)
         if done:
             bs = self.block_size
