@@ -6,6 +6,7 @@ and writeback-modes.toml serially; every configuration finishes, nothing stays m
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,16 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "jobs"
 
 
+def _mounts_under(d) -> list[str]:
+    """FUSE mounts left below this test's own directory (other tests mount beside it: the
+    machine's mount table is not this test's)."""
+    root = os.path.realpath(d) + os.sep
+    return [m for m in fuse_mounts() if m.startswith(root)]
+
+
 @pytest.mark.mount
 @pytest.mark.parametrize("name,extra", [("alloc-ab", ["--workers", "2"]), ("writeback-modes", [])])
 def test_example_job_quick(tmp_path, name, extra):
-    before = set(fuse_mounts())
     out = tmp_path / "out"
     r = simfs_run(EXAMPLES / f"{name}.toml", "--quick", "--out", out, "--work-dir", tmp_path, *extra)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -32,7 +39,7 @@ def test_example_job_quick(tmp_path, name, extra):
             assert row["sim"]["mean"] > 0, (c["name"], p["name"])
     assert doc["comparisons"] and all(c["measured"] for c in doc["comparisons"])
     assert (out / "table.md").exists() and (out / "bars.png").exists()
-    assert set(fuse_mounts()) == before
+    assert not _mounts_under(tmp_path)
     if name == "writeback-modes":
         ratio = next(c for c in doc["comparisons"] if c["label"] == "tarcp: writeback=sync / writeback=async")
         assert ratio["direction_ok"], ratio              # synchronous metadata writes cost time
@@ -62,7 +69,6 @@ def test_a_crashed_worker_costs_only_its_task(tmp_path, monkeypatch):
     monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "0")     # no retry
     job = tmp_path / "crash.toml"
     job.write_text(CRASH)
-    before = set(fuse_mounts())
     out = tmp_path / "out"
     r = simfs_run(job, "--workers", "2", "--out", out, "--no-plots", "--work-dir", tmp_path)
     assert r.returncode == 1, r.stderr
@@ -71,4 +77,4 @@ def test_a_crashed_worker_costs_only_its_task(tmp_path, monkeypatch):
     assert doc["job"]["finished"] == 1 and [f["config"] for f in doc["job"]["failed"]] == ["alloc=cg"], \
         (doc["job"], r.stderr)
     assert {r["config"] for r in doc["records"]} == {"alloc=ext2"}
-    assert set(fuse_mounts()) == before          # the dead worker's mount released
+    assert not _mounts_under(tmp_path)          # the dead worker's mount released

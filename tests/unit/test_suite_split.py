@@ -33,6 +33,8 @@ NOT_SHARED = {
     ("tests/unit/test_install_helper.py", "mount_helper"): "installs the helper in its tmp_path (--dir)",
     ("tests/unit/test_xfstests_run.py", "xfstests"): "tests/xfstests/run.py's pieces, no xfstests build",
     ("tests/unit/test_xfstests_run.py", "kernel_mount"): "a process table naming unshare, nothing run",
+    ("tests/mount/test_help_examples.py", "kernel_mount"): "names /sys/kernel/tracing only to parse, "
+                                                           "not run, the examples that read it",
 }
 
 

@@ -48,8 +48,11 @@ def debugfs(img, cmd: str) -> bytes:
 
 
 def debugfs_names(img, path: str) -> set[bytes]:
-    """The live names debugfs lists (`ls -p`: /ino/mode/uid/gid/name/size/)."""
-    return {line.split(b"/")[5] for line in debugfs(img, f"ls -p {path}").splitlines() if line.count(b"/") >= 7}
+    """The live names debugfs lists (`ls -p`: /ino/mode/uid/gid/name/size/). debugfs also lists
+    a block's empty first record (inode 0: ext4 cannot merge the first entry of a block into a
+    previous one when it is deleted, so it clears its inode): not a name."""
+    return {f[5] for f in (line.split(b"/") for line in debugfs(img, f"ls -p {path}").splitlines()
+                           if line.count(b"/") >= 7) if f[1] != b"0"}
 
 
 def levels(img, path: str) -> int:
