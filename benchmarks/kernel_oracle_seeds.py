@@ -47,8 +47,7 @@ CGROUP = Path("/sys/fs/cgroup/memory")
 HEADROOM = 8 << 20
 #: simfs's buffer cache when the configuration sets none (`simfs mount --help`: cache=128M)
 DEFAULT_CACHE = 128 << 20
-SPD = Path(__file__).resolve().parents[1].parent / "shared" / "third_party" / "spd_readdir" / "spd_readdir.c"
-SPD_FALLBACK = Path("/work/shared/third_party/spd_readdir/spd_readdir.c")
+SPD = Path(__file__).resolve().parents[1] / "third_party" / "spd_readdir" / "spd_readdir.c"
 
 
 @dataclass
@@ -90,12 +89,12 @@ def refusal(name: str | None, config: str | None = None) -> str | None:
         if shutil.which("gcc") is None:
             return "gcc is not installed (spd_readdir.so, inode order on the kernel, is built from source)"
         if spd_source() is None:
-            return f"spd_readdir.c not found ({SPD_FALLBACK})"
+            return f"spd_readdir.c not found ({SPD})"
     return None
 
 
 def spd_source() -> Path | None:
-    return next((p for p in (SPD, SPD_FALLBACK) if p.exists()), None)
+    return SPD if SPD.exists() else None
 
 
 def build_spd(work: Path) -> Path:

@@ -32,14 +32,7 @@ class FileIO:
 
     @operation
     def read(self, ino: int, offset: int, size: int) -> bytes:
-        inode = self._inode(ino)
-        if inode.is_dir:
-            raise FSError(errno.EISDIR)
-        if offset < 0 or size < 0 or not inode.is_reg:   # a symlink's i_block is no block map
-            raise FSError(errno.EINVAL)
-        if inode.damaged:
-            raise FSError(errno.EUCLEAN, f"inode {ino}: its block map is damaged")
-        end = min(inode.size, offset + size)
+        inode, end = self._read_checked(ino, offset, size)
         if offset >= end:
             return b""
         bs = self.block_size
@@ -127,6 +120,18 @@ class FileIO:
         inode, data = self._write_checked(ino, offset, data)
         return self._write_data(inode, offset, data) if data else 0
 
+    def _read_checked(self, ino: int, offset: int, size: int):
+        """The checks of read(2) on a regular file: (its inode, where the read ends: at most
+        its size)."""
+        inode = self._inode(ino)
+        if inode.is_dir:
+            raise FSError(errno.EISDIR)
+        if offset < 0 or size < 0 or not inode.is_reg:   # a symlink's i_block is no block map
+            raise FSError(errno.EINVAL)
+        if inode.damaged:
+            raise FSError(errno.EUCLEAN, f"inode {ino}: its block map is damaged")
+        return inode, min(inode.size, offset + size)
+
     def _write_checked(self, ino: int, offset: int, data: bytes):
         """The checks of write(2) on a regular file: (its inode, the data cut at the largest
         size the format allows; empty for nothing to write)."""
@@ -190,14 +195,7 @@ class FileIO:
         it: the range's dirty data is written back first (filemap_write_and_wait_range), then
         its blocks are read from the drive - the cache neither consulted nor filled, no
         read-ahead, each physically contiguous run one request; holes read as zeros."""
-        inode = self._inode(ino)
-        if inode.is_dir:
-            raise FSError(errno.EISDIR)
-        if offset < 0 or size < 0 or not inode.is_reg:
-            raise FSError(errno.EINVAL)
-        if inode.damaged:
-            raise FSError(errno.EUCLEAN, f"inode {ino}: its block map is damaged")
-        end = min(inode.size, offset + size)
+        inode, end = self._read_checked(ino, offset, size)
         if offset >= end:
             return b""
         bs = self.block_size
