@@ -3,7 +3,7 @@ and its summary (blocks by owner, files and data runs per top-level directory). 
 and the experiments draw it (simfs.pictures.drawmap) and print it.
 
     m = block_owners("disk.img")                 # opens the image read-only, walks the tree
-    print(format_summary(m))
+    doc = summary_json(m)                        # what `simfs layout` prints as tables
 
 Owners: free; the file system's own metadata (superblock and descriptor copies with the
 reserved descriptor blocks, block and inode bitmaps, inode tables); directory blocks;
@@ -167,7 +167,8 @@ def subtitle(m: BlockMap, group: int | None = None, blocks: tuple | None = None)
 
 
 def summary_json(m: BlockMap, info: dict | None = None) -> dict:
-    """What format_summary prints, as one JSON-able document (`simfs layout --json`)."""
+    """Blocks by owner, files and data runs per top-level directory, the static layout score:
+    one JSON-able document (`simfs layout` prints it as tables, `--json` as it is)."""
     counts = np.bincount(m.owner, minlength=TOP0 + len(m.tops))
     fixed = {LABELS[c]: int(counts[c]) for c in (FREE, SUPER, BITMAP, ITABLE, DIRS, INDIRECT, XATTR, UNOWNED)}
     tops = [{"dir": lab, "blocks": int(counts[c]), "files": int(m.files.get(c, 0)),
@@ -181,29 +182,4 @@ def summary_json(m: BlockMap, info: dict | None = None) -> dict:
     if info:
         doc["drawn"] = {k: v for k, v in info.items() if k != "counts"}
     return doc
-
-
-def format_summary(m: BlockMap, info: dict | None = None) -> str:
-    """Blocks by owner (the whole image), files and data runs per top-level directory."""
-    counts = np.bincount(m.owner, minlength=TOP0 + len(m.tops))
-    total = m.blocks_count
-    lines = [f"{os.path.basename(m.image)}: {total:,} blocks of {m.block_size} bytes, {groups(m.groups)}"]
-    for code in (FREE, SUPER, BITMAP, ITABLE, DIRS, INDIRECT, XATTR, UNOWNED):
-        if counts[code]:
-            lines.append(f"  {LABELS[code]:<26}{counts[code]:>12,}  {100 * counts[code] / total:5.1f}%")
-    rows = [(LABELS[ROOTFILES], ROOTFILES)] + [("/" + t, TOP0 + i) for i, t in enumerate(m.tops)]
-    rows = [(lab, c) for lab, c in rows if m.files.get(c) or counts[c]]
-    if rows:
-        lines.append(f"  {'file data by top-level dir':<26}{'blocks':>12}  {'files':>7}  {'runs/file':>9}")
-        for lab, c in sorted(rows, key=lambda r: -counts[r[1]]):
-            f = m.files.get(c, 0)
-            rpf = m.runs.get(c, 0) / f if f else 0.0
-            lines.append(f"  {lab[:26]:<26}{counts[c]:>12,}  {f:>7,}  {rpf:>9.2f}")
-    score = static_layout_score(*m.layout)
-    if score is not None:
-        lines.append(f"  layout score (files' blocks that follow their previous block): {score:.3f}")
-    if info:
-        lines.append(f"drawn: blocks {info['first']:,}..{info['end'] - 1:,}, {info['cells_per_block']} "
-                     f"block(s) per cell, {info['width']} x {info['rows']} cells")
-    return "\n".join(lines)
 
