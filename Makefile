@@ -151,8 +151,15 @@ RUFF_STAMP := $(VENV)/.ruff-0.17.5
 $(RUFF_STAMP): $(STAMP)
 	$(PY) -m pip install -q ruff==0.17.5
 	touch $@
-lint: $(RUFF_STAMP)
+# then mypy on the plug-in contracts and the layers below FUSE (pyproject.toml's [tool.mypy]):
+# a finding not in tools/mypy_baseline.txt fails (tools/mypy_baseline.py; cache in .mypy_cache)
+MYPY_STAMP := $(VENV)/.mypy-2.4.1
+$(MYPY_STAMP): $(STAMP)
+	$(PY) -m pip install -q mypy==2.4.1
+	touch $@
+lint: $(RUFF_STAMP) $(MYPY_STAMP)
 	$(PY) -m ruff check --no-cache .
+	$(PY) tools/mypy_baseline.py
 
 # two pytest runs over tests/, both without the `long` cases: on every CPU (pytest-xdist, a
 # worker a CPU, each file on one worker) the in-process tests and the FUSE mounts of a test's own

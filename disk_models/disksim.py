@@ -186,7 +186,7 @@ def _zones(model: Block, heads: int):
     if scheme not in dmap.SCHEMES:
         raise DiskSimFileError(f"{layout.where}: Sparing scheme used = {scheme} is not one of DiskSim's (0-10)")
     rangesize = int(layout.num("Rangesize for sparing", 1))
-    out = {k: [] for k in ("spt", "cyls", "first", "tsk", "csk", "off", "sectors", "blocks", "maps")}
+    out: dict[str, list] = {k: [] for k in ("spt", "cyls", "first", "tsk", "csk", "off", "sectors", "blocks", "maps")}
     for z in zones:
         c0, c1 = int(z.num("First cylinder number")), int(z.num("Last cylinder number"))
         spt = int(z.num("Blocks per track"))

@@ -75,7 +75,7 @@ def queue_of(files) -> dict:
         raise DiskSimFileError(f"{d.where}: Max queue length {depth} must be at least 1")
     sched = d.get("Scheduler")
     policy = int(sched.num("Scheduling policy", 1)) if isinstance(sched, Block) else 1
-    out = {"queue_depth": (min(depth, 256), f"[read] Max queue length in {where}")}
+    out: dict[str, tuple[int | str, str]] = {"queue_depth": (min(depth, 256), f"[read] Max queue length in {where}")}
     if policy in POLICIES:
         out["scheduler"] = (POLICIES[policy], f"[read] Scheduling policy {policy} in {where}")
     elif depth > 1:

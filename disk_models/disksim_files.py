@@ -220,7 +220,8 @@ def read_seek_file(path: str) -> tuple[list[int], list[float]]:
         count = int(lines[0].split(":", 1)[1])
     except ValueError:
         raise DiskSimFileError(f"{path}:1: 'Seek distances measured:' needs a whole number") from None
-    dists, times = [], []
+    dists: list[int] = []
+    times: list[float] = []
     for no, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue

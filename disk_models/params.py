@@ -90,6 +90,7 @@ def parse_value(param: Param, value) -> object:
         if text not in param.choices:
             raise ValueError(f"{name}={value!r}: expected one of {', '.join(param.choices)}")
         return text
+    v: float                   # an int for an integer parameter
     try:
         if isinstance(value, bool):
             raise ValueError

@@ -92,7 +92,7 @@ class Search:
     def __init__(self, need: int):
         self.need = need           # ac_g_ex.fe_len
         self.found = 0             # ac_found
-        self.best = None           # ac_b_ex: (group, start in group, length)
+        self.best: tuple[int, int, int] | None = None   # ac_b_ex: (group, start in group, length)
         self.done = False          # AC_STATUS_FOUND
         self.stop = False          # AC_STATUS_BREAK
 

@@ -279,8 +279,8 @@ def _write(writer, sb, geo, descs, used, inode_used, dirs: _Dirs) -> None:
         blk = descs[0].inode_table + (inode.ino - 1) // geo.inodes_per_block
         off = ((inode.ino - 1) % geo.inodes_per_block) * geo.inode_size
         tables.setdefault(blk, bytearray(block_size))[off:off + geo.inode_size] = inode.pack()
-    for blk, data in sorted(tables.items()):
-        writer(blk, bytes(data))
+    for blk, table in sorted(tables.items()):
+        writer(blk, bytes(table))
     for blk, data in dirs.blocks:
         writer(blk, data)
 

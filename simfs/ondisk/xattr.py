@@ -57,10 +57,18 @@ def decode(block: bytes) -> dict[bytes, bytes]:
     return out
 
 
+def _split_known(full: bytes) -> tuple[int, bytes]:
+    """split_name for a name the caller has checked (simfs/fs/xattrs.py refuses the others)."""
+    parts = split_name(full)
+    if parts is None:
+        raise ValueError(f"attribute name {full!r}: unknown namespace")
+    return parts
+
+
 def space_needed(attrs: dict[bytes, bytes]) -> int:
     total = _HDR.size + 4
     for full, value in attrs.items():
-        _, suffix = split_name(full)
+        _, suffix = _split_known(full)
         total += _pad4(_ENT.size + len(suffix)) + _pad4(len(value))
     return total
 
@@ -69,7 +77,7 @@ def encode(attrs: dict[bytes, bytes], block_size: int, refcount: int = 1) -> byt
     """One xattr block; entries sorted as the kernel sorts them (index, name length, name)."""
     if space_needed(attrs) > block_size:
         raise OverflowError("attributes do not fit in one block")
-    items = sorted(((*split_name(k), v) for k, v in attrs.items()), key=lambda t: (t[0], len(t[1]), t[1]))
+    items = sorted(((*_split_known(k), v) for k, v in attrs.items()), key=lambda t: (t[0], len(t[1]), t[1]))
     buf = bytearray(block_size)
     off, vend, block_hash = _HDR.size, block_size, 0
     for index, suffix, value in items:
