@@ -64,10 +64,12 @@ def register(subparsers) -> None:
                         "first pull (the nearly-full variant; with --size, e.g. --fill 80 --size 512M)")
     s.add_argument("--profile", choices=("ext2", "ext4"), default=None,
                    help=f"{AGING}: the images' mkfs profile (ext4: mounted with mballoc)")
-    s.add_argument("--aged", metavar="git:N[@REPO]", default=None,
+    s.add_argument("--aged", metavar="git:N[@REPO]|synthetic:PROFILE[,full=PCT,...]", default=None,
                    help="start every configuration from an image aged by N pulls of a git history (the "
-                        "shared xfstests history, or REPO: a repository or bundle) instead of a fresh one; "
-                        "recorded once, replayed per configuration, cached (experiments/aging/aged.py)")
+                        "shared xfstests history, or REPO: a repository or bundle; recorded once, replayed "
+                        "per configuration) or by a Geriatrix-style synthetic profile (agrawal, or a "
+                        "directory; full=80, churn=1, seed=42, frag=BLOCKS) instead of a fresh one; cached "
+                        "(experiments/aging/aged.py)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--workers", "-j", type=int, default=None, metavar="N",
                    help=f"{AGING}: replay N allocators at once (Dask tasks on N local processes)")
@@ -248,12 +250,12 @@ def cmd_run(a) -> int:
     known = catalog.names()
     aged = None
     if a.aged is not None:
-        from .aging.aged import AgedError, history, parse
+        from .aging.aged import AgedError, check, parse
         try:
             if a.name == AGING:
                 raise AgedError(f"--aged is for the job experiments; {AGING} ages its own images")
             aged = parse(a.aged)
-            history(aged)                       # the history exists and has the pulls, before anything runs
+            check(aged)                         # the history has the pulls (the profile loads), before anything runs
         except AgedError as e:
             print(f"simfs experiment: {e}", file=sys.stderr)
             return 2

@@ -1,5 +1,5 @@
 """Aged images for any job (issue 55 item 1): every configuration and repetition starts from an
-image aged by N pulls of a git history instead of a fresh one.
+image aged by N pulls of a git history, or by a synthetic aging profile, instead of a fresh one.
 
 A job's `[aged]` table (`history = "git"`, `pulls = N`, `repo = PATH`: a repository or a
 bundle, the shared xfstests history by default) or `--aged git:N[@REPO]`. Aging works as the
@@ -13,6 +13,13 @@ configuration's mkfs and mount options, and a digest of simfs's code), so every 
 and every repeat of a job starts from the same bytes and a second job reuses them. The cache
 is SIMFS_AGED_CACHE, else ~/.cache/simfs/aged; entries are made under a lock (Dask workers of
 one machine share them).
+
+A synthetic profile (`history = "synthetic"`, `profile = NAME`, `full`, `churn`, `seed`, `frag`,
+or `--aged synthetic:NAME[,full=PCT][,churn=X][,seed=N][,frag=BLOCKS]`) ages each
+configuration's fresh image in-process as Geriatrix does (experiments.aging.synthetic: files
+created and deleted to a target fullness from a published profile's size, age and depth
+distributions); no mount, no recording; cached by the profile's contents, the settings, the
+configuration's options and the code digest, like a git-aged image.
 """
 
 from __future__ import annotations
@@ -28,8 +35,10 @@ from pathlib import Path
 
 from .history import AgingError, History, need_bytes, select
 
-KEYS = ("history", "pulls", "repo")
-HISTORIES = ("git",)
+GIT_KEYS = ("history", "pulls", "repo")
+SYNTHETIC_KEYS = ("history", "profile", "full", "churn", "seed", "frag")
+KEYS = tuple(dict.fromkeys(GIT_KEYS + SYNTHETIC_KEYS))
+HISTORIES = ("git", "synthetic")
 BUNDLE = os.path.join("shared", "third_party", "xfstests-history.bundle")
 MIN_SIZE = 64 << 20
 ROOT = Path(__file__).resolve().parents[2]          # the checkout
@@ -41,13 +50,18 @@ class AgedError(ValueError):
 
 # what the user gives --------------------------------------------------------------------------
 def parse(text: str) -> dict:
-    """`git:N[@REPO]` as an [aged] table."""
+    """`git:N[@REPO]` or `synthetic:PROFILE[,key=value...]` as an [aged] table."""
     kind, sep, rest = text.partition(":")
-    if kind == "synthetic":
-        raise AgedError(f"--aged {text}: synthetic aging profiles are not built yet; give git:N[@REPO]")
+    if kind == "synthetic" and sep:
+        from . import synthetic
+        try:
+            return synthetic.parse(rest)
+        except synthetic.SyntheticError as e:
+            raise AgedError(f"--aged {text}: {str(e).removeprefix(f'synthetic:{rest}: ')}") from None
     m = re.fullmatch(r"(\d+)(?:@(.+))?", rest)
     if kind != "git" or not sep or not m:
-        raise AgedError(f"--aged {text}: give git:N (N pulls of the xfstests history) or git:N@REPO")
+        raise AgedError(f"--aged {text}: give git:N (N pulls of the xfstests history), git:N@REPO, "
+                        "or synthetic:PROFILE[,full=PCT][,churn=X][,seed=N][,frag=BLOCKS]")
     table = {"history": "git", "pulls": int(m.group(1))}
     if m.group(2):
         table["repo"] = m.group(2)
@@ -55,6 +69,9 @@ def parse(text: str) -> dict:
 
 
 def describe(table: dict) -> str:
+    if table.get("history") == "synthetic":
+        from .synthetic import describe as synthetic_describe
+        return synthetic_describe(table)
     return f"git:{table['pulls']}" + (f"@{table['repo']}" if table.get("repo") else "")
 
 
@@ -62,17 +79,40 @@ def check_table(table) -> None:
     """Keys and types only (no history is read): what the job file checker calls."""
     if not isinstance(table, dict):
         raise AgedError("[aged] must be a table, e.g. {history = \"git\", pulls = 100}")
+    kind = table.get("history", "git")
+    if kind not in HISTORIES:
+        raise AgedError(f"[aged] history = {kind!r}: choose \"git\" or \"synthetic\"")
+    keys = SYNTHETIC_KEYS if kind == "synthetic" else GIT_KEYS
     for k in table:
-        if k not in KEYS:
-            raise AgedError(f"[aged] has no key {k!r}; keys: {', '.join(KEYS)}")
-    if table.get("history", "git") not in HISTORIES:
-        raise AgedError(f"[aged] history = {table.get('history')!r}: choose \"git\" (synthetic profiles "
-                        "are not built yet)")
+        if k not in keys:
+            raise AgedError(f"[aged] has no key {k!r} with history = \"{kind}\"; keys: {', '.join(keys)}")
+    if kind == "synthetic":
+        from . import synthetic
+        try:
+            synthetic.check(table)
+        except synthetic.SyntheticError as e:
+            raise AgedError(str(e)) from None
+        return
     n = table.get("pulls")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise AgedError(f"[aged] pulls = {n!r}: give a whole number of pulls, 1 or more")
     if "repo" in table and (not isinstance(table["repo"], str) or not table["repo"]):
         raise AgedError(f"[aged] repo = {table['repo']!r}: give a repository's or bundle's path")
+
+
+def check(table) -> None:
+    """Everything about an [aged] table that can be checked before a run: its keys and
+    values, and the history it names (git: the repository has the pulls; synthetic: the
+    profile loads). AgedError otherwise."""
+    check_table(table)
+    if table.get("history", "git") == "synthetic":
+        from . import synthetic
+        try:
+            synthetic.load(table["profile"])
+        except synthetic.SyntheticError as e:
+            raise AgedError(f"[aged] {e}") from None
+    else:
+        history(table)
 
 
 def default_repo() -> str:
@@ -184,6 +224,8 @@ def age_image(table: dict, cfg, image: Path) -> Path:
     """Replace IMAGE (the configuration's fresh image, just made) by its aged copy: the
     recording replayed onto it under CFG's mount options, cached by recipe. Returns the cache
     entry. AgedError when the image cannot be aged (too small, refused by the replay)."""
+    if table.get("history", "git") == "synthetic":
+        return synthetic_image(table, cfg, image)
     from simfs.fuse import mountopts
     from simfs.inprocess import replay as rp
     h = history(table)
@@ -214,3 +256,36 @@ def age_image(table: dict, cfg, image: Path) -> Path:
 def _sparse_copy(src, dst) -> None:
     import subprocess
     subprocess.run(["cp", "--sparse=always", str(src), str(dst)], check=True)
+
+
+def synthetic_image(table: dict, cfg, image: Path) -> Path:
+    """IMAGE aged in-process by a synthetic profile (experiments.aging.synthetic) under CFG's
+    options, cached by recipe; what the aging reached is kept beside it (`.json`)."""
+    from simfs.errors import ImageError
+    from simfs.fuse import mountopts
+    from . import synthetic
+    check_table(table)
+    try:
+        profile = synthetic.load(table["profile"])
+    except synthetic.SyntheticError as e:
+        raise AgedError(f"[aged] {e}") from None
+    key = _digest("synthetic", profile.digest(), synthetic.settings(table), code_version(),
+                  cfg.mount_string(), sorted(cfg.mkfs.items()), image.stat().st_size)
+    cached = cache_root() / f"syn-{key}.img"
+    with _locked(cached):
+        if not cached.exists():
+            tmp = cached.with_suffix(".tmp")
+            _sparse_copy(image, tmp)
+            try:
+                opts = mountopts.parse([cfg.mount_string()]).volume
+                got = synthetic.age(str(tmp), opts, table)
+            except (synthetic.SyntheticError, mountopts.OptionError, ValueError, OSError, ImageError) as e:
+                tmp.unlink(missing_ok=True)
+                raise AgedError(f"{cfg.name}: cannot be aged by {describe(table)} "
+                                f"({image.stat().st_size >> 20} MiB image): {e}") from None
+            cached.with_suffix(".json").write_text(json.dumps(
+                {"recipe": {"profile": table["profile"], "profile_digest": profile.digest(),
+                            **synthetic.settings(table)}, "reached": got}, indent=1))
+            os.replace(tmp, cached)
+    _sparse_copy(cached, image)
+    return cached

@@ -32,7 +32,9 @@ experiments/jobs/*.toml are the five seeds, examples/jobs/*.toml more):
     [[panel]]   phase (required), title, configs (seekwatcher plots); [plots] blockmap = [patterns],
                 blockmap_files
     [aged]      history = "git", pulls = N, repo = PATH (default: the shared xfstests history):
-                every configuration starts from its fresh image aged by N pulls (experiments.aging.aged)
+                every configuration starts from its fresh image aged by N pulls (experiments.aging.aged);
+                or history = "synthetic", profile = NAME|DIR, full = PCT (80), churn = X (1), seed = N,
+                frag = BLOCKS: aged Geriatrix-style by a profile (experiments.aging.synthetic)
     [quick]     any of the above, merged over the job with --quick (tables merge, lists replace);
                 the merged job is checked on every run, so a broken [quick] is found early
 

@@ -69,7 +69,8 @@ def _check_aged(job: Job) -> None:
     try:
         check_table(job.doc["aged"])
     except AgedError as e:
-        bad = next((k for k in job.doc["aged"] if k not in ("history", "pulls", "repo")), None) \
+        from experiments.aging.aged import KEYS
+        bad = next((k for k in job.doc["aged"] if k not in KEYS), None) \
             if isinstance(job.doc["aged"], dict) else None
         raise job.src.error(("aged", bad) if bad else ("aged",), str(e)) from None
 
@@ -259,9 +260,9 @@ def check_paths(job: Job, workload: bool = True) -> None:
     args.from. Apart from `check`, because a Dask worker loads the job where they may not be."""
     src, w = job.src, job.doc.get("workload", {})
     if "aged" in job.doc:                       # the history exists and has the pulls
-        from experiments.aging.aged import AgedError, history
+        from experiments.aging.aged import AgedError, check
         try:
-            history(job.doc["aged"])
+            check(job.doc["aged"])
         except AgedError as e:
             raise src.error(("aged",), str(e)) from None
     if workload and w.get("kind") in ("dir", "tarball"):

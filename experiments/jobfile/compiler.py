@@ -154,7 +154,9 @@ def compile_job(job: Job, wl) -> Experiment:
     if exp.aged:
         from experiments.aging.aged import describe
         exp.notes.append(f"aged: every configuration and repetition starts from its fresh image aged by "
-                         f"{describe(exp.aged)} (pulls of a git history, recorded once, replayed per configuration)")
+                         f"{describe(exp.aged)}" + (" (files created and deleted in-process to a profile, Geriatrix-style)"
+                                                    if exp.aged.get("history") == "synthetic" else
+                                                    " (pulls of a git history, recorded once, replayed per configuration)"))
     return exp
 
 
