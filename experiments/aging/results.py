@@ -54,24 +54,42 @@ def load(out: str) -> list[dict]:
     return rows
 
 
+def tree_files(repo: str, commit: str, _seen: dict = {}) -> int | None:
+    """The files (blobs and symlinks) in COMMIT's tree: what the aged tree holds after that
+    pull (None when the repository cannot say)."""
+    if (repo, commit) not in _seen:
+        import subprocess
+        r = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", commit], capture_output=True)
+        _seen[repo, commit] = r.stdout.count(b"\n") if r.returncode == 0 and commit else None
+    return _seen[repo, commit]
+
+
 def write(out: str, run: dict, rows: list[dict]) -> None:
-    """results.json (the run and every measurement), results.csv, summary.md."""
+    """results.json (the run and every measurement, with the tree's file count), results.csv,
+    summary.md."""
     rows = sorted(rows, key=lambda r: (r["engine"] != "mounted", r["config"], r["pulls"]))
+    for r in rows:
+        if "files" not in r and run.get("repo"):
+            r["files"] = tree_files(run["repo"], r.get("commit", ""))
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({"run": run, "measurements": rows}, f, indent=1)
     with open(os.path.join(out, "results.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=FIELDS + ("files",), extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    table = markdown(["configuration", "engine", "pulls", "grep aged (s)", "grep clean (s)",
+    table = markdown(["configuration", "engine", "pulls", "files", "grep aged (s)", "grep clean (s)",
                       "aged/clean", "layout aged", "layout clean", "free extents",
                       "mean free extent (blocks)", "blocks in use"],
-                     [[r["config"], r["engine"], str(r["pulls"]), fmt_s(r["aged_grep_s"]),
+                     [[r["config"], r["engine"], str(r["pulls"]), _count(r.get("files")), fmt_s(r["aged_grep_s"]),
                        fmt_s(r["clean_grep_s"]), fmt_ratio(r["ratio"]), _score(r["aged_layout"]),
                        _score(r["clean_layout"]), str(r["free_extents"]),
                        f"{r['mean_free_extent_blocks']:,.1f}", _pct(r.get("used_pct"))] for r in rows])
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(f"# Aging: {run['pulls']} pulls of {run['history']}\n\n{_about(run, rows)}\n\n{table}\n")
+
+
+def _count(x) -> str:
+    return "—" if x is None else f"{x:,}"
 
 
 def _score(x) -> str:

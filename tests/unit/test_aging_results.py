@@ -1,0 +1,32 @@
+"""The aging run's written results carry the tree's file count at each measurement (issue 55
+item 3): the files of the measured commit's tree, as `git ls-tree -r` lists them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from experiments.aging.history import make_quick
+from experiments.aging.results import tree_files, write
+
+
+def _row(pulls, commit):
+    return {"config": "ext2", "engine": "mounted", "pulls": pulls, "commit": commit, "aged_grep_s": 2.0,
+            "clean_grep_s": 1.0, "ratio": 2.0, "aged_layout": 0.5, "clean_layout": 0.9, "free_extents": 3,
+            "mean_free_extent_blocks": 10.0, "free_blocks": 30, "used_pct": 1.0, "filled_pct": None}
+
+
+def test_file_counts_are_the_measured_commits(tmp_path):
+    h = make_quick(str(tmp_path / "h"), commits=5)
+    want = [len(subprocess.run(["git", "-C", h.repo, "ls-tree", "-r", "--name-only", c], capture_output=True,
+                               text=True, check=True).stdout.split()) for c in h.commits]
+    assert [tree_files(h.repo, c) for c in h.commits] == want and len(set(want)) > 1
+    run = {"repo": h.repo, "history": "quick", "pulls": 4, "every": 2, "mounted": "ext2", "disk": "sata7200",
+           "size": 64 << 20, "block_size": 4096}
+    (tmp_path / "out").mkdir()
+    write(str(tmp_path / "out"), run, [_row(2, h.commits[2]), _row(4, h.commits[4])])
+    rows = json.loads((tmp_path / "out" / "results.json").read_text())["measurements"]
+    assert [r["files"] for r in rows] == [want[2], want[4]]
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "| files |" in summary and f"| 4 | {want[4]} |" in summary
+    assert tree_files(h.repo, "") is None
