@@ -478,7 +478,7 @@ class Ext2(BlockAllocator):
         if b0 < lim:
             used = bits[b0 * 8:lim * 8].reshape(-1, 8).any(axis=1)
             j = int(used.argmin())
-            if not used[j]:
+            if not used[j]:    # type: ignore[index]  # any(axis=1) of a 2-D array: an array
                 nxt = (b0 + j) * 8
                 if here <= nxt < maxblocks:
                     return nxt
