@@ -60,6 +60,24 @@ def read_baseline(path: Path) -> collections.Counter:
     return collections.Counter(ln for ln in lines if ln and not ln.startswith("#"))
 
 
+def new_findings(found: list[dict], base: collections.Counter) -> list[dict]:
+    """The findings beyond what the baseline holds of their key (for a key found more often
+    than it holds, the last ones in the file), in file and line order."""
+    by_key = collections.defaultdict(list)
+    for f in found:
+        by_key[key(f)].append(f)
+    new = []
+    for k, fs in by_key.items():
+        excess = len(fs) - base[k]
+        if excess > 0:
+            new += sorted(fs, key=lambda r: r["line"])[-excess:]
+    return sorted(new, key=lambda r: (r["file"], r["line"]))
+
+
+def write_baseline(path: Path, found: list[dict]) -> None:
+    path.write_text(HEADER + "".join(f"{k}\n" for k in sorted(key(f) for f in found)))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--update", action="store_true", help="rewrite the baseline from today's findings")
@@ -68,20 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     found = run_mypy(extra)
     now = collections.Counter(key(f) for f in found)
     if args.update:
-        args.baseline.write_text(HEADER + "".join(f"{k}\n" for k in sorted(now.elements())))
+        write_baseline(args.baseline, found)
         print(f"mypy_baseline: {len(found)} findings written to {args.baseline}")
         return 0
     base = read_baseline(args.baseline)
-    by_key = collections.defaultdict(list)
-    for f in found:
-        by_key[key(f)].append(f)
-    new = []
-    for k, fs in by_key.items():     # more than the baseline holds: the last ones count as new
-        excess = len(fs) - base[k]
-        if excess > 0:
-            new += sorted(fs, key=lambda r: r["line"])[-excess:]
+    new = new_findings(found, base)
     gone = sum((base - now).values())
-    for f in sorted(new, key=lambda r: (r["file"], r["line"])):
+    for f in new:
         print(f"{f['file']}:{f['line']}: error: {f['message']}  [{f['code']}]")
     summary = f"mypy: {len(found)} findings, {len(found) - len(new)} in the baseline, {len(new)} new"
     if gone:
