@@ -102,8 +102,9 @@ def generate_tree(
     if dest.exists():
         if not dest.is_dir() or dest.is_symlink():
             raise FileExistsError(f"{dest} exists and is not a directory")
-        if any(os.scandir(dest)):
-            raise FileExistsError(f"{dest} is not empty")
+        with os.scandir(dest) as entries:
+            if any(entries):
+                raise FileExistsError(f"{dest} is not empty")
     else:
         dest.mkdir(parents=True)
 

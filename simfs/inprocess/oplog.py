@@ -323,7 +323,22 @@ def _open_text(path: str):
         raise LogError(f"{path}: cannot read: {e.strerror}") from None
     magic = f.read(2)
     f.seek(0)
-    return gzip.GzipFile(fileobj=f, mode="rb") if magic == GZIP_MAGIC else f
+    return _GzipReader(f) if magic == GZIP_MAGIC else f
+
+
+class _GzipReader(gzip.GzipFile):
+    """A gzip stream that closes the file under it, as gzip.open's does (a GzipFile given a
+    file object leaves it open)."""
+
+    def __init__(self, raw):
+        super().__init__(fileobj=raw, mode="rb")
+        self._raw = raw
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            self._raw.close()
 
 
 def read_header(path: str) -> dict:

@@ -18,6 +18,7 @@ import time
 import pytest
 
 from tests.conftest import SimfsMount, e2fsck, fuse_mounts, make_image, run_simfs, sha256_file
+from pathlib import Path
 
 pytestmark = pytest.mark.mount
 
@@ -29,7 +30,7 @@ def _kill_daemon(m: SimfsMount) -> None:
     pid = m.info()["pid"]
     os.kill(pid, signal.SIGKILL)
     for _ in range(500):
-        if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+        if not os.path.exists(f"/proc/{pid}") or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
             break
         time.sleep(0.01)
     subprocess.run(["fusermount3", "-u", "-z", str(m.mnt)], capture_output=True)

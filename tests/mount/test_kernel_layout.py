@@ -23,6 +23,7 @@ import pytest
 from benchmarks import layoutstats
 from tests.conftest import run
 from tests.helpers import can_loop_mount
+from pathlib import Path
 
 needs_e2fsprogs = pytest.mark.skipif(shutil.which("debugfs") is None, reason="e2fsprogs not installed")
 
@@ -193,4 +194,4 @@ def test_end_to_end_on_a_small_tree(tmp_path):
     assert "| free extents (e2freefrag) |" in table and "| directories per flex group in " in table
     assert list(work.iterdir()) == []                                        # its temporary directory is gone
     assert str(work) not in run(["losetup", "-a"]).stdout
-    assert str(work) not in open("/proc/mounts").read()
+    assert str(work) not in Path("/proc/mounts").read_text()

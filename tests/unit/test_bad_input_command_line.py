@@ -12,6 +12,7 @@ import pytest
 
 from simfs.ondisk.mkfs import mkfs
 from tests.helpers import assert_fsck_clean
+from pathlib import Path
 
 
 def simfs(*argv, cwd=None) -> subprocess.CompletedProcess:
@@ -20,7 +21,7 @@ def simfs(*argv, cwd=None) -> subprocess.CompletedProcess:
 
 
 def sha(path) -> str:
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def refused(*argv, words=(), img=None, cwd=None) -> str:

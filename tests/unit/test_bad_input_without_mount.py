@@ -23,7 +23,7 @@ def refused(capsys, *argv, words=()) -> str:
 
 
 def png_size(path) -> tuple[int, int]:
-    raw = open(path, "rb").read(24)
+    raw = Path(path).read_bytes()[:24]
     assert raw[:8] == PNG
     return struct.unpack(">II", raw[16:24])
 

@@ -2,6 +2,7 @@
 against two of DiskSim's measured traces (bounds recorded from results/summary's run)."""
 
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -196,7 +197,7 @@ def _simfs(*argv):
 
 def _copy_drive(tmp_path, edit=None):
     for name in ("cheetah9LP.parv", "cheetah9LP.diskspecs", "cheetah9LP.model", "cheetah9LP.seek"):
-        text = open(os.path.join(DATA, name), encoding="latin-1").read()
+        text = Path(DATA, name).read_text(encoding="latin-1")
         if edit and name.endswith(edit[0]):
             assert edit[1] in text
             text = text.replace(edit[1], edit[2], 1)
@@ -235,7 +236,7 @@ def test_malformed_input_is_one_line_and_status_2(tmp_path, case):
 
 def test_the_good_copy_validates_through_the_cli(tmp_path):
     parv = _copy_drive(tmp_path)
-    tr = _trace(tmp_path, "".join(open(os.path.join(DATA, "cheetah9LP.trace")).readlines()[:300]))
+    tr = _trace(tmp_path, "".join(Path(DATA, "cheetah9LP.trace").read_text().splitlines(keepends=True)[:300]))
     r = _simfs(tr, "--disk", f"disksim:{parv}", "--json")
     assert r.returncode == 0, r.stderr
     import json
@@ -309,7 +310,7 @@ def _in_process(argv, capsys):
 def test_disksim_output_of_another_trace_is_refused(tmp_path, capsys, lines, name):
     """cheetah9LP's output beside another trace (another name, another request count, or both):
     one line, exit 2, before any replay; the header's trace and count are named."""
-    text = open(os.path.join(DATA, "cheetah9LP.trace")).readlines()
+    text = Path(DATA, "cheetah9LP.trace").read_text().splitlines(keepends=True)
     tr = tmp_path / name
     tr.write_text("".join(text[:lines]))
     code, out, err = _in_process(["disks", "validate", str(tr), "--disk", "disksim-cheetah9lp",

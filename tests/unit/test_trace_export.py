@@ -178,7 +178,7 @@ def test_results_carry_the_latencies_to_csv_and_the_report_table(tmp_path):
     doc = {"experiment": "x", "configs": [{"name": "c", "params": {}}], "records": [rec],
            "summary": [{**rec, "latency": lat}]}
     write_csv(doc, tmp_path / "r.csv")
-    row = next(csv.DictReader(open(tmp_path / "r.csv")))
+    row = next(csv.DictReader((tmp_path / "r.csv").read_text().splitlines()))
     assert float(row["disk_lat_p99"]) == phase["latency"]["disk"]["all"]["p99"]
     assert float(row["disk_rotation_s"]) == phase["disk_time"]["rotation"]
     assert int(row["rotational_misses"]) == phase["latency"]["rotational_misses"]

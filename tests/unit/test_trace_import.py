@@ -15,6 +15,7 @@ from simfs.blockio.traceimport import (CaptureError, blktrace_events, read_captu
                                        write_trace)
 from tests.conftest import run_simfs
 from tests.unit.test_trace_export import make_trace
+from pathlib import Path
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 FIND, UNTAR, BLKPARSE = (os.path.join(DATA, f) for f in ("find.tracefs", "untar.tracefs",
@@ -123,7 +124,7 @@ def test_big_endian_blktrace_reads_the_same(tmp_path):
 
 def test_device_filter(tmp_path):
     """Two devices: refused without --device (naming both), each kept with it."""
-    text = open(FIND).read()
+    text = Path(FIND).read_text()
     other = re.sub(r"block_rq_(issue|complete): 7,0 ", r"block_rq_\1: 8,16 ", text)
     mixed = tmp_path / "mixed.tracefs"
     mixed.write_text(text + "\n".join(ln for ln in other.splitlines() if not ln.startswith("#")) + "\n")
@@ -142,7 +143,7 @@ def _cut(tmp_path, name, text):
 
 
 def test_malformed_and_truncated_captures_are_one_line_and_status_2(tmp_path):
-    lines = open(FIND).read().splitlines(keepends=True)
+    lines = Path(FIND).read_text().splitlines(keepends=True)
     first = next(i for i, ln in enumerate(lines) if "block_rq_issue" in ln)
     comp = next(i for i, ln in enumerate(lines) if "block_rq_complete" in ln)
     bt = tmp_path / "bt"
@@ -158,7 +159,7 @@ def test_malformed_and_truncated_captures_are_one_line_and_status_2(tmp_path):
                                     + lines[first + 1:]), rf":{first + 1}: block_rq_issue does not parse"),
         "lost.tracefs": ("".join(lines[:first + 2] + ["CPU:1 [LOST 12 EVENTS]\n"] + lines[first + 2:]),
                          rf":{first + 3}: the kernel lost events"),
-        "cut.blkparse": (open(BLKPARSE).read()[:5000], r":\d+: "),
+        "cut.blkparse": (Path(BLKPARSE).read_text()[:5000], r":\d+: "),
         "cut.blktrace.0": (raw[:-20], r"event \d+ \(byte \d+\): cut short"),
         "words.txt": ("hello world\n", r"not a tracefs, blkparse or blktrace capture"),
         "empty.txt": ("", r"no events"),

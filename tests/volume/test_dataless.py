@@ -13,6 +13,7 @@ from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 from simfs.ondisk.superblock import Superblock
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
+from pathlib import Path
 
 MIB = 1 << 20
 pytestmark = needs_e2fsprogs
@@ -148,8 +149,8 @@ def test_dataless_same_time_counters_and_metadata(tmp_path, block_size):
     assert used_dl * 8 < used_normal, (used_dl, used_normal)
     assert os.stat(dl).st_size == os.stat(normal).st_size
     # the image remembers; a normal mount warns
-    assert not Superblock(open(normal, "rb").read()[1024:2048]).dataless
-    assert Superblock(open(dl, "rb").read()[1024:2048]).dataless
+    assert not Superblock(Path(normal).read_bytes()[1024:2048]).dataless
+    assert Superblock(Path(dl).read_bytes()[1024:2048]).dataless
     assert "Mount options:            simfs_dataless" in subprocess.run(
         ["dumpe2fs", "-h", str(dl)], capture_output=True, text=True).stdout
     with Volume.open(dl, VolumeOptions(read_only=True)) as vol:
@@ -278,12 +279,12 @@ def test_only_dropped_data_marks_the_image_data_less(tmp_path):
         vol.mkdir(vol.root_ino, b"d", 0o40755, 0, 0)
         assert vol.read(ino, 0, 4) == bytes(4)           # reads as zeros, drops nothing
         vol.commit()
-    assert not Superblock(open(img, "rb").read()[1024:2048]).dataless
+    assert not Superblock(Path(img).read_bytes()[1024:2048]).dataless
     with Volume.open(img, VolumeOptions()) as vol:
         assert not vol.warnings and vol.read(ino, 0, 4) == b"kept"
     with Volume.open(img, VolumeOptions(dataless=True)) as vol:
         g = vol.create(vol.root_ino, b"g", 0o100644, 0, 0).st_ino
         vol.write(g, 0, b"dropped" * 1000)
         vol.commit()
-        assert Superblock(open(img, "rb").read()[1024:2048]).dataless
+        assert Superblock(Path(img).read_bytes()[1024:2048]).dataless
     assert_fsck_clean(img)

@@ -28,6 +28,7 @@ from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 from tests.conftest import fill_host
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
+from pathlib import Path
 
 pytestmark = needs_e2fsprogs
 
@@ -74,7 +75,7 @@ def _read_all(vol, ino: int, size: int) -> bytes:
 def _as_at_the_last_commit(vol, img, before: bytes) -> None:
     """The image holds the last commit: only blocks free in it (taken since, which a commit
     writes before its journal) may differ, and it is e2fsck-clean."""
-    now, bs = open(img, "rb").read(), vol.block_size
+    now, bs = Path(img).read_bytes(), vol.block_size
     changed = {i // bs for i in range(0, len(now), bs) if now[i:i + bs] != before[i:i + bs]}
     assert changed <= vol.image.fresh, sorted(changed - vol.image.fresh)
     assert_fsck_clean(img)
@@ -85,7 +86,7 @@ def test_a_full_journal_loses_nothing_while_open(img, host):
     a = vol.create(vol.root_ino, b"a", 0o100644, 0, 0)
     vol.write(a.st_ino, 0, DATA)
     vol.commit_soon()                                    # `a` is on the image
-    before = open(img, "rb").read()
+    before = Path(img).read_bytes()
     b = vol.create(vol.root_ino, b"b", 0o100644, 0, 0)
     vol.write(b.st_ino, 0, DATA[::-1])
 

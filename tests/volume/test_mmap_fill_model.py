@@ -14,6 +14,7 @@ from simfs.fs.inspection import frag_counts
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 from tests.helpers import assert_fsck_clean
+from pathlib import Path
 
 MiB = 1 << 20
 SIZE = 24 * MiB                 # 6144 pages
@@ -84,7 +85,7 @@ def test_the_hosts_dirty_settings_change_nothing(tmp_path):
     """The host's page cache never holds the modelled pages: the same fill with the host's
     vm.dirty_* thresholds far apart gives identical figures."""
     keys = ("dirty_ratio", "dirty_background_ratio", "dirty_expire_centisecs")
-    saved = {k: open(VM + k).read().strip() for k in keys}
+    saved = {k: Path(VM + k).read_text().strip() for k in keys}
     results = []
     try:
         for values in (("5", "1", "100"), ("60", "30", "6000")):

@@ -13,6 +13,7 @@ from simfs.fs.volume import Volume, VolumeOptions
 from simfs.fuse import mountopts
 from simfs.ondisk.mkfs import mkfs
 from tests.helpers import assert_fsck_clean, needs_e2fsprogs
+from pathlib import Path
 
 
 def _typed(spec: str) -> dict:
@@ -28,7 +29,7 @@ def _typed(spec: str) -> dict:
 
 
 def _digest(path) -> str:
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @needs_e2fsprogs

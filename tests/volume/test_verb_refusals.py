@@ -19,6 +19,7 @@ from simfs.errors import VerbRefused
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.ondisk.mkfs import mkfs
 from tests.helpers import assert_fsck_clean
+from pathlib import Path
 
 UUID = "00000000-0000-0000-0000-000000000002"
 
@@ -51,7 +52,7 @@ def img(pristine, tmp_path):
 
 
 def _digest(path) -> str:
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _listing(img) -> set[bytes]:

@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUNDLE = os.path.join("shared", "third_party", "xfstests-history.bundle")
@@ -99,7 +100,7 @@ def build(source: str, where: str, jobs: int) -> str:
     src = os.path.join(where, "src")
     stamp = os.path.join(where, ".built")
     want = " ".join(x for x in (source, source_commit(source), "patch", patch_digest()) if x)
-    if os.path.exists(stamp) and open(stamp).read().strip() == want and os.path.isfile(
+    if os.path.exists(stamp) and Path(stamp).read_text().strip() == want and os.path.isfile(
             os.path.join(src, "ltp", "fsx")):
         return src
     if not source_present(source):
@@ -397,7 +398,7 @@ def run(a) -> int:
     xml = os.path.join(results, "result.xml")
     if not os.path.exists(xml):
         log(f"no {xml}: see {work}/check.out")
-        sys.stderr.write(open(os.path.join(work, "check.out")).read()[-3000:])
+        sys.stderr.write(Path(work, "check.out").read_text()[-3000:])
         return 1
     rows = parse_xunit(xml)
     for r in rows:
@@ -630,7 +631,7 @@ def table(a) -> int:
     both = [r for r in rows if r["kernel_ext2"] == "pass"]
     L = []
     if a.head and os.path.exists(a.head):
-        L += [open(a.head).read().rstrip(), ""]
+        L += [Path(a.head).read_text().rstrip(), ""]
     L += ["## Counts", "", "| | kernel ext2 | simfs |", "|---|---:|---:|"]
     for st in ("pass", "fail", "notrun"):
         L.append(f"| {st} | {count('kernel_ext2', st)} | {count('simfs', st)} |")
@@ -706,7 +707,7 @@ def side(a) -> int:
         with open(a.reasons) as f:
             reasons = {r["test"]: r["reason"] for r in csv.DictReader(f)}
     tests = sorted(cols[0][1])
-    L = [open(a.head).read().rstrip(), ""] if a.head else []
+    L = [Path(a.head).read_text().rstrip(), ""] if a.head else []
     L += [f"| test | {' | '.join(label for label, _, _ in cols)} | reason (simfs) |",
          "|---|" + "---|" * len(cols) + "---|"]
     for t in tests:
