@@ -247,4 +247,4 @@ mutation: $(STAMP)
 	  --out tools/mutation/results.md --json tools/mutation/results.jsonl
 
 clean:
-	rm -rf $(VENV) $(TOOLS) build *.egg-info $(EXAMPLE_PLUGINS)/*.egg-info $(EXAMPLE_PLUGINS)/build .pytest_cache .hypothesis
+	rm -rf $(VENV) $(TOOLS) build *.egg-info $(EXAMPLE_PLUGINS)/*.egg-info $(EXAMPLE_PLUGINS)/build .pytest_cache .hypothesis .mypy_cache
