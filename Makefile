@@ -72,11 +72,11 @@ xfstests-system:
 
 EXAMPLE_PLUGINS := examples/simfs-example-plugins
 
-$(STAMP): setup.cfg pyproject.toml $(EXAMPLE_PLUGINS)/setup.cfg $(EXAMPLE_PLUGINS)/pyproject.toml
+$(STAMP): setup.cfg pyproject.toml constraints-dev.txt $(EXAMPLE_PLUGINS)/setup.cfg $(EXAMPLE_PLUGINS)/pyproject.toml
 	$(MAKE) system
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,compiled]'
+	$(PY) -m pip install -q -c constraints-dev.txt -e '.[test,compiled]'
 	# the example plug-in package (entry points: allocator stride, dirorder newest-first,
 	# disk model ssd/x25-m); tests/mount/test_plugin_mount.py mounts with it
 	$(PY) -m pip install -q -e $(EXAMPLE_PLUGINS)
