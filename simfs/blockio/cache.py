@@ -30,11 +30,19 @@ Writing back is what the *model* does: it occupies the modelled disk and marks b
 The bytes themselves reach the image file through `ImageFile` (simfs.blockio.imagefile), which is
 told of every change and commits on its own real-time schedule; this cache never writes the
 image, and the model's timing never depends on when a commit happens.
+
+Requests reach the drive through the host's request queue (simfs.blockio.hostqueue: Linux's
+plug, merging up to max_sectors_kb, nr_requests and the I/O scheduler): a write-back batch is
+one plug, finished when the batch is submitted; reads nobody waits for (read-ahead) stay in the
+plug until the task waits for anything or its operation ends; a request the task waits for is
+flushed at once. Until its request is on the drive a buffer's read (`ready_at`) and a block's
+write lock (`locked_until`) are PENDING.
 """
 
 from collections import OrderedDict
 from typing import Protocol
 
+from simfs.blockio.hostqueue import PENDING, Bio, HostQueue
 from simfs.blockio.softdeps import DepTracker
 
 
@@ -85,7 +93,8 @@ def _age(buf: Buffer) -> tuple:
 class BufferCache:
     def __init__(self, image, block_size: int, capacity_blocks: int, stats, clock, *,
                  writeback: WritebackMode, maxio_blocks: int = 32, sync_interval: float = 30.0,
-                 dirty_background: float = 0.10, dirty_limit: float = 0.40):
+                 dirty_background: float = 0.10, dirty_limit: float = 0.40,
+                 iosched: str = "none", nr_requests: int = 128, max_request_blocks: int | None = None):
         self.image = image            # simfs.blockio.imagefile.ImageFile: reads, and is told of changes
         self.bs = block_size
         self.capacity = max(64, capacity_blocks)
@@ -125,6 +134,38 @@ class BufferCache:
         # max_softdeps scales with memory: the cache's size in 4 KiB pages
         self.max_deps = (int(self.capacity * block_size / 4096 * writeback.throttle["per_page"])
                          if writeback.throttle else None)
+        # the block layer below: max_request_blocks None = maxio (no request grows past what
+        # the cache builds)
+        self.hq = HostQueue(self._dispatch, self._clock_now, iosched, nr_requests,
+                            max_request_blocks or self.maxio, stats)
+
+    def _clock_now(self) -> float:
+        return self.clock.now
+
+    def _dispatch(self, op: str, blkno: int, nblocks: int, kind: str, ino: int, wait: bool) -> float:
+        """The host queue sends a request to the drive now. One the task waits for is issued
+        as waited (the trace says so) but the clock moves only when the task sleeps on it,
+        after the whole flush (`_wait_for`)."""
+        clock = self.clock
+        if not wait:
+            return clock.io(op, blkno, nblocks, kind, ino, wait=False)
+        now = clock.now
+        finish = clock.io(op, blkno, nblocks, kind, ino)
+        clock.now = now
+        return finish
+
+    def _unlock(self, blocks: list[int], finish: float) -> None:
+        """Their write is on the drive: the buffer locks are held until it finishes."""
+        locks = self.locked_until
+        for b in blocks:
+            if locks.get(b) == PENDING:
+                locks[b] = finish
+
+    def _wait_for(self, bio) -> float:
+        """The task sleeps until this bio's request has finished: the plug goes first."""
+        self.hq.flush()
+        self.clock.wait_until(bio.finish)
+        return bio.finish
 
     @property
     def ndirty(self) -> int:
@@ -140,14 +181,15 @@ class BufferCache:
             self.uses += 1
             buf.used = self.uses
             self.stats.count("cache_hits")
-            if buf.ready_at > self.clock.now:     # read-ahead still on its way
-                self.clock.wait_until(buf.ready_at)
+            if buf.ready_at > self.clock.now:     # read-ahead still on its way: the task
+                self.hq.flush()                   # sleeps, its plug goes first (it may hold
+                self.clock.wait_until(buf.ready_at)   # this very read)
             return buf.data
         if self._locked(blkno):
             self.stats.count("cache_hits")
             return self._keep(blkno, kind, ino).data
         self.stats.count("cache_misses")
-        self.clock.io("R", blkno, 1, kind, ino)
+        self._wait_for(self.hq.submit("R", blkno, 1, kind, ino, wait=True))
         return self._load(blkno, 1, kind, ino, 0.0)[0].data
 
     def _locked(self, blkno: int) -> bool:
@@ -182,8 +224,15 @@ class BufferCache:
                     and not self._locked(blkno + j):
                 j += 1
             self.stats.count("cache_misses" if (wait if needed is None else needed) else "readahead_blocks", j - i)
-            finish = self.clock.io("R", blkno + i, j - i, kind, ino, wait=wait)
-            self._load(blkno + i, j - i, kind, ino, 0.0 if wait else finish)
+            bio = self.hq.submit("R", blkno + i, j - i, kind, ino, wait=wait)
+            if wait:
+                self._wait_for(bio)
+            bufs = self._load(blkno + i, j - i, kind, ino, 0.0 if wait else PENDING)
+            if not wait:
+                if bio.finish != PENDING:         # loading them flushed the plug (eviction)
+                    _ready(bufs, bio.finish)
+                else:
+                    bio.done = lambda finish, bufs=bufs: _ready(bufs, finish)
             i = j
 
     def _load(self, blkno: int, count: int, kind: str, ino: int, ready_at: float) -> list[Buffer]:
@@ -327,6 +376,7 @@ class BufferCache:
             self._unrecorded += 1
 
     def end_op(self) -> None:
+        self.hq.flush()                 # the operation's plug: its read-ahead goes now
         if self._recording:
             self._recording -= 1
             if self.deps.end(self.is_dirty, self.clock.now) and self.max_deps is not None \
@@ -359,6 +409,7 @@ class BufferCache:
         out rolled back (soft updates) are still dirty: write again until none is left."""
         for _ in range(self.MAX_ROUNDS):
             self._flush_dirty(wait=False)
+            self.hq.flush()
             self.clock.drain()
             if not self.deps.pending:
                 return
@@ -375,6 +426,7 @@ class BufferCache:
             todo = {b for b in want | self.deps.prerequisites(want & self.deps.pending.keys())
                     if b in self.buffers and self.buffers[b].dirty}
             self._write_back(sorted(todo), wait=False)
+            self.hq.flush()
             self.clock.drain()
             if not (want & self.deps.pending.keys()):
                 return
@@ -389,6 +441,7 @@ class BufferCache:
     def drop_clean(self) -> None:
         """Drop every clean buffer, and the drive's read buffer below (drop_caches: the caller
         wrote the dirty ones back first, so cold means cold down to the platters)."""
+        self.hq.flush()
         for b in [b for b, buf in self.buffers.items() if not buf.dirty]:
             del self.buffers[b]
         self.clock.drop_drive_buffer()
@@ -419,6 +472,7 @@ class BufferCache:
                 free, n = dirty, max(n // 2, 1)
                 if wait:
                     self._write_back(sorted(b.blkno for b in free[:n]), wait)
+                    self.hq.flush()
                     self.clock.cpu(self.writeback.throttle["bufdaemon_sleep"])
                     return
             dirty = free
@@ -445,6 +499,7 @@ class BufferCache:
         self.stats.count("softdep_throttled")
         pre = sorted(b for b in self.deps.prerequisites() if b in self.buffers and self.buffers[b].dirty)
         self._write_back(pre, wait=False)
+        self.hq.flush()
         self.clock.cpu(self.writeback.throttle["wait"])
 
     def _use(self, buf: Buffer) -> None:
@@ -484,9 +539,11 @@ class BufferCache:
 
     def _write_back(self, blknos: list[int], wait: bool) -> list[tuple[float, int]]:
         """Write sorted dirty blocks back (in the model): contiguous runs up to maxio blocks
-        become one request. Delayed blocks (negative keys) are placed first. Returns
-        (finish time, blocks) per request."""
+        become one bio, all of them under one plug (the host queue may merge them further).
+        Delayed blocks (negative keys) are placed first. Returns (finish time, blocks) per
+        bio."""
         requests = []
+        plugged = []                    # runs whose finish the plug's flush will tell
         if blknos and blknos[0] < 0:
             placed = self.place([k for k in blknos if k < 0])
             blknos = sorted(b for b in [b for b in blknos if b >= 0] + list(placed.values())
@@ -500,38 +557,71 @@ class BufferCache:
             now = self.clock.now
             carried = [self.deps.start_write(b.blkno, now) for b in run]
             finish = self._issue(blknos[i], run, wait)
+            if not isinstance(finish, Bio):
+                self._written(run, carried, finish)
+            else:
+                plugged.append((run, carried, finish))
             requests.append((finish, len(run)))
-            for b, c in zip(run, carried):
-                if c is not None and not self.deps.finish_write(b.blkno, c, finish):
-                    # written rolled back: redirtied when the write completes (the buffer goes
-                    # to the tail of the dirty queue and the syncer's list afresh)
-                    self.stats.count("softdep_rollbacks")
-                    b.dirtied_at = finish
-                    continue
-                b.dirty = False
-                del self.dirty[b.blkno]
-            self.stats.count("blocks_written", len(run))
             i = j
+        if plugged:
+            self.hq.flush()             # blk_finish_plug: the batch goes to the drive
+            for run, carried, bio in plugged:
+                self._written(run, carried, bio.finish)
+            requests = [(f.finish if isinstance(f, Bio) else f, n) for f, n in requests]
         return requests
 
-    def _issue(self, blkno: int, run: list[Buffer], wait: bool) -> float:
-        """Issue one write request of the run at blkno, after the last write of any of its
-        blocks has completed (the buffer lock); returns its finish and locks its blocks until
-        then."""
+    def _written(self, run: list[Buffer], carried: list, finish: float) -> None:
+        """The run's write finishes at `finish`: its buffers are clean, or dirty again if the
+        write carried them rolled back (soft updates)."""
+        for b, c in zip(run, carried):
+            if c is not None and not self.deps.finish_write(b.blkno, c, finish):
+                # written rolled back: redirtied when the write completes (the buffer goes
+                # to the tail of the dirty queue and the syncer's list afresh)
+                self.stats.count("softdep_rollbacks")
+                b.dirtied_at = finish
+                continue
+            b.dirty = False
+            del self.dirty[b.blkno]
+        self.stats.count("blocks_written", len(run))
+
+    def _issue(self, blkno: int, run: list[Buffer], wait: bool):
+        """Issue one write of the run at blkno, after the last write of any of its blocks has
+        completed (the buffer lock); locks its blocks until it finishes. Returns its finish,
+        or, for a write left in the plug, its bio (the finish is known at the flush)."""
         locks = self.locked_until
         now = self.clock.now
         unlock = max([locks.get(b.blkno, 0.0) for b in run]) if locks else 0.0
+        if unlock == PENDING:                    # its last write is still in the plug: it goes
+            self.hq.flush()
+            unlock = max(locks.get(b.blkno, 0.0) for b in run)
         if unlock > now:
             self.stats.count("writes_waited_on_lock")
+            self.hq.flush()                      # the writer sleeps, or its batch goes first
             if wait:
                 self.clock.wait_until(unlock)    # the writer sleeps on the lock, then submits
                 unlock = 0.0
-        finish = self.clock.io("W", blkno, len(run), run[0].kind, run[0].ino, wait=wait,
-                               at=unlock if unlock > now else None)
+        if unlock > now:
+            # submitted when the lock is released, by the completion: outside this plug
+            finish = self.clock.io("W", blkno, len(run), run[0].kind, run[0].ino, wait=False, at=unlock)
+        else:
+            bio = self.hq.submit("W", blkno, len(run), run[0].kind, run[0].ino, wait=wait)
+            if wait:
+                finish = self._wait_for(bio)
+            else:
+                finish = PENDING
+                bio.done = lambda f, blocks=[b.blkno for b in run]: self._unlock(blocks, f)
         for b in run:
             locks[b.blkno] = finish
         if len(locks) > self._lock_prune:        # forget the locks released (amortised)
             now = self.clock.now
             self.locked_until = {b: t for b, t in locks.items() if t > now}
             self._lock_prune = max(1024, 2 * len(self.locked_until))
-        return finish
+        return finish if finish != PENDING else bio
+
+
+def _ready(bufs: list[Buffer], finish: float) -> None:
+    """Their read is on the drive: a buffer not overwritten meanwhile (getblk) is ready then."""
+    for b in bufs:
+        if b.ready_at == PENDING:
+            b.ready_at = finish
+

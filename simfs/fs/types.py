@@ -42,6 +42,11 @@ def _writeback_policies():
     return WRITEBACK
 
 
+def _ioscheds():
+    from simfs.blockio.hostqueue import SCHEDULERS
+    return list(SCHEDULERS)
+
+
 def _disk_model(spec: str) -> None:
     """Build the model: catches what only building it finds (a geometry that does not fit)."""
     from disk_models import make_disk
@@ -94,6 +99,22 @@ class VolumeOptions:
         "submit a file read's whole window (the blocks asked for and the read-ahead) at once, in "
         "sector order, as Linux's mpage_readpages under a plug and its elevator do; off: one "
         "request after another in file order, waiting for those asked for (FreeBSD's cluster_read)"))
+    # the host's request queue (simfs.blockio.hostqueue; docs/host-queue.md): names as sysfs's
+    # /sys/block/DEV/queue/{scheduler,nr_requests,max_sectors_kb}
+    iosched: str = option("none", (
+        "the block layer's I/O scheduler: none (blk-mq without one: merges with the newest plugged "
+        "request, submission order), mq-deadline (6.x's default for a rotating disk: sector order "
+        "from the last position, reads first, expiry), 2.6's noop, deadline and cfq (cfq modelled "
+        "as deadline); default none: the order the cache submits in"), choices=_ioscheds)
+    nr_requests: int = option(128, (
+        "requests the block layer's queue holds (merged and sorted together); a submitter finding "
+        "none free flushes its plug. 2.6.x: 128 (BLKDEV_MAX_RQ); 6.x with a scheduler: 2 x "
+        "min(host tags, 128), 64 for a SATA host"), unit="requests", range=(4, 2048))
+    max_sectors_kb: int | None = option(None, (
+        "largest request the block layer merges bios into; default: maxio (no request grows past "
+        "what the cache builds, as FreeBSD, whose MAXPHYS is 128K). Linux 2.6.x: 512 "
+        "(BLK_DEF_MAX_SECTORS = 1024 sectors); 4.4-6.16: 1280 (2560); 6.17 on: 4096"),
+        unit="KiB", range=(4, 32768), multiple=4)
     inode_readahead_blks: int | None = option(
         None, "inode-table blocks read around an inode-table miss (ext4's __ext4_get_inode_loc; "
               "0 = off; a power of two up to 2^30); default: 32 on an image with ext4's layout "

@@ -140,7 +140,10 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
                                commit_interval=options.commit, dataless=options.dataless)
         self.cache = BufferCache(self.image, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
                                  writeback=writeback, maxio_blocks=options.maxio // geo.block_size,
-                                 sync_interval=options.sync_interval)
+                                 sync_interval=options.sync_interval, iosched=options.iosched,
+                                 nr_requests=options.nr_requests,
+                                 max_request_blocks=(options.max_sectors_kb << 10) // geo.block_size
+                                 if options.max_sectors_kb else None)
         self.ops = OperationCharger(self.clock, self.cache, self.stats, self.cpu_op)
         gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
         self.descs = unpack_table(gdt, geo.groups)

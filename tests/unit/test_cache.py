@@ -163,6 +163,8 @@ def test_read_run_one_request_per_missing_stretch_up_to_maxio():
     clock.ios.clear()
     t0 = clock.now
     c.read_run(0, 10, "data", 7, wait=False)
+    assert clock.ios == []              # in the host queue's plug until the task waits or its
+    c.hq.flush()                        # operation ends (or the plug is finished, as here)
     assert clock.ios == [("R", 0, 3, "data", 7, False), ("R", 5, 4, "data", 7, False),
                          ("R", 9, 1, "data", 7, False)]
     assert clock.now == t0                                 # read-ahead: the caller goes on

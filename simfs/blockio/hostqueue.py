@@ -1,0 +1,343 @@
+"""The host's request queue: Linux's block layer between the buffer cache and the drive.
+
+The buffer cache hands the block layer *bios*: one run of contiguous blocks in one direction,
+as the file system built it (at most `maxio`). The block layer turns them into *requests* and
+decides the order in which the requests go to the drive. Modelled from Linux's code:
+
+* **The plug** (block/blk-core.c `blk_start_plug`/`blk_finish_plug`, 2.6.39 on; before it the
+  queue's own plug, `blk_plug_device`, did the same for a batch): bios submitted while the
+  task holds a plug collect in its plug list, and reach the scheduler together when the plug is
+  finished or the task sleeps (`schedule` -> `blk_flush_plug`). The cache plugs a write-back
+  batch (writepages under the flusher's plug) and the reads a task does not wait for (the
+  read-ahead window: `read_pages`' plug); anything that makes the task wait (a request it waits
+  for, a buffer still on its way, a sleep) flushes the plug first, and so does the end of the
+  operation. A request the task waits for goes through the plug too and is flushed at once.
+* **Merging** (block/blk-merge.c): a bio joins a request of the same direction that ends where
+  the bio begins (back merge) or begins where it ends (front merge) if the result stays within
+  `max_sectors_kb` (`blk_rq_get_max_sectors`, `ll_back_merge_fn`, `ll_front_merge_fn`).
+  Where each scheduler looks is its kernel's: see SCHEDULERS.
+* **nr_requests**: every bio that does not merge needs a request; when `nr_requests` are taken
+  the submitter sleeps for one (`get_request_wait`, `blk_mq_get_tag`), which flushes its plug.
+  So nr_requests bounds how many requests are merged and sorted together.
+* **The scheduler** orders the requests of a flush (`none`/`noop`: as submitted;
+  `deadline`/`mq-deadline`/`cfq`: by sector in one-way sweeps, reads before writes, with
+  expiry times), picking the next request when the drive has finished the previous one.
+
+Simplification (stated in docs/host-queue.md): the queue empties at each flush - a later
+plug's requests do not overtake requests of an earlier flush that the drive has not started
+(exact when the drive takes requests as fast as they come; for a one-command drive Linux could
+still reorder them). Requests are issued to the drive at the flush; the drive's queue time
+holds their wait.
+
+Deterministic: no wall clock; the order depends only on the bios, their order and the finish
+times the drive model returns.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+#: a bio's finish before its request has gone to the drive (the plug holds it)
+PENDING = math.inf
+
+#: name -> (plug merge with the "last" request only or "all", front merges too, requests
+#:          made adjacent by a merge merged, elevator insert merge, dispatch order)
+#: none         blk-mq without a scheduler (6.x; the default of NVMe, and of every blk-mq device
+#:              with `none`): plug merge with the newest request only (5.16 on: Axboe's "remove
+#:              plug based merging" left the one-hit merge), dispatched in plug order
+#:              (blk_mq_flush_plug_list)
+#: noop         2.6's noop elevator: a bio back-merges into any queued request (elv_merge: the
+#:              request hash; noop has no front-merge function), FIFO dispatch
+#: deadline     2.6's deadline (deadline-iosched.c): back and front merges (front_merges=1),
+#:              and requests made adjacent by a merge are merged (elv_merged_request ->
+#:              attempt_back_merge/attempt_front_merge); dispatch as below with next_rq
+#: cfq          2.6's default (2.6.18 on): modelled as deadline (one process's requests; cfq's
+#:              per-process queues, time slices and idling are not modelled)
+#: mq-deadline  6.x's default for a single-queue rotating disk (mq-deadline.c): plug merge
+#:              with the newest request, then insert merges (elv_attempt_insert_merge: a request
+#:              is appended to the queued one that ends where it begins, again while possible);
+#:              dispatch from latest_pos (deadline_from_pos), fifo head when nothing is above
+SCHEDULERS = {
+    "none": ("last", True, False, False, "fifo"),
+    "noop": ("all", False, False, False, "fifo"),
+    "deadline": ("all", True, True, False, "deadline"),
+    "cfq": ("all", True, True, False, "deadline"),
+    "mq-deadline": ("last", True, False, True, "mq-deadline"),
+}
+
+#: deadline's tunables (both kernels: read_expire = HZ/2, write_expire = 5*HZ,
+#: writes_starved = 2, fifo_batch = 16)
+READ_EXPIRE, WRITE_EXPIRE, WRITES_STARVED, FIFO_BATCH = 0.5, 5.0, 2, 16
+
+
+class Bio:
+    """One run the cache submitted; `finish` is PENDING until its request is on the drive.
+    `done` (optional): called with the finish time then."""
+
+    __slots__ = ("op", "start", "n", "kind", "ino", "wait", "finish", "done")
+
+    def __init__(self, op, start, n, kind, ino, wait=False, done=None):
+        self.op, self.start, self.n, self.kind, self.ino = op, start, n, kind, ino
+        self.wait = wait
+        self.finish = PENDING
+        self.done = done
+
+
+class Request:
+    """Bios merged into one command to the drive: blocks [start, start + n) of direction op."""
+
+    __slots__ = ("op", "start", "n", "bios", "seq", "arrival")
+
+    def __init__(self, bio: Bio, seq: int):
+        self.op, self.start, self.n = bio.op, bio.start, bio.n
+        self.bios = [bio]
+        self.seq = seq
+        self.arrival = 0.0
+
+    @property
+    def end(self) -> int:
+        return self.start + self.n
+
+    def __repr__(self):
+        return f"Request({self.op} {self.start}+{self.n} #{self.seq})"
+
+
+class HostQueue:
+    """The block layer's queue of one device.
+
+    `issue(op, blkno, nblocks, kind, ino, wait) -> finish` sends one request to the drive at
+    the current simulated time without moving the clock (`wait`: the submitter will sleep on
+    it after the flush); `now()` reads the clock.
+    `max_blocks`: the largest request (max_sectors_kb in file-system blocks). `log`, when a
+    list, records every dispatch: (pick time, request, started a batch?, the fifo head of the
+    batch's direction then, or None)."""
+
+    def __init__(self, issue, now, scheduler: str = "none", nr_requests: int = 128, max_blocks: int = 32,
+                 stats=None):
+        if scheduler not in SCHEDULERS:
+            raise ValueError(f"I/O scheduler {scheduler!r}: choose one of {', '.join(SCHEDULERS)}")
+        if nr_requests < 1 or max_blocks < 1:
+            raise ValueError("nr_requests and the largest request must be at least 1")
+        self.issue, self.now, self.stats = issue, now, stats
+        self.scheduler = scheduler
+        self.scan, self.front, self.coalesce, self.insert_merge, self.order = SCHEDULERS[scheduler]
+        self.nr_requests = nr_requests
+        self.max_blocks = max_blocks
+        self.plug: list[Request] = []
+        self.seq = 0
+        self.log: list | None = None
+        # deadline's state, kept from flush to flush (as the kernel's deadline_data)
+        self.batching = 0
+        self.starved = 0
+        self.last_dir = "R"
+        self.latest_pos = {"R": 0, "W": 0}
+
+    # -- the submitter's side ------------------------------------------------------------------
+    def submit(self, op: str, start: int, n: int, kind: str, ino: int = 0, wait: bool = False,
+               done=None) -> Bio:
+        """Queue a bio in the plug (merging it if it can); its finish is known after `flush`.
+        `wait`: the submitter will wait for it (the drive is told; see `issue`)."""
+        bio = Bio(op, start, n, kind, ino, wait, done)
+        if n > self.max_blocks:                      # bio_split_to_limits: pieces of at most
+            self._split(bio)                         # max_sectors_kb, each queued as a bio
+            return bio
+        self._queue(bio)
+        return bio
+
+    def _split(self, bio: Bio) -> None:
+        """The bio as pieces of max_blocks; it finishes when its last piece does."""
+        pieces = []
+        left = [0]
+
+        def piece_done(finish):
+            left[0] -= 1
+            if left[0] == 0:
+                bio.finish = max(p.finish for p in pieces)
+                if bio.done is not None:
+                    bio.done(bio.finish)
+
+        for s in range(bio.start, bio.start + bio.n, self.max_blocks):
+            p = Bio(bio.op, s, min(self.max_blocks, bio.start + bio.n - s), bio.kind, bio.ino, bio.wait,
+                    piece_done)
+            pieces.append(p)
+        left[0] = len(pieces)
+        self._count("hostqueue_bio_splits")
+        for p in pieces:
+            self._queue(p)
+
+    def _queue(self, bio: Bio) -> None:
+        if self._plug_merge(bio):
+            self._count("hostqueue_bio_merges")
+            return
+        if len(self.plug) >= self.nr_requests:       # no free request: the submitter sleeps,
+            self.flush()                             # which flushes its plug
+        self.plug.append(Request(bio, self.seq))
+        self.seq += 1
+
+    def flush(self) -> None:
+        """The plug reaches the scheduler and the scheduler's requests go to the drive."""
+        if not self.plug:
+            return
+        reqs, self.plug = self.plug, []
+        t = self.now()
+        for r in reqs:
+            r.arrival = t
+        if self.insert_merge:
+            reqs = self._insert_merges(reqs)
+        pick = self._fifo if self.order == "fifo" else self._deadline
+        for r in pick(reqs, t):
+            first = r.bios[0]
+            finish = self.issue(r.op, r.start, r.n, first.kind, first.ino, any(b.wait for b in r.bios))
+            for b in r.bios:
+                b.finish = finish
+                if b.done is not None:
+                    b.done(finish)
+
+    @property
+    def plugged(self) -> int:
+        return len(self.plug)
+
+    # -- merging -------------------------------------------------------------------------------
+    def _fits(self, r: Request, n: int) -> bool:
+        return r.n + n <= self.max_blocks
+
+    def _plug_merge(self, bio: Bio) -> bool:
+        """blk_attempt_plug_merge (and for the 2.6 elevators elv_merge): back, then front merge
+        with a plugged request of the same direction, newest first."""
+        plug = self.plug
+        cands = plug[-1:] if self.scan == "last" else reversed(plug)
+        for r in cands:
+            if r.op != bio.op or not self._fits(r, bio.n):
+                continue
+            if r.end == bio.start:
+                r.n += bio.n
+                r.bios.append(bio)
+                if self.coalesce:
+                    self._coalesce_after(r)
+                return True
+            if self.front and bio.start + bio.n == r.start:
+                r.start, r.n = bio.start, r.n + bio.n
+                r.bios.insert(0, bio)
+                if self.coalesce:
+                    self._coalesce_before(r)
+                return True
+        return False
+
+    def _coalesce_after(self, r: Request) -> None:
+        """attempt_back_merge: r grew at its end; a queued request starting there joins it."""
+        for o in self.plug:
+            if o is not r and o.op == r.op and o.start == r.end and self._fits(r, o.n):
+                r.n += o.n
+                r.bios.extend(o.bios)
+                self.plug.remove(o)
+                self._count("hostqueue_request_merges")
+                return
+
+    def _coalesce_before(self, r: Request) -> None:
+        """attempt_front_merge: r grew at its start; a queued request ending there takes it."""
+        for o in self.plug:
+            if o is not r and o.op == r.op and o.end == r.start and self._fits(o, r.n):
+                o.n += r.n
+                o.bios.extend(r.bios)
+                self.plug.remove(r)
+                self._count("hostqueue_request_merges")
+                return
+
+    def _insert_merges(self, reqs: list[Request]) -> list[Request]:
+        """elv_attempt_insert_merge as dd_insert_requests calls it, request by request in plug
+        order: append the request to a queued one ending where it begins, and again with the
+        merged one, while the size allows."""
+        queued: list[Request] = []
+        by_end: dict[tuple, Request] = {}            # the request hash: (op, end) -> request
+        for r in reqs:
+            while True:
+                o = by_end.get((r.op, r.start))
+                if o is None or o is r or not self._fits(o, r.n):
+                    break
+                del by_end[(o.op, o.end)]
+                if by_end.get((r.op, r.end)) is r:
+                    del by_end[(r.op, r.end)]
+                o.n += r.n
+                o.bios.extend(r.bios)
+                if r in queued:
+                    queued.remove(r)
+                self._count("hostqueue_request_merges")
+                r = o
+            if r not in queued:
+                queued.append(r)
+            by_end[(r.op, r.end)] = r
+        queued.sort(key=_seq)
+        return queued
+
+    # -- dispatch --------------------------------------------------------------------------------
+    def _fifo(self, reqs: list[Request], t: float):
+        for r in reqs:
+            if self.log is not None:
+                self.log.append((t, r, False, None))
+            yield r
+
+    def _deadline(self, reqs: list[Request], t0: float):
+        """__dd_dispatch_request / deadline_dispatch_requests, one pick each time the drive is
+        free (the generator resumes after the previous request's finish: `flush` keeps t)."""
+        mq = self.order == "mq-deadline"
+        sort = {"R": [], "W": []}                    # (start, seq, request), by sector
+        fifo = {"R": [], "W": []}                    # in insertion order
+        for r in reqs:
+            bisect.insort(sort[r.op], (r.start, r.seq, r))
+            fifo[r.op].append(r)
+        expire = {"R": READ_EXPIRE, "W": WRITE_EXPIRE}
+        next_rq = {"R": None, "W": None}             # 2.6's dd->next_rq (none at a fresh queue)
+        t = t0
+
+        def following(d):
+            if mq:                                   # deadline_from_pos(latest_pos)
+                s = sort[d]
+                i = bisect.bisect_left(s, (self.latest_pos[d], -1))
+                return s[i][2] if i < len(s) else None
+            return next_rq[d]
+
+        while fifo["R"] or fifo["W"]:
+            rq = following(self.last_dir)
+            new_batch, head = False, None
+            if rq is None or self.batching >= FIFO_BATCH:
+                if fifo["R"]:
+                    if fifo["W"] and self.starved >= WRITES_STARVED:
+                        d = "W"
+                        self.starved = 0
+                    else:
+                        if fifo["W"]:
+                            self.starved += 1
+                        d = "R"
+                else:
+                    d = "W"
+                    self.starved = 0
+                head = fifo[d][0]
+                nxt = following(d)
+                rq = head if t >= head.arrival + expire[d] or nxt is None else nxt
+                self.last_dir = d
+                self.batching = 0
+                new_batch = True
+            d = rq.op
+            self.batching += 1
+            s = sort[d]
+            i = bisect.bisect_left(s, (rq.start, rq.seq, rq))
+            del s[i]
+            fifo[d].remove(rq)
+            if mq:
+                self.latest_pos[d] = rq.start
+            else:                                    # deadline_move_request
+                next_rq["R"] = next_rq["W"] = None
+                next_rq[d] = s[i][2] if i < len(s) else None
+            if self.log is not None:
+                self.log.append((t, rq, new_batch, head))
+            yield rq
+            t = max(t, rq.bios[0].finish)
+
+    def _count(self, key: str) -> None:
+        if self.stats is not None:
+            self.stats.count(key)
+
+
+def _seq(r: Request) -> int:
+    return r.seq
