@@ -155,30 +155,32 @@ class FileIO:
         bytes returns how many went in; before any, it raises ENOSPC."""
         ino = inode.ino
         bs = self.block_size
+        cache, filemap = self.cache, self.filemap
+        delayed = self.placement.delayed
         done = 0
         data = memoryview(data)             # slices below copy nothing
+        size = len(data)
         try:
-            while done < len(data):
-                pos = offset + done
-                lblk, lo = divmod(pos, bs)
-                n = min(bs - lo, len(data) - done)
+            while done < size:
+                lblk, lo = divmod(offset + done, bs)
+                n = min(bs - lo, size - done)
                 # a block of an unwritten extent is allocated: converted below, not delayed
-                if self.placement.delayed and not self.filemap.bmap(inode, lblk, unwritten=True):
+                if delayed and not filemap.bmap(inode, lblk, unwritten=True):
                     key = self.delalloc.delay(inode, lblk)
-                    buf = self.cache.page(key, "data", ino)
+                    buf = cache.page(key, "data", ino)
                     buf[lo:lo + n] = data[done:done + n]
-                    self.cache.mark_dirty(key, buf, "data", ino)
+                    cache.mark_dirty(key, buf, "data", ino)
                     done += n
                     continue
-                phys, new = self.filemap.map_for_write(inode, lblk)
+                phys, new = filemap.map_for_write(inode, lblk)
                 if new and new != CONVERTED:        # a converted block keeps its place
                     phys = self._cluster_write(inode, lblk, phys)
                 if new or n == bs:
-                    buf = self.cache.getblk(phys, "data", ino)
+                    buf = cache.getblk(phys, "data", ino)
                 else:
-                    buf = self.cache.bread(phys, "data", ino)
+                    buf = cache.bread(phys, "data", ino)
                 buf[lo:lo + n] = data[done:done + n]
-                self.cache.mark_dirty(phys, buf, "data", ino)
+                cache.mark_dirty(phys, buf, "data", ino)
                 done += n
         except FSError as e:
             if e.errno != errno.ENOSPC or done == 0:

@@ -87,9 +87,14 @@ class FileMap:
         unless `unwritten`: simfs.fs.extentmap)."""
         if inode.flags & EXTENTS_FL:
             return self.ext.bmap(inode, lblk, unwritten)
+        nblocks, is_meta = self.nblocks, self.is_meta
+        if lblk < NDIR_BLOCKS:                  # a direct block (most lookups): no path to walk
+            blk = inode.block[lblk]
+            if blk and (blk >= nblocks or is_meta[blk]):
+                raise self._damaged(inode, self.checks.block_error(inode.ino, blk))
+            return blk
         slot, idx = self.path(lblk)
         blk = inode.block[slot]
-        nblocks, is_meta = self.nblocks, self.is_meta
         if blk and (blk >= nblocks or is_meta[blk]):
             raise self._damaged(inode, self.checks.block_error(inode.ino, blk))
         for depth, i in enumerate(idx):
@@ -183,7 +188,7 @@ class FileMap:
         allocation fails, the indirect blocks this call added are freed before the error goes on."""
         if inode.flags & EXTENTS_FL:
             return self.ext.map_for_write(inode, lblk, kind, phys)
-        slot, idx = self.path(lblk)
+        slot, idx = (lblk, ()) if lblk < NDIR_BLOCKS else self.path(lblk)
         blk = self._checked(inode, inode.block[slot])
         level = len(idx)
         if level == 0:

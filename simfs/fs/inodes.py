@@ -46,6 +46,9 @@ def readahead_span(blk: int, table: int, ra: int, used_blocks: int, table_blocks
     return b, end - b + 1
 
 
+LOCATIONS_KEPT = 1 << 16       # inode numbers whose table place InodeTable remembers at most
+
+
 class InodeTable:
     def __init__(self, geometry, descs, cache, capacity: int = 8192, checks=None,
                  readahead: int = 0, itable_unused: bool = False):
@@ -62,14 +65,23 @@ class InodeTable:
         # put since the last pack: ino -> (inode, the block's buffer, offset in it)
         self.unpacked: dict[int, tuple] = {}
         self.cold: set[int] = set()     # pinned inodes to read again at their next get (drop_all)
+        self.locations: dict[int, tuple[int, int]] = {}     # ino -> _where's answer
 
     def _where(self, ino: int) -> tuple[int, int]:
+        """(inode-table block, byte offset in it) of `ino`; remembered, since every put and
+        miss asks (a mounted file system's inode tables never move)."""
+        loc = self.locations.get(ino)
+        if loc is not None:
+            return loc
         geo = self.geo
         if not 1 <= ino <= geo.inodes_count:
             raise ValueError(f"inode {ino} out of range")
         g, idx = divmod(ino - 1, geo.inodes_per_group)
         blk = self.descs[g].inode_table + idx // geo.inodes_per_block
-        return blk, (idx % geo.inodes_per_block) * geo.inode_size
+        if len(self.locations) >= LOCATIONS_KEPT:
+            self.locations.clear()
+        loc = self.locations[ino] = (blk, (idx % geo.inodes_per_block) * geo.inode_size)
+        return loc
 
     def get(self, ino: int) -> Inode:
         inode = self.pinned.get(ino)
