@@ -3,7 +3,8 @@ delayed blocks go out - and the contract a write-back plug-in follows.
 
 The buffer cache (simfs.blockio.cache) is handed one `WritebackPolicy` object per mount
 (``-o writeback=NAME``) and asks it two things; everything else about write-back (the
-30-second syncer, the dirty thresholds, clustering into requests of at most ``maxio``,
+30-second syncer, the dirty thresholds, clustering into bios of at most ``maxio``, which the
+host's request queue may merge up to ``max_sectors_kb`` - simfs.blockio.hostqueue -,
 eviction, sync/fsync/unmount) is the cache's and is the same for every mode.
 
 Registry: `WRITEBACK` (built-ins, installed packages' entry points in group

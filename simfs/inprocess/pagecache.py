@@ -36,10 +36,16 @@ The dirtier's own time per page (the fault, the page's zeroing, set_page_dirty) 
 (vm.dirty_ratio=90: "touched 262144 pages in 1.281706 seconds (4.89 usec/page)"), an input of the
 modelled machine, not fitted to the figures this model predicts.
 
+The requests of each writepages call go through the volume's host queue (simfs.blockio.hostqueue:
+one plug per call, merged up to `max_sectors_kb` and ordered by `iosched`, mount options); this
+model's own `nr_requests` is its view of that queue's depth for congestion and for a blocking
+writer's wait.
+
 Left out: the host's page cache (never involved: the pages are the model's), the
-page-allocation and reclaim side (the file fits in the modelled RAM), the elevator's reordering
-(requests go to the disk model in submission order), laptop mode, several devices (one device
-writes, so its share of the limit is all of it), the journal of ext3 (ext2's rules).
+page-allocation and reclaim side (the file fits in the modelled RAM), the flusher's plug over a
+whole chunk (each call of BATCH pages is its own plug, so requests merge within a call only),
+laptop mode, several devices (one device writes, so its share of the limit is all of it), the
+journal of ext3 (ext2's rules).
 
 Determinism: no real time, no host state; the same calls give the same result.
 """
@@ -340,7 +346,7 @@ class PageWriteback:
             f.dirtied_when = None
         return done
 
-    #: pages handed to the file system at once: the largest request of the disk (128 KiB)
+    #: pages handed to the file system at once (one plug of the host queue): maxio's 128 KiB
     BATCH = 32
 
     def sync_file(self, ino: int) -> None:
