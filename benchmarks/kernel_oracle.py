@@ -124,16 +124,22 @@ def devno(loop: str) -> str:
 
 
 class Loop:
-    """A loop device for an image, mounted on `mnt` with the kernel's ext4; detached on exit."""
+    """A loop device for an image, mounted on `mnt` with the kernel's ext4 (`mount` False: the
+    device alone, for e2fsck); detached on exit."""
 
-    def __init__(self, img: Path, mnt: Path, ro: bool, options: str = ""):
-        self.img, self.mnt, self.ro, self.dev, self.mounted = img, mnt, ro, "", False
+    def __init__(self, img: Path, mnt: Path, ro: bool, options: str = "", mount: bool = True):
+        self.img, self.mnt, self.ro, self.dev, self.mounted, self.mount = img, mnt, ro, "", False, mount
         self.options = ("ro" if ro else "rw") + (f",{options}" if options else "")
 
     def __enter__(self):
         self.dev = sh(["losetup", "-f", "--show"] + (["-r"] if self.ro else []) + [self.img]).strip()
-        sh(["mount", "-t", "ext4", "-o", self.options, self.dev, self.mnt])
-        self.mounted = True
+        if self.mount:
+            try:
+                sh(["mount", "-t", "ext4", "-o", self.options, self.dev, self.mnt])
+            except BaseException:
+                sh(["losetup", "-d", self.dev])
+                raise
+            self.mounted = True
         return self
 
     def __exit__(self, *exc):
@@ -272,7 +278,8 @@ def parse(argv):
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--experiment", metavar="NAME",
                     help="instead of the find: every phase of a built-in experiment at its quick size, "
-                         "kernel beside simfs (readdir-order, ext2fs-2010; benchmarks/kernel_oracle_seeds.py); "
+                         "kernel beside simfs (every built-in experiment, and readdir-order-ext4: the ext4 profile; "
+                         "benchmarks/kernel_oracle_seeds.py); "
                          "--disk then overrides the seed's drive only if given")
     ap.add_argument("--simfs-options", default="", metavar="OPTS",
                     help="with --experiment: more -o options for simfs's side (e.g. inode_readahead_blks=32)")

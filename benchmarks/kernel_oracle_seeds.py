@@ -1,6 +1,8 @@
 """Kernel-driven rows of the built-in seeds' phases (issue 50, item 3): each phase's real command
-run by the kernel's ext4 driver on a loop device and by simfs mounted, both request streams timed
-on the seed's drive.
+run by the kernel's ext4 driver on a loop device and by simfs (mounted, or in-process where the
+experiment runs the phase so), both request streams timed on the seed's drive. Every phase of
+every built-in experiment has a row; where the kernel cannot run the phase (FreeBSD's newfs,
+simfs's own mkfs) the row has simfs's figure and a note saying why.
 
 Per configuration, at the experiment's quick size:
 
@@ -25,48 +27,151 @@ The simfs side: `simfs mount` with the configuration's options and cpu_op_us=0 (
 is of request streams; CPU per operation is issue 50's item 4), the command after a mark, then,
 for a write phase, a write to .simfs/sync: its time is the command's plus that drain, its
 requests the phase's up to the drain's end (the unmount's superblock writes are left out, as the
-kernel's are; a read phase is not synced: the kernel's read-only mount writes nothing).
+kernel's are; a read phase is not synced: the kernel's read-only mount writes nothing). An
+experiment's in-process phase (seed 004's fill and dd, seed 003's fsck-like scan) runs as the
+experiment runs it, with cpu_op_us=0 and a trace; the kernel runs the real program instead
+(tests/tools/mmap_writer.py, dd, e2fsck -fn on the device).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import math
 import os
 import shutil
-import subprocess
-import time
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from benchmarks.kernel_layout import Failed, sh, simfs_argv
-from benchmarks.kernel_oracle import TRACING, Loop, Tracefs, devno, drop_caches
+from benchmarks.kernel_layout import Failed, sh
+from benchmarks.kernel_oracle_sides import (CGROUP, BDI, MemCgroup, kernel_phase, kernel_stream, kernel_time,
+                                            simfs_phase, simfs_volume)
+from benchmarks.kernel_oracle_table import differ, figures, misses, render, verdicts
 
-CGROUP = Path("/sys/fs/cgroup/memory")
 #: memory the cgroup allows beyond the modelled buffer cache (the commands' own pages, slab)
 HEADROOM = 8 << 20
 #: simfs's buffer cache when the configuration sets none (`simfs mount --help`: cache=128M)
 DEFAULT_CACHE = 128 << 20
-SPD = Path(__file__).resolve().parents[1] / "third_party" / "spd_readdir" / "spd_readdir.c"
+REPO = Path(__file__).resolve().parents[1]
+SPD = REPO / "third_party" / "spd_readdir" / "spd_readdir.c"
+MMAP_WRITER = REPO / "tests" / "tools" / "mmap_writer.py"
+
+FREEBSD = ("simfs runs FreeBSD's {alloc} allocator, the kernel its ext4 driver's (Orlov, goal "
+           "blocks): the write phases compare allocators as much as streams")
+
+
+@dataclass
+class KernelSide:
+    """What the kernel runs for an experiment's in-process phase: a shell command (`{mnt}`,
+    `{size}`, `{dev}`, `{python}`, `{writer}` filled in), on the mounted file system or on the
+    device alone (`mount` False)."""
+    command: str
+    mount: bool = True
 
 
 @dataclass
 class Seed:
-    """Which configurations of an experiment get kernel rows, and the image edits they need."""
+    """Which configurations of an experiment get kernel rows, and what each side needs."""
     configs: tuple
     features: str | None = None        # mke2fs -O edits of the configuration's image
     writeback: str | None = None       # simfs's writeback for the comparison (the kernel's is async)
+    job: Path | None = None            # a job file outside experiments/jobs/ (the ext4-profile rows)
+    kernel_options: Callable = lambda cfg: ""          # the kernel's mount options for a configuration
+    volume: dict = field(default_factory=dict)         # in-process phase name -> KernelSide
+    note: Callable = lambda cfg, phase: ""             # why a row's kernel side is not the seed's mechanism
     notes: list = field(default_factory=list)
 
 
+def _writeback_options(cfg) -> str:
+    return "dirsync" if cfg.mount.get("writeback") == "sync" else ""
+
+
+def _writeback_note(cfg, phase) -> str:
+    wb, out = cfg.mount.get("writeback"), []
+    if phase.writes:
+        out.append(FREEBSD.format(alloc=cfg.mount.get("alloc", "")))
+        if wb == "softdep":
+            out.append("Linux has no soft updates: the kernel's row is its ordinary asynchronous write-back")
+        elif wb == "sync":
+            out.append("the kernel mounted dirsync stands for FFS's synchronous metadata: it writes directory "
+                       "blocks at once, not the inodes and bitmaps FFS's sync mount also writes")
+    return "; ".join(out)
+
+
+def _alignment_note(cfg, phase) -> str:
+    if phase.name == "newfs":
+        return ("FreeBSD's UFS2 newfs request pattern, issued by simfs on the drive model: Linux has no "
+                "newfs; no kernel side")
+    if phase.name == "mkfs":
+        return "simfs's own ext2 mkfs of the image (the runner's timed mkfs); no kernel side"
+    if phase.name == "fsck":
+        return ("the kernel side is e2fsck -fn on the loop device (Linux's fsck for this image); simfs's is the "
+                "experiment's fsck-like scan, standing for fsck_ffs")
+    out = ["the 512e drive's read-modify-write is simfs's drive model on both sides (the kernel's stream "
+           "replayed on the same wd-ears, partition offset included): the row compares the requests' sizes "
+           "and 4 KiB alignment"]
+    if phase.writes:
+        out.append(FREEBSD.format(alloc=cfg.mount.get("alloc", "")))
+        out.append("the kernel mounted dirsync for FFS's synchronous metadata (directory blocks only)")
+    return "; ".join(out)
+
+
+def _mmap_options(cfg) -> str:
+    return "nodelalloc" if cfg.mount.get("alloc") == "ext2" else ""
+
+
+def _mmap_note(cfg, phase) -> str:
+    if phase.name != "write":
+        return "read back on copies of simfs's image (its layout); the kernel reads with its own read-ahead"
+    if cfg.mount.get("alloc") == "ext2":
+        return ("the kernel's ext4 driver mounted nodelalloc allocates each block at the page fault "
+                "(ext4_page_mkwrite), in the writer's random order; ext3 2.6.29 allocated at write-back: "
+                "the kernel cannot stand for the seed's immediate allocation")
+    if cfg.params.get("writes") == "mmap":
+        return ("the kernel's delayed allocation (ext4 driver, mballoc) beside simfs's `delayed`; its page "
+                "cache is the host's, its dirty limit the loop device's own (strict_limit, max_bytes: "
+                "the modelled machine's dirty_ratio of its RAM), not 2.6.29's write-back")
+    return "the kernel's delayed allocation (ext4 driver, mballoc) beside simfs's `delayed`"
+
+
+def _readdir_note(cfg, phase) -> str:
+    return "placement by each side's allocator (the kernel's Orlov and goal blocks, simfs's alloc=ext2)" \
+        if phase.writes else ""
+
+
+def _ext4_note(cfg, phase) -> str:
+    return ("the kernel allocates with delayed allocation and mballoc, simfs with the job's alloc=ext2 "
+            "(--simfs-options alloc=mballoc-delalloc: simfs's model of the kernel's)") if phase.writes else ""
+
+
 SEEDS = {
-    "readdir-order": Seed(("dirorder=hash", "dirorder=inode"), features="dir_index",
+    "readdir-order": Seed(("dirorder=hash", "dirorder=inode"), features="dir_index", note=_readdir_note,
                           notes=["images get dir_index: the kernel's readdir is then htree hash order, "
                                  "as the seed's ext4's"]),
     "ext2fs-2010": Seed(("ext2fs-2010 4K sync", "ext2fs-2010-fixed 4K sync"), writeback="async",
+                        note=lambda cfg, ph: FREEBSD.format(alloc=cfg.mount.get("alloc", "")) if ph.writes else "",
                         notes=["simfs mounted writeback=async: the kernel's ext4 driver writes "
                                "metadata asynchronously (-o sync would make data synchronous too, "
                                "unlike FFS's sync metadata)"]),
+    "writeback": Seed(("cg-2010 sync", "cg-2010 async", "cg-2010 softdep"), kernel_options=_writeback_options,
+                      note=_writeback_note,
+                      notes=["simfs keeps each configuration's write-back; the kernel's is asynchronous, "
+                             "with dirsync for the sync configuration"]),
+    "alignment": Seed(("offset 34", "offset 40", "offset 41"), kernel_options=_writeback_options,
+                      volume={"fsck": KernelSide("e2fsck -fn {dev}", mount=False)}, note=_alignment_note,
+                      notes=["the loop device has 512-byte sectors and no partition: the offset is the drive "
+                             "model's, the same on both sides"]),
+    "mmap-fragmentation": Seed(("ext2 mmap", "delayed mmap", "ext2 pwrite", "delayed pwrite"),
+                               kernel_options=_mmap_options, note=_mmap_note,
+                               volume={"write": KernelSide("{python} {writer} {mnt}/big {size} --quiet{pwrite}"),
+                                       "dd": KernelSide("dd if={mnt}/big of=/dev/null bs=1M status=none")},
+                               notes=["simfs's phases run in-process as the experiment runs them (the modelled "
+                                      "2.6.29 page cache for mmap); the kernel runs the same writer program "
+                                      "(tests/tools/mmap_writer.py) and dd"]),
+    "readdir-order-ext4": Seed(("dirorder=hash", "dirorder=inode"), job=REPO / "examples" / "jobs" /
+                               "readdir-order-ext4.toml", note=_ext4_note,
+                               notes=["the ext4 profile's image (flex_bg, extents, htree, 256-byte inodes) "
+                                      "as simfs's mkfs makes it, on both sides; inode-table read-ahead 32 on both"]),
 }
 
 
@@ -80,16 +185,21 @@ def refusal(name: str | None, config: str | None = None) -> str | None:
         known = [n for n in catalog.names() if n not in SEEDS]
         return (f"--experiment {name}: kernel rows exist for {', '.join(sorted(SEEDS))}"
                 + (f" ({', '.join(known)} not yet)" if name in known else " (not an experiment)"))
-    if config and not fnmatch.filter(SEEDS[name].configs, config):
+    seed = SEEDS[name]
+    if config and not fnmatch.filter(seed.configs, config):
         return (f"--config {config}: no kernel-row configuration of {name} matches "
-                f"(they are: {', '.join(SEEDS[name].configs)})")
+                f"(they are: {', '.join(seed.configs)})")
     if not (CGROUP / "memory.limit_in_bytes").exists():
         return f"no cgroup v1 memory controller at {CGROUP} (the kernel's page cache cannot be limited)"
-    if "dirorder=inode" in SEEDS[name].configs:
+    if "dirorder=inode" in seed.configs:
         if shutil.which("gcc") is None:
             return "gcc is not installed (spd_readdir.so, inode order on the kernel, is built from source)"
         if spd_source() is None:
             return f"spd_readdir.c not found ({SPD})"
+    if "fsck" in seed.volume and shutil.which("e2fsck") is None:
+        return "e2fsck is not installed (the kernel side of the fsck phase)"
+    if "write" in seed.volume and not BDI.is_dir():
+        return f"no {BDI} (the loop device's own dirty limit cannot be set)"
     return None
 
 
@@ -103,131 +213,41 @@ def build_spd(work: Path) -> Path:
     return so
 
 
-# -- request-stream figures ---------------------------------------------------------------------
-SIZE_EDGES = (4, 8, 16, 32, 64, 128)                     # KiB: <=4, <=8, ... , >128
-SEEK_EDGES = (0, 64, 1024, 16384, 262144)                # KiB of |jump|: 0, <=64K, <=1M, <=16M, <=256M, more
-
-
-def _bucket(x: float, edges) -> int:
-    for i, e in enumerate(edges):
-        if x <= e:
-            return i
-    return len(edges)
-
-
-def figures(cols: dict) -> dict:
-    """Requests, MiB, reads, read-ahead share, and the two histograms of a trace's rows (in
-    their issue order; a seek is the jump from the end of the previous request)."""
-    ops, lba, n, wait = cols["op"], cols["lba"], cols["sectors"], cols["wait"]
-    size = [0] * (len(SIZE_EDGES) + 1)
-    seek = [0] * (len(SEEK_EDGES) + 1)
-    prev = None
-    for a, s in zip(lba, n):
-        size[_bucket(s / 2, SIZE_EDGES)] += 1
-        if prev is not None:
-            seek[_bucket(abs(a - prev) / 2, SEEK_EDGES)] += 1
-        prev = a + s
-    reads = ops.count("R")
-    ra = sum(1 for o, w in zip(ops, wait) if o == "R" and not w)
-    return {"requests": len(ops), "reads": reads, "mib": sum(n) * 512 / 2**20,
-            "readahead_share": ra / reads if reads else 0.0, "size_hist": size, "seek_hist": seek}
-
-
-def kernel_time(cols: dict, extras: dict, disk: str) -> float:
-    from disk_models import make_disk
-    from simfs.blockio.tracereplay import replay
-    return replay(cols, make_disk(disk), 0.0, extras)["elapsed"] if cols["op"] else 0.0
-
-
-# -- the two sides --------------------------------------------------------------------------------
-class MemCgroup:
-    """A cgroup v1 memory group limited to `limit` bytes, for one command at a time."""
-
-    def __init__(self, limit: int):
-        self.path = CGROUP / f"simfs-kernel-oracle-{os.getpid()}"
-        self.limit = limit
-
-    def __enter__(self):
-        self.path.mkdir(exist_ok=True)
-        (self.path / "memory.limit_in_bytes").write_text(str(self.limit))
-        return self
-
-    def argv(self, command: str) -> list[str]:
-        return ["sh", "-c", f'echo $$ > {self.path}/cgroup.procs && exec sh -c "$0"', command]
-
-    def __exit__(self, *exc):
-        for _ in range(50):
-            try:
-                self.path.rmdir()
-                return
-            except OSError:
-                time.sleep(0.1)
-
-
-def kernel_phase(img: Path, mnt: Path, phase, ctx, ro: bool, cg: MemCgroup, preload: Path | None,
-                 capture: Path) -> float:
-    """The phase's command on the kernel's ext4 driver, its requests captured; wall seconds."""
-    with Loop(img, mnt, ro=ro, options="noatime") as lo:
-        if phase.prepare:
-            subprocess.run(phase.prepare(ctx), shell=True, check=True)
-        with Tracefs() as tr:
-            drop_caches()
-            (TRACING / "trace").write_text("")
-            env = dict(os.environ, **({"LD_PRELOAD": str(preload)} if preload else {}))
-            t = time.monotonic()
-            subprocess.run(cg.argv(command_text(phase, ctx)), env=env, check=True, stdout=subprocess.DEVNULL)
-            if not ro:
-                subprocess.run(["sync", "-f", str(mnt)], check=True)
-            wall = time.monotonic() - t
-            tr.lines(devno(lo.dev), capture)
-    return wall
-
-
 def command_text(phase, ctx) -> str:
     cmd = phase.command(ctx)
     return cmd if isinstance(cmd, str) else " ".join(map(str, cmd))
 
 
-def simfs_phase(img: Path, mnt: Path, phase, ctx, options: str, trace: Path, stats: Path) -> tuple[dict, float]:
-    """The phase's command on simfs mounted; (its trace rows, command + drain seconds; a read
-    phase is not synced, as the kernel's read-only mount writes nothing)."""
-    import json
+def dirty_limit(cfg) -> int | None:
+    """The modelled machine's dirty limit in bytes (its page-cache model's dirty_ratio of its
+    RAM), for the mmap configurations; None for the others."""
+    spec = cfg.params.get("pagecache")
+    if not spec:
+        return None
+    from simfs.inprocess.pagecache import WritebackParams
+    p = WritebackParams.parse(spec)
+    return p.ram * max(p.dirty_ratio, 5) // 100
 
-    from simfs.blockio.trace import read_trace
-    sh(simfs_argv() + ["mount", img, mnt, "-o", f"{options},trace={trace},stats={stats}"])
-    try:
-        if phase.prepare:
-            subprocess.run(phase.prepare(ctx), shell=True, check=True)
-        (mnt / ".simfs" / "mark").write_text(phase.name)
-        subprocess.run(command_text(phase, ctx), shell=True, check=True, stdout=subprocess.DEVNULL)
-        if phase.writes:                  # a read phase leaves only the mount's superblock dirty
-            (mnt / ".simfs" / "sync").write_text("1")
-        s = json.loads((mnt / ".simfs" / "stats").read_bytes())
-    finally:
-        r = subprocess.run(simfs_argv() + ["umount", "--quiet", str(mnt)], capture_output=True)
-        if r.returncode:
-            subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True)
-    start = next(p["start"] for p in reversed(s["time"]["phases"]) if p["name"] == phase.name)
-    end = s["time"]["now"]
-    cols = read_trace(trace)
-    keep = [i for i, (p, t) in enumerate(zip(cols["phase"], cols["issue"])) if p == phase.name and t < round(end, 9)]
-    return {k: [v[i] for i in keep] for k, v in cols.items()}, end - start
+
+def load_experiment(name: str, work: Path):
+    """The seed's experiment at its quick size and its prepared workload."""
+    from experiments import catalog, jobfile
+    from experiments.runner import prepare_workload
+    seed = SEEDS[name]
+    job = jobfile.load(seed.job, quick=True) if seed.job else catalog.load(name, quick=True)
+    wl = prepare_workload(job.workload_spec(), work)
+    return jobfile.compile_job(job, wl), wl
 
 
 def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | None = None,
              config: str | None = None, simfs_options: str = "") -> dict:
     """Every phase of the seed's chosen configurations, kernel beside simfs; `keep`: a directory
     that receives each phase's two traces (CONFIG-PHASE.kernel.trace, .simfs.trace)."""
-    from experiments import catalog
     from experiments.phases import PhaseContext
-    from experiments.runner import MKFS_HASH_SEED, MKFS_NOW, MKFS_UUID, prepare_workload
-    from simfs.blockio.trace import read_trace
-    from simfs.blockio.traceimport import read_capture, read_extras, write_trace
+    from experiments.runner import MKFS_HASH_SEED, MKFS_NOW, MKFS_UUID
     from simfs.inprocess.timed_mkfs import timed_mkfs
     seed = SEEDS[name]
-    job = catalog.load(name, quick=True)
-    wl = prepare_workload(job.workload_spec(), work)
-    exp = catalog.build(name, True, wl)
+    exp, wl = load_experiment(name, work)
     configs = [c for c in exp.configs if c.name in seed.configs and fnmatch.fnmatch(c.name, config or "*")]
     preload = build_spd(work) if any(c.mount.get("dirorder") == "inode" for c in configs) else None
     mnt = work / "mnt"
@@ -239,9 +259,11 @@ def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | N
             mount["writeback"] = seed.writeback
         d = disk or mount.get("disk", "sata7200")
         mount["disk"] = d
-        options = ",".join(f"{k}={v}" for k, v in mount.items() if k != "disk") + f",disk={d}"
+        options = ",".join(f"{k}={v}" for k, v in mount.items() if k != "disk" and v is not True) \
+            + "".join(f",{k}" for k, v in mount.items() if v is True)
         if simfs_options:                 # e.g. inode_readahead_blks=32: what the ext4 driver does
-            options = f"{simfs_options},{options}"
+            options = f"{options},{simfs_options}"
+        options += f",disk={d}"
         cache = int(mount.get("cache", DEFAULT_CACHE))
         empty, simg, kimg = work / "empty.img", work / "simfs.img", work / "kernel.img"
         mk = dict(cfg.mkfs)
@@ -249,50 +271,78 @@ def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | N
         if seed.features:
             mk["features"] = seed.features
         step(f"{cfg.name}: mkfs")
-        timed_mkfs(empty, size, d, uuid=MKFS_UUID, hash_seed=MKFS_HASH_SEED, now=MKFS_NOW, uid=0, gid=0, **mk)
+        _, mkfs_sim, _ = timed_mkfs(empty, size, d, uuid=MKFS_UUID, hash_seed=MKFS_HASH_SEED, now=MKFS_NOW,
+                                    uid=0, gid=0, **mk)
         shutil.copyfile(empty, simg)
         shutil.copyfile(empty, kimg)
-        ctx = PhaseContext(mnt=mnt, image=simg, work=work, config=cfg, source=wl.path, tarball=wl.tarball,
+        scfg = _with_mount(cfg, mount, simfs_options)
+        ctx = PhaseContext(mnt=mnt, image=simg, work=work, config=scfg, source=wl.path, tarball=wl.tarball,
                            params=exp.params)
         inode = mount.get("dirorder") == "inode"
         with MemCgroup(cache + HEADROOM) as cg:
             for phase in exp.phases:
-                if phase.kind != "mount":
-                    continue
                 tag = f"{cfg.name} {phase.name}"
+                row = {"experiment": name, "config": cfg.name, "phase": phase.name, "disk": d,
+                       "cache_mib": cache / 2**20, "note": seed.note(cfg, phase),
+                       "kind": "read (copies of one image)" if not phase.writes else "write (each side allocates)"}
+                if phase.kind == "mount":
+                    kcmd, kside = command_text(phase, ctx), KernelSide("")
+                elif phase.name in seed.volume:
+                    kside = seed.volume[phase.name]
+                    kcmd = kside.command.format(mnt=mnt, size=exp.params.get("size", 0), dev="{dev}",
+                                                python=sys.executable, writer=MMAP_WRITER,
+                                                pwrite=" --pwrite" if cfg.params.get("writes") == "pwrite" else "")
+                else:                     # no kernel side: simfs's figure and the note
+                    step(f"{tag}: simfs only")
+                    sec = mkfs_sim if phase.kind == "mkfs" else phase.command(ctx)["sim"]
+                    rows.append({**row, "kind": "simfs only", "kernel": None, "simfs": {"seconds": sec}})
+                    continue
                 read = not phase.writes
+                kin = work / "read-copy.img" if read else kimg
                 if read:
-                    kin = work / "read-copy.img"
                     shutil.copyfile(simg, kin)
-                else:
-                    kin = kimg
                 step(f"{tag}: kernel")
                 cap, ktr = work / "k.tracefs", work / "k.trace"
-                wall = kernel_phase(kin, mnt, phase, ctx, read, cg, preload if inode else None, cap)
-                _, reqs, _ = read_capture(str(cap))
-                if reqs:
-                    write_trace(reqs, str(ktr))
-                    kcols, kext = read_trace(ktr), read_extras(str(ktr))
-                else:
-                    kcols, kext = {"op": [], "lba": [], "sectors": [], "wait": []}, {}
+                prep = (phase.prepare(ctx) if phase.prepare else None)
+                wall = kernel_phase(kin, mnt, kcmd, ro=read, cg=cg, capture=cap,
+                                    prepare=" ".join(map(str, prep)) if isinstance(prep, list) else prep,
+                                    preload=preload if inode else None, options=seed.kernel_options(cfg),
+                                    mount=kside.mount, dirty=None if read else dirty_limit(cfg))
+                kcols, kext = kernel_stream(cap, ktr)
                 step(f"{tag}: simfs")
-                scols, ssec = simfs_phase(simg, mnt, phase, ctx, options, work / "s.trace", work / "s.stats.json")
-                rows.append({"experiment": name, "config": cfg.name, "phase": phase.name,
-                             "kind": "read (copies of one image)" if read else "write (each side allocates)",
-                             "disk": d, "cache_mib": cache / 2**20,
-                             "kernel": {**figures(kcols), "seconds": kernel_time(kcols, kext, d),
-                                        "wall": wall},
+                strace = work / "s.trace"
+                if phase.kind == "mount":
+                    scols, ssec = simfs_phase(simg, mnt, phase.name, kcmd, phase.writes, options, strace,
+                                              work / "s.stats.json",
+                                              " ".join(map(str, prep)) if isinstance(prep, list) else prep)
+                else:
+                    scols, ssec = simfs_volume(phase, ctx, strace)
+                rows.append({**row, "kernel": {**figures(kcols), "seconds": kernel_time(kcols, kext, d), "wall": wall},
                              "simfs": {**figures(scols), "seconds": ssec}})
+                rows[-1]["misses"] = misses(rows[-1])
                 if read:
                     kin.unlink()
                 if keep is not None:
                     keep.mkdir(parents=True, exist_ok=True)
                     slug = "".join(ch if ch.isalnum() else "-" for ch in f"{cfg.name}-{phase.name}")
-                    if reqs:
+                    if kcols["op"]:
                         shutil.copy(ktr, keep / f"{slug}.kernel.trace")
-                    shutil.copy(work / "s.trace", keep / f"{slug}.simfs.trace")
+                    src = strace if strace.exists() else None
+                    if phase.kind != "mount" and phase.name == "dd":
+                        src = work / "dd.trace.csv"
+                    if src is not None and src.exists():
+                        shutil.copy(src, keep / f"{slug}.simfs.trace")
     return {"experiment": name, "quick": True, "notes": seed.notes, "rows": rows, "simfs_options": simfs_options,
+            "verdicts": verdicts(rows, exp.compares),
             "cgroup_headroom_mib": HEADROOM / 2**20, "vm": vm_dirty(), "kernel": os.uname().release}
+
+
+def _with_mount(cfg, mount: dict, simfs_options: str):
+    """The configuration as simfs runs it here (cpu_op_us=0, the seed's write-back, the drive,
+    --simfs-options), for the in-process phases."""
+    import dataclasses
+    extra = dict(kv.split("=", 1) if "=" in kv else (kv, True) for kv in simfs_options.split(",") if kv)
+    return dataclasses.replace(cfg, mount={**mount, **extra})
 
 
 def vm_dirty() -> dict:
@@ -305,29 +355,4 @@ def vm_dirty() -> dict:
     return out
 
 
-def differ(k: float, s: float) -> float:
-    """simfs / kernel - 1 (nan when the kernel's figure is 0)."""
-    return s / k - 1 if k else (0.0 if not s else math.nan)
-
-
-def render(res: dict) -> str:
-    head = ["config", "phase", "kind", "requests k/s", "MiB k/s", "RA share k/s", "sim s k/s", "time diff"]
-    body = []
-    for r in res["rows"]:
-        k, s = r["kernel"], r["simfs"]
-        body.append([r["config"], r["phase"], r["kind"].split()[0], f"{k['requests']:,} / {s['requests']:,}",
-                     f"{k['mib']:.1f} / {s['mib']:.1f}", f"{k['readahead_share']:.0%} / {s['readahead_share']:.0%}",
-                     f"{k['seconds']:.3f} / {s['seconds']:.3f}", f"{differ(k['seconds'], s['seconds']):+.0%}"])
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(b) + " |" for b in body]
-    hist = ["", "| config | phase | sizes KiB <=4,8,16,32,64,128,more k / s | seeks KiB 0,64,1M,16M,256M,more k / s |",
-            "|---|---|---|---|"]
-    for r in res["rows"]:
-        k, s = r["kernel"], r["simfs"]
-        hist.append(f"| {r['config']} | {r['phase']} | {k['size_hist']} / {s['size_hist']} | "
-                    f"{k['seek_hist']} / {s['seek_hist']} |")
-    return (f"{res['experiment']} (quick) on kernel {res['kernel']}, k = the kernel's stream replayed, "
-            f"s = simfs mounted\n\n" + "\n".join(lines + hist) + "\n")
-
-
-__all__ = ["SEEDS", "refusal", "run_seed", "render", "figures", "Failed"]
+__all__ = ["SEEDS", "refusal", "run_seed", "render", "figures", "differ", "Failed"]

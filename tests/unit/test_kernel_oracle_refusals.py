@@ -47,7 +47,7 @@ from benchmarks import kernel_oracle_seeds as seeds  # noqa: E402
 
 @pytest.mark.parametrize("argv, words", [
     (["--experiment", "nosuch"], ["--experiment nosuch", "not an experiment"]),
-    (["--experiment", "writeback"], ["--experiment writeback", "not yet"]),
+    (["--experiment", "alignment", "--config", "offset 99"], ["--config offset 99", "offset 34, offset 40"]),
     (["--experiment", "readdir-order", "--config", "linear*"], ["--config linear*", "dirorder=hash"]),
     (["--config", "*"], ["--config needs --experiment"]),
 ])
@@ -68,6 +68,22 @@ def test_experiment_mode_inode_order_needs_spd_readdir(monkeypatch, capsys, tmp_
     monkeypatch.setattr(seeds, "spd_source", lambda: None)
     monkeypatch.setattr(kernel_oracle, "preflight", lambda a: pytest.fail("went past the spd_readdir check"))
     refused(capsys, ["--experiment", "readdir-order"], ["spd_readdir.c not found"])
+
+
+def test_experiment_mode_fsck_needs_e2fsck(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(seeds, "CGROUP", tmp_path)
+    (tmp_path / "memory.limit_in_bytes").write_text("0")
+    monkeypatch.setattr(seeds.shutil, "which", lambda tool: None if tool == "e2fsck" else "/bin/" + tool)
+    monkeypatch.setattr(kernel_oracle, "preflight", lambda a: pytest.fail("went past the e2fsck check"))
+    refused(capsys, ["--experiment", "alignment"], ["e2fsck is not installed"])
+
+
+def test_experiment_mode_mmap_needs_bdi(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(seeds, "CGROUP", tmp_path)
+    (tmp_path / "memory.limit_in_bytes").write_text("0")
+    monkeypatch.setattr(seeds, "BDI", tmp_path / "bdi")
+    monkeypatch.setattr(kernel_oracle, "preflight", lambda a: pytest.fail("went past the bdi check"))
+    refused(capsys, ["--experiment", "mmap-fragmentation"], ["no ", "bdi"])
 
 
 def test_experiment_mode_no_tracefs(monkeypatch, capsys, tmp_path):

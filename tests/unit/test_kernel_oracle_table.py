@@ -1,0 +1,117 @@
+"""The kernel oracle's pure parts (benchmarks/kernel_oracle_table.py and the seeds' table in
+kernel_oracle_seeds.py): stream figures, the 10 % goal, the Markdown tables, the kernel's
+mount options and dirty limit per configuration. Nothing is mounted."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchmarks import kernel_oracle_seeds as seeds
+from benchmarks import kernel_oracle_table as table
+from experiments.spec import Config, Phase
+
+
+def stream(k_req=100, s_req=100, k_s=1.0, s_s=1.0):
+    f = table.figures({"op": ["R"], "lba": [0], "sectors": [8], "wait": [1]})
+    return {**f, "requests": k_req, "seconds": k_s}, {**f, "requests": s_req, "seconds": s_s}
+
+
+def test_aligned_share_counts_start_and_length_on_4k():
+    assert table.aligned_share([0, 8, 16, 3], [8, 16, 7, 8]) == pytest.approx(2 / 4)
+    # a partition starting 2 sectors into the drive: only a request starting at 6 is aligned there
+    assert table.aligned_share([6, 0], [8, 8], offset=2) == pytest.approx(1 / 2)
+    assert table.aligned_share([], []) == 1.0
+
+
+def test_figures_of_an_empty_stream():
+    f = table.figures({"op": [], "lba": [], "sectors": [], "wait": []})
+    assert f["requests"] == 0 and f["readahead_share"] == 0.0 and sum(f["size_hist"]) == 0
+
+
+@pytest.mark.parametrize("k, s, want", [((100, 1.0), (110, 1.10), []),          # at the goal: not a miss
+                                        ((100, 1.0), (111, 1.0), ["requests"]),
+                                        ((100, 1.0), (100, 0.85), ["time"]),
+                                        ((0, 0.0), (5, 0.1), ["time", "requests"])])
+def test_misses_beyond_ten_percent(k, s, want):
+    kk, ss = stream(k[0], s[0], k[1], s[1])
+    assert table.misses({"kernel": kk, "simfs": ss}) == want
+
+
+def test_misses_without_a_kernel_side():
+    assert table.misses({"kernel": None, "simfs": {"seconds": 1.0}}) == []
+
+
+def test_differ():
+    assert table.differ(2.0, 3.0) == pytest.approx(0.5)
+    assert table.differ(0.0, 0.0) == 0.0 and math.isnan(table.differ(0.0, 1.0))
+
+
+def test_render_rows_notes_and_simfs_only_rows():
+    k, s = stream(138, 168, 0.087, 0.085)
+    res = {"experiment": "alignment", "kernel": "6.18", "simfs_options": "",
+           "rows": [{"config": "offset 34", "phase": "restore", "kind": "write (each side allocates)",
+                     "kernel": k, "simfs": s, "note": "allocators differ"},
+                    {"config": "offset 34", "phase": "newfs", "kind": "simfs only", "kernel": None,
+                     "simfs": {"seconds": 0.312}, "note": "no kernel side"}]}
+    out = table.render(res)
+    lines = out.splitlines()
+    restore = next(x for x in lines if "| restore | write |" in x)
+    assert "138 / 168" in restore and "0.087 / 0.085" in restore and "-2%" in restore and "[1]" in restore
+    newfs = next(x for x in lines if "| newfs | simfs |" in x)
+    assert "— / 0.312" in newfs and "[2]" in newfs
+    assert "[1] offset 34 restore: allocators differ" in out and "[2] offset 34 newfs: no kernel side" in out
+    assert sum("| newfs |" in x for x in lines) == 1          # no histogram row without a kernel stream
+
+
+def cfg(mount, params=None):
+    return Config(name="c", mount=mount, mkfs={}, params=params or {})
+
+
+def test_kernel_mount_options_per_configuration():
+    wb, mm = seeds.SEEDS["writeback"], seeds.SEEDS["mmap-fragmentation"]
+    assert wb.kernel_options(cfg({"writeback": "sync"})) == "dirsync"
+    assert wb.kernel_options(cfg({"writeback": "softdep"})) == ""
+    assert mm.kernel_options(cfg({"alloc": "ext2"})) == "nodelalloc"
+    assert mm.kernel_options(cfg({"alloc": "delayed"})) == ""
+    write = Phase("tarcp", "", writes=True)
+    assert "no soft updates" in wb.note(cfg({"writeback": "softdep", "alloc": "cg-2010"}), write)
+    assert "cg-2010" in wb.note(cfg({"writeback": "async", "alloc": "cg-2010"}), write)
+    assert seeds.SEEDS["alignment"].note(cfg({}), Phase("newfs", "", kind="volume")).startswith("FreeBSD's UFS2")
+
+
+def test_dirty_limit_is_the_modelled_dirty_ratio_of_ram():
+    assert seeds.dirty_limit(cfg({}, {"pagecache": "linux-2.6.29,ram=384M"})) == 384 * 2**20 * 10 // 100
+    assert seeds.dirty_limit(cfg({}, {"pagecache": "linux-2.6.29,ram=400M,dirty_ratio=2,dirty_background_ratio=1"})) == 400 * 2**20 * 5 // 100
+    assert seeds.dirty_limit(cfg({}, {})) is None
+
+
+def test_every_built_in_experiment_has_kernel_rows():
+    from experiments import catalog
+    assert set(catalog.names()) <= set(seeds.SEEDS)
+    assert seeds.refusal("writeback") in (None,) or "cgroup" in seeds.refusal("writeback")
+
+
+def test_verdicts_from_rows_and_the_seed_ratios():
+    from experiments.spec import Compare
+    rows = [{"config": c, "phase": "find-d", "kernel": {"seconds": k}, "simfs": {"seconds": s}}
+            for c, k, s in (("hash", 0.48, 0.09), ("inode", 0.10, 0.06), ("linear", 0.2, None))]
+    compares = [Compare("find-d: hash / inode", "find-d", "hash", "inode", 4.82),
+                Compare("find-d: hash / inode, no figure", "find-d", "hash", "inode", None),
+                Compare("extents", "find-d", "hash", "inode", 9.0, metric="data_extents"),
+                Compare("find-d: linear / inode", "find-d", "linear", "inode", 0.5),
+                Compare("other phase", "tar", "hash", "inode", 2.0)]
+    vs = table.verdicts(rows, compares)
+    assert [v["label"] for v in vs] == ["find-d: hash / inode", "find-d: linear / inode"]
+    first, second = vs
+    assert first["kernel"] == pytest.approx(4.8) and first["simfs"] == pytest.approx(1.5)
+    assert first["verdict"] == "reaches" and first["simfs_misses"]
+    assert second["simfs"] is None and second["kernel"] == pytest.approx(2.0) and second["verdict"] == "misses too"
+    out = table.render_verdicts(vs)
+    assert "| find-d: hash / inode | 4.82x | 1.50x | 4.80x | reaches |" in out
+
+
+def test_verdict_within_the_goal():
+    assert table.verdict(2.0, 1.0, 2.2) == "reaches" and table.verdict(2.0, 1.0, 2.21) == "misses too"
+    assert table.verdict(2.0, 1.0, None) == "—"
