@@ -213,6 +213,14 @@ def build_spd(work: Path) -> Path:
     return so
 
 
+def kernel_setup(seed: Seed, cfg, phase) -> str:
+    """How the kernel runs a configuration's phase beyond the command: its mount options and,
+    for inode order, spd_readdir; two configurations with the same set-up are one kernel run."""
+    pre = ["spd_readdir"] if cfg.mount.get("dirorder") == "inode" else []
+    opts = [seed.kernel_options(cfg)] if seed.kernel_options(cfg) else []
+    return ",".join(opts + pre)
+
+
 def command_text(phase, ctx) -> str:
     cmd = phase.command(ctx)
     return cmd if isinstance(cmd, str) else " ".join(map(str, cmd))
@@ -284,6 +292,7 @@ def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | N
                 tag = f"{cfg.name} {phase.name}"
                 row = {"experiment": name, "config": cfg.name, "phase": phase.name, "disk": d,
                        "cache_mib": cache / 2**20, "note": seed.note(cfg, phase),
+                       "kernel_setup": kernel_setup(seed, cfg, phase),
                        "kind": "read (copies of one image)" if not phase.writes else "write (each side allocates)"}
                 if phase.kind == "mount":
                     kcmd, kside = command_text(phase, ctx), KernelSide("")

@@ -112,13 +112,26 @@ def ratio_of(rows: list, side: str, phase: str, num: str, den: str) -> float | N
     return a / b if a is not None and b else None
 
 
-def verdict(seed: float, simfs: float | None, kernel: float | None) -> str:
+def verdict(seed: float, simfs: float | None, kernel: float | None, alike: bool = False) -> str:
     """What the kernel-driven ratio says about a seed ratio: "reaches" (within GOAL of the seed:
     the file system can give it, so simfs has more to model where it misses), "misses too" (the
-    seed's difference lies outside what the kernel's file system does here), or "—"."""
+    seed's difference lies outside what the kernel's file system does here), "kernel runs both
+    alike" (a write phase the kernel runs the same way for both configurations: it has no
+    counterpart of the difference, so its ratio says nothing), or "—"."""
     if kernel is None or not seed:
         return "—"
+    if alike:
+        return "kernel runs both alike"
     return "reaches" if abs(kernel / seed - 1) <= GOAL + 1e-9 else "misses too"
+
+
+def alike(rows: list, phase: str, num: str, den: str) -> bool:
+    """Whether the kernel ran `phase` of the two configurations the same way: a write phase
+    (each side allocates) with the same kernel set-up (mount options, preload)."""
+    pick = [next((x for x in rows if x["config"] == c and x["phase"] == phase), None) for c in (num, den)]
+    if None in pick or not pick[0].get("kind", "").startswith("write"):
+        return False
+    return pick[0].get("kernel_setup", "") == pick[1].get("kernel_setup", "")
 
 
 def verdicts(rows: list, compares: list) -> list[dict]:
@@ -134,7 +147,7 @@ def verdicts(rows: list, compares: list) -> list[dict]:
             continue
         out.append({"label": c.label, "seed": c.published, "simfs": s, "kernel": k,
                     "simfs_misses": s is None or abs(s / c.published - 1) > GOAL + 1e-9,
-                    "verdict": verdict(c.published, s, k)})
+                    "verdict": verdict(c.published, s, k, alike(rows, c.phase, c.num, c.den))})
     return out
 
 

@@ -4,6 +4,7 @@ mount options and dirty limit per configuration. Nothing is mounted."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -115,3 +116,34 @@ def test_verdicts_from_rows_and_the_seed_ratios():
 def test_verdict_within_the_goal():
     assert table.verdict(2.0, 1.0, 2.2) == "reaches" and table.verdict(2.0, 1.0, 2.21) == "misses too"
     assert table.verdict(2.0, 1.0, None) == "—"
+
+
+def test_a_write_phase_the_kernel_runs_alike_has_no_verdict():
+    from experiments.spec import Compare
+    rows = [{"config": c, "phase": "tarcp", "kind": "write (each side allocates)", "kernel_setup": ks,
+             "kernel": {"seconds": k}, "simfs": {"seconds": s}}
+            for c, ks, k, s in (("sync", "dirsync", 2.0, 1.5), ("async", "", 1.0, 1.0), ("softdep", "", 1.03, 1.3))]
+    vs = table.verdicts(rows, [Compare("sync / async", "tarcp", "sync", "async", 1.93),
+                               Compare("softdep / async", "tarcp", "softdep", "async", 2.79)])
+    assert [v["verdict"] for v in vs] == ["reaches", "kernel runs both alike"]
+    cfg_inode = cfg({"dirorder": "inode"})
+    assert seeds.kernel_setup(seeds.SEEDS["readdir-order"], cfg_inode, Phase("cp-a", "", writes=True)) == "spd_readdir"
+    assert seeds.kernel_setup(seeds.SEEDS["writeback"], cfg({"writeback": "sync"}), Phase("t", "")) == "dirsync"
+
+
+def test_report_recomputes_verdicts_from_saved_rows(tmp_path, capsys):
+    from benchmarks import kernel_oracle_report as report
+    k, s = stream(138, 138, 0.087, 0.080)
+    k2, s2 = stream(138, 138, 0.048, 0.040)
+    rows = [{"config": "dirorder=hash", "phase": "find-d", "kind": "read", "kernel": k, "simfs": s},
+            {"config": "dirorder=inode", "phase": "find-d", "kind": "read", "kernel": k2, "simfs": s2}]
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps({"run": {"experiment": "readdir-order", "kernel": "6.18", "rows": rows},
+                             "cpu": {"rows": []}}))
+    assert report.main([str(p), "--verdicts"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("### run") and "| find-d: hash / inode | 4.82x | 2.00x | 1.81x | misses too |" in out
+    p.write_text("{}")
+    assert report.main([str(p)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no kernel-oracle run" in err
