@@ -1,7 +1,8 @@
 """The charging of a volume operation: CPU time, synchronous waits, policy write-back.
 
-Every public operation of the volume is wrapped by `operation`: it charges `cpu_op_us`,
-tells the cache which operation starts (the write-back mode, policies.writeback, says which
+Every public operation of the volume is wrapped by `operation`: it charges its CPU time (the
+kernel's per kind, simfs.fs.cpucost, for the outermost operation only; or a flat `cpu_op_us` for
+each, nested ones too, as before), tells the cache which operation starts (the write-back mode, policies.writeback, says which
 blocks it must write before it returns), runs, ends the operation in the cache (policy write-back, the syncer, dirty thresholds),
 records the time in the statistics, and, between top-level operations only, lets the image
 commit (real durability, which never changes simulated time). An operation that stops on
@@ -78,11 +79,12 @@ class OperationCharger:
     one ends. Kept in one plain class (an extension type when compiled: simfs.compiled.slots),
     whose `call` reaches these fields directly: the wrapper runs for every request."""
 
-    def __init__(self, clock, cache, stats, cpu_op: float):
+    def __init__(self, clock, cache, stats, cpu_op: float, kernel=None):
         self.clock = clock
         self.cache = cache
         self.stats = stats
-        self.cpu_op = cpu_op
+        self.cpu_op = cpu_op             # the flat charge (seconds), when `kernel` is None
+        self.kernel = kernel             # a cpucost.KernelCharge: the charge per kind
         self.depth = 0                   # operations in progress (commits wait for 0)
         self.countdown = 0               # top-level operations until the next commit check
         self.commit_asked = False        # an operation asked for a commit when it ends
@@ -93,13 +95,24 @@ class OperationCharger:
         not kept: no reference cycle, so a closed volume is freed at once.)"""
         clock = self.clock
         start = clock.now
-        clock.now = start + self.cpu_op                 # clock.cpu(self.cpu_op)
+        kernel = self.kernel
+        if kernel is None:
+            clock.now = start + self.cpu_op             # clock.cpu(self.cpu_op)
+        elif self.depth:
+            kernel = None                               # a nested operation: its caller's charge
+        else:
+            clock.now = start + kernel.before(name, args, kwargs)
         cache = self.cache
         cache.begin_op(name)
         self.depth += 1
         try:
-            return fn(vol, *args, **kwargs)
+            result = fn(vol, *args, **kwargs)
+            if kernel is not None:
+                clock.now += kernel.after(vol.holds, name, result)
+            return result
         except FSError:
+            if kernel is not None:
+                clock.now += kernel.failed(name)
             raise
         except BaseException as e:
             if self.depth == 1:     # stopped half-way: the image may be inconsistent (ext2_error)

@@ -80,8 +80,14 @@ class VolumeOptions:
     # maxio: a number of blocks of any block size (a remainder would be dropped without a word)
     maxio: int = option(128 << 10, "largest request clustering and read-ahead build", unit="bytes",
                         range=(4 << 10, 64 << 20), multiple=4 << 10)
-    cpu_op_us: float = option(10.0, "simulated CPU time charged per operation", unit="microseconds",
-                              range=(0.0, 1e6))
+    cpu: str = option("kernel", (
+        "CPU charged per operation: kernel (what Linux's own system calls spend, measured per kind, "
+        "scaled to the seeds' 2011 CPUs; = kernel-2011), kernel-host (unscaled: the measuring "
+        "machine's), flat (cpu_op_us, 10 us, for every operation; docs/statistics.md: CPU time)"),
+        choices=["kernel", "kernel-2011", "kernel-host", "flat"])
+    cpu_op_us: float | None = option(None, "a flat simulated CPU time for every operation, whatever "
+                                           "`cpu` says (cpu=flat without it: 10)", unit="microseconds",
+                                     range=(0.0, 1e6))
     sync_interval: float = option(30.0, "the syncer's period (it must run)", unit="simulated seconds",
                                   range=(0.01, 86400.0))
     trace: str = option("", "write a request trace (CSV) to this path", path=True)

@@ -42,6 +42,7 @@ from simfs.blockio.imagefile import ImageFile, JournalError, journal_path, pendi
 from simfs.blockio.stats import Stats
 from simfs.blockio.trace import TraceWriter
 from simfs.errors import FSError, ImageError, ImageWriteError, OutputError
+from simfs.fs import cpucost
 from simfs.fs.checks import Checks, zone_overlap
 from simfs.fs.delalloc import DelayedAllocation
 from simfs.fs.directory import Directories
@@ -135,7 +136,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
         self.stats = Stats()
         self.trace = TraceWriter(options.trace) if options.trace else None
         self.clock = SimClock(self.disk, self.stats, geo.block_size // 512, self.trace)
-        self.cpu_op = options.cpu_op_us * 1e-6
+        self.cpu_op, cpu_era = cpucost.model(options)     # flat seconds, or the kernel's era
         self.image = ImageFile(self.path, fd, geo.block_size, writable=not options.read_only,
                                commit_interval=options.commit, dataless=options.dataless)
         self.cache = BufferCache(self.image, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
@@ -144,7 +145,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
                                  nr_requests=options.nr_requests,
                                  max_request_blocks=(options.max_sectors_kb << 10) // geo.block_size
                                  if options.max_sectors_kb else None)
-        self.ops = OperationCharger(self.clock, self.cache, self.stats, self.cpu_op)
+        self.ops = OperationCharger(self.clock, self.cache, self.stats, self.cpu_op,
+                                    None if cpu_era is None else cpucost.KernelCharge(cpu_era))
         gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
         self.descs = unpack_table(gdt, geo.groups)
         self._check_descs()
