@@ -129,6 +129,9 @@ def loop_mount(image, where: Path) -> bool:
 
 
 # simfs frag -------------------------------------------------------------------------------------
+# (the only test here that shares machine-wide state: filefrag on the kernel's loop mount; the
+# others mount their own images with FUSE and run in make test's parallel part)
+@pytest.mark.kernel_mount
 def test_frag_agrees_with_debugfs_filefrag_and_st_blocks(mounts, tmp_path):
     m = mounts("frag", "alloc=ext2fs-2010", size=128 << 20, block_size=1024)
     mnt = m.mnt
