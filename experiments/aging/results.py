@@ -54,9 +54,13 @@ def load(out: str) -> list[dict]:
     return rows
 
 
-def tree_files(repo: str, commit: str, _seen: dict = {}) -> int | None:
+_FILES: dict[tuple[str, str], int | None] = {}
+
+
+def tree_files(repo: str, commit: str) -> int | None:
     """The files (blobs and symlinks) in COMMIT's tree: what the aged tree holds after that
     pull (None when the repository cannot say)."""
+    _seen = _FILES
     if (repo, commit) not in _seen:
         import subprocess
         r = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", commit], capture_output=True)
