@@ -107,3 +107,106 @@ def replay(cols: dict, disk, g: float, extras: dict | None = None) -> dict:
     captured = (max(cols["finish"]) - first) if n else 0.0
     return {"time": doc, "requests": n, "elapsed": end - (results[0].issue if n else 0.0),
             "captured_elapsed": captured, "results": results}
+
+
+# -- one host thread keeping `depth` requests in flight (fio's asynchronous engines) ----------
+
+def closed_loop(requests: list, queue, depth: int, start: float, background=()) -> list:
+    """Time the host's requests as one thread that keeps `depth` of them in flight (fio's
+    libaio/io_uring/posixaio with iodepth=depth and iodepth_batch / iodepth_batch_complete /
+    iodepth_low at their defaults): it submits the next as soon as fewer than `depth` are in
+    flight, each after its own host time (CPU); a request whose first drive request completes
+    goes on to its next one after the gap it had (a block map read, then the data).
+
+    `requests`: per host request, its drive requests [(gap, op, lba, sectors, sync), ...] in
+    order, `gap` being the host time before it (for the first: before the submission, from the
+    moment the thread was free; for the others: after the previous one completed).
+    `background`: (t, op, lba, sectors, sync) the host did not wait for, issued at t.
+    `queue`: a disk_models.queue.DriveQueue on the drive (its own depth and scheduler order
+    what is in it). Returns per host request (submitted, arrived, finished, [DiskResult]):
+    when the thread started submitting it, when its first drive request reached the drive,
+    when its last completed. Deterministic: ties go to the earlier request."""
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, not {depth}")
+    n = len(requests)
+    out: list = [None] * n
+    pending: list = []                 # (t, seq, request or -1, drive request index, values)
+    seq = 0
+    for b in background:
+        heapq.heappush(pending, (b[0], seq, -1, 0, b[1:]))
+        seq += 1
+    host, nxt, inflight = start, 0, 0
+
+    def fill() -> None:
+        nonlocal host, nxt, inflight, seq
+        while inflight < depth and nxt < n:
+            gap, *values = requests[nxt][0]
+            sub = host
+            host += gap
+            out[nxt] = [sub, host, None, []]
+            heapq.heappush(pending, (host, seq, nxt, 0, values))
+            seq += 1
+            nxt += 1
+            inflight += 1
+
+    fill()
+    while pending or queue.outstanding:
+        if pending:
+            t = pending[0][0]
+            pick = queue.next_pick
+            if pick is None and queue.outstanding:
+                pick = queue.peek()        # one started: nothing is picked before it completes
+            if not queue.outstanding or t <= pick:
+                t, _, k, j, (op, lba, sectors, sync) = heapq.heappop(pending)
+                queue.submit(op, lba, sectors, t, sync, tag=(k, j))
+                continue
+        (k, j), res = queue.pop()
+        if k < 0:
+            continue
+        rec = out[k]
+        rec[3].append(res)
+        if j + 1 < len(requests[k]):
+            gap, *values = requests[k][j + 1]
+            heapq.heappush(pending, (res.finish + gap, seq, k, j + 1, values))
+            seq += 1
+            continue
+        rec[2] = res.finish
+        inflight -= 1
+        if res.finish > host:
+            host = res.finish
+        fill()
+    return [tuple(r) for r in out]
+
+
+def host_requests(cols: dict, rows: list, start: float) -> tuple[list, list]:
+    """Group a phase's trace rows (indices, in trace order) by the host request that made them,
+    for a stream of direct I/O (O_DIRECT reads and writes, nothing of the file in the cache):
+    every `data` row is one request's data, and the rows the host waited for before it (a block
+    map or directory read: `wait` 1, another cause) are that request's too, in order; the other
+    rows (write-back of metadata, `wait` 0) are background. Returns (requests, background) in
+    closed_loop's form, each gap as the capture had it (a request's first: from the completion
+    of the one before, or from `start`)."""
+    issue, finish, cause, wait = cols["issue"], cols["finish"], cols["cause"], cols["wait"]
+    requests, background, chain, held = [], [], [], []
+    free = start                       # when the host was free (its last request completed)
+    last = start                       # the completion the chain's next row waited for
+
+    def values(i):
+        return (cols["op"][i], cols["lba"][i], cols["sectors"][i], False)
+
+    for i in rows:
+        if cause[i] != "data" and not wait[i]:
+            background.append((issue[i],) + values(i))
+            continue
+        gap = issue[i] - (last if chain else free)
+        chain.append((gap,) + values(i))
+        held.append(i)
+        last = finish[i]
+        if cause[i] == "data":
+            requests.append(chain)
+            chain, held = [], []
+            free = last
+    # waited-for rows after the last data row (a close, a stat): no I/O's, issued when they were
+    background.extend((issue[i],) + values(i) for i in held)
+    background.sort(key=lambda b: b[0])
+    return requests, background

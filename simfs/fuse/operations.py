@@ -182,6 +182,12 @@ class Operations(XattrHandlers, pyfuse3.Operations):
 
     def _mark(self, data: bytes) -> None:
         self.vol.mark(data.decode(errors="replace").strip())    # the volume checks the name
+        trace = getattr(self.vol, "trace", None)
+        if trace is not None and not trace.error:
+            try:                    # a phase's rows are readable once the next phase starts
+                trace.f.flush()     # (simfs fio reads its jobs' rows from a live mount)
+            except OSError:
+                pass                # the writer meets the error again and reports it
 
     def _arm_fault(self, data: bytes) -> None:
         for line in data.decode(errors="replace").splitlines():
