@@ -123,6 +123,9 @@ def _mmap_options(cfg) -> str:
 def _mmap_note(cfg, phase) -> str:
     if phase.name != "write":
         return "read back on copies of simfs's image (its layout); the kernel reads with its own read-ahead"
+    if cfg.mount.get("alloc") == "ext2" and cfg.params.get("writes") == "pwrite":
+        return ("the kernel's ext4 driver mounted nodelalloc allocates each block at write(2), in the "
+                "writer's order, as simfs's ext2 does")
     if cfg.mount.get("alloc") == "ext2":
         return ("the kernel's ext4 driver mounted nodelalloc allocates each block at the page fault "
                 "(ext4_page_mkwrite), in the writer's random order; ext3 2.6.29 allocated at write-back: "

@@ -75,9 +75,11 @@ def render(res: dict) -> str:
     body, hist, notes = [], [], []
     for r in res["rows"]:
         k, s = r.get("kernel"), r.get("simfs") or {}
-        note = f"[{len(notes) + 1}]" if r.get("note") else ""
-        if r.get("note"):
-            notes.append(f"{note} {r['config']} {r['phase']}: {r['note']}")
+        note = ""
+        if r.get("note"):                 # one footnote per distinct text
+            if r["note"] not in notes:
+                notes.append(r["note"])
+            note = f"[{notes.index(r['note']) + 1}]"
         if not k:
             body.append([r["config"], r["phase"], r["kind"].split()[0], "— / " + _n(s.get("requests")), "—", "—",
                          "— / " + (f"{s['seconds']:.3f}" if "seconds" in s else "—"), "—", note])
@@ -86,7 +88,7 @@ def render(res: dict) -> str:
                      f"{k['mib']:.1f} / {s['mib']:.1f}", f"{k['readahead_share']:.0%} / {s['readahead_share']:.0%}",
                      f"{k['seconds']:.3f} / {s['seconds']:.3f}", _pct(differ(k['seconds'], s['seconds'])), note])
         hist.append(f"| {r['config']} | {r['phase']} | {k['size_hist']} / {s['size_hist']} | "
-                    f"{k['seek_hist']} / {s['seek_hist']} | {k.get('aligned_4k', 1):.0%} / {s.get('aligned_4k', 1):.0%} |")
+                    f"{k['seek_hist']} / {s['seek_hist']} | {_share(k)} / {_share(s)} |")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(b) + " |" for b in body]
     hist = ["", "| config | phase | sizes KiB <=4,8,16,32,64,128,more k / s | seeks KiB 0,64,1M,16M,256M,more k / s | 4K-aligned k / s |",
@@ -94,8 +96,13 @@ def render(res: dict) -> str:
     opts = f", simfs -o {res['simfs_options']}" if res.get("simfs_options") else ""
     vs = render_verdicts(res.get("verdicts", []))
     return (f"{res['experiment']} (quick) on kernel {res['kernel']}{opts}, k = the kernel's stream replayed, "
-            f"s = simfs\n\n" + "\n".join(lines + hist) + "\n" + ("\n" + "\n".join(notes) + "\n" if notes else "")
+            f"s = simfs\n\n" + "\n".join(lines + hist) + "\n" + ("\n" + "\n".join(f"[{i}] {n}" for i, n in enumerate(notes, 1)) + "\n" if notes else "")
             + ("\n" + vs if vs else ""))
+
+
+def _share(side: dict) -> str:
+    """The 4 KiB-aligned share, "—" for a run saved before it was counted."""
+    return f"{side['aligned_4k']:.0%}" if "aligned_4k" in side else "—"
 
 
 def _n(x) -> str:
@@ -127,11 +134,12 @@ def verdict(seed: float, simfs: float | None, kernel: float | None, alike: bool 
 
 def alike(rows: list, phase: str, num: str, den: str) -> bool:
     """Whether the kernel ran `phase` of the two configurations the same way: a write phase
-    (each side allocates) with the same kernel set-up (mount options, preload)."""
+    (each side allocates) with the same kernel set-up (mount options, preload) replayed on the
+    same drive (seed 003's offsets differ in the drive alone: its ratio is the drive's)."""
     pick = [next((x for x in rows if x["config"] == c and x["phase"] == phase), None) for c in (num, den)]
     if None in pick or not pick[0].get("kind", "").startswith("write"):
         return False
-    return pick[0].get("kernel_setup", "") == pick[1].get("kernel_setup", "")
+    return all(pick[0].get(k, "") == pick[1].get(k, "") for k in ("kernel_setup", "disk"))
 
 
 def verdicts(rows: list, compares: list) -> list[dict]:
