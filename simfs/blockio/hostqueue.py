@@ -20,8 +20,9 @@ decides the order in which the requests go to the drive. Modelled from Linux's c
   the submitter sleeps for one (`get_request_wait`, `blk_mq_get_tag`), which flushes its plug.
   So nr_requests bounds how many requests are merged and sorted together.
 * **The scheduler** orders the requests of a flush (`none`/`noop`: as submitted;
-  `deadline`/`mq-deadline`/`cfq`: by sector in one-way sweeps, reads before writes, with
-  expiry times), picking the next request when the drive has finished the previous one.
+  `deadline`/`mq-deadline`: by sector in one-way sweeps, reads before writes, with expiry
+  times; `cfq`: the request nearest the head, reads first, the fifo once a slice), picking the
+  next request when the drive has finished the previous one.
 
 Simplification (stated in docs/host-queue.md): the queue empties at each flush - a later
 plug's requests do not overtake requests of an earlier flush that the drive has not started
@@ -52,8 +53,12 @@ PENDING = math.inf
 #: deadline     2.6's deadline (deadline-iosched.c): back and front merges (front_merges=1),
 #:              and requests made adjacent by a merge are merged (elv_merged_request ->
 #:              attempt_back_merge/attempt_front_merge); dispatch as below with next_rq
-#: cfq          2.6's default (2.6.18 on): modelled as deadline (one process's requests; cfq's
-#:              per-process queues, time slices and idling are not modelled)
+#: cfq          2.6's default (2.6.18 on; cfq-iosched.c), for one process: its sync queue (reads)
+#:              before its async queue (writes); each dispatches the request cfq_choose_req
+#:              finds nearest the head (backward seeks count double, up to back_seek_max), and
+#:              takes its expired fifo head instead at most once per time slice
+#:              (cfq_check_fifo); several processes' queues, idling and priorities are not
+#:              modelled
 #: mq-deadline  6.x's default for a single-queue rotating disk (mq-deadline.c): plug merge
 #:              with the newest request, then insert merges (elv_attempt_insert_merge: a request
 #:              is appended to the queued one that ends where it begins, again while possible);
@@ -62,13 +67,18 @@ SCHEDULERS = {
     "none": ("last", True, False, False, "fifo"),
     "noop": ("all", False, False, False, "fifo"),
     "deadline": ("all", True, True, False, "deadline"),
-    "cfq": ("all", True, True, False, "deadline"),
+    "cfq": ("all", True, True, False, "cfq"),
     "mq-deadline": ("last", True, False, True, "mq-deadline"),
 }
 
 #: deadline's tunables (both kernels: read_expire = HZ/2, write_expire = 5*HZ,
 #: writes_starved = 2, fifo_batch = 16)
 READ_EXPIRE, WRITE_EXPIRE, WRITES_STARVED, FIFO_BATCH = 0.5, 5.0, 2, 16
+#: cfq's (2.6.29 cfq-iosched.c): cfq_fifo_expire {async HZ/4, sync HZ/8}, cfq_slice_async HZ/25
+#: and cfq_slice_sync HZ/10, cfq_back_max 16 MiB (in KiB), cfq_back_penalty 2
+CFQ_EXPIRE = {"R": 0.125, "W": 0.25}
+CFQ_SLICE = {"R": 0.1, "W": 0.04}
+CFQ_BACK_MAX_BYTES, CFQ_BACK_PENALTY = 16 << 20, 2
 
 
 class Bio:
@@ -87,13 +97,14 @@ class Bio:
 class Request:
     """Bios merged into one command to the drive: blocks [start, start + n) of direction op."""
 
-    __slots__ = ("op", "start", "n", "bios", "seq", "arrival")
+    __slots__ = ("op", "start", "n", "bios", "seq", "arrival", "flush")
 
     def __init__(self, bio: Bio, seq: int):
         self.op, self.start, self.n = bio.op, bio.start, bio.n
         self.bios = [bio]
         self.seq = seq
         self.arrival = 0.0
+        self.flush = 0          # which flush took it to the scheduler
 
     @property
     def end(self) -> int:
@@ -114,7 +125,7 @@ class HostQueue:
     batch's direction then, or None)."""
 
     def __init__(self, issue, now, scheduler: str = "none", nr_requests: int = 128, max_blocks: int = 32,
-                 stats=None):
+                 stats=None, block_size: int = 4096):
         if scheduler not in SCHEDULERS:
             raise ValueError(f"I/O scheduler {scheduler!r}: choose one of {', '.join(SCHEDULERS)}")
         if nr_requests < 1 or max_blocks < 1:
@@ -126,12 +137,20 @@ class HostQueue:
         self.max_blocks = max_blocks
         self.plug: list[Request] = []
         self.seq = 0
+        self.flushes = 0
         self.log: list | None = None
         # deadline's state, kept from flush to flush (as the kernel's deadline_data)
         self.batching = 0
         self.starved = 0
         self.last_dir = "R"
         self.latest_pos = {"R": 0, "W": 0}
+        # cfq's: the head's position (end of the last request dispatched), the active queue's
+        # slice and whether its fifo was checked in it
+        self.back_max = max(1, CFQ_BACK_MAX_BYTES // block_size)
+        self.last_end = 0
+        self.slice_dir: str | None = None
+        self.slice_end = 0.0
+        self.fifo_checked = False
 
     # -- the submitter's side ------------------------------------------------------------------
     def submit(self, op: str, start: int, n: int, kind: str, ino: int = 0, wait: bool = False,
@@ -181,11 +200,12 @@ class HostQueue:
             return
         reqs, self.plug = self.plug, []
         t = self.now()
+        self.flushes += 1
         for r in reqs:
-            r.arrival = t
+            r.arrival, r.flush = t, self.flushes
         if self.insert_merge:
             reqs = self._insert_merges(reqs)
-        pick = self._fifo if self.order == "fifo" else self._deadline
+        pick = {"fifo": self._fifo, "cfq": self._cfq}.get(self.order, self._deadline)
         for r in pick(reqs, t):
             first = r.bios[0]
             finish = self.issue(r.op, r.start, r.n, first.kind, first.ino, any(b.wait for b in r.bios))
@@ -333,6 +353,45 @@ class HostQueue:
                 self.log.append((t, rq, new_batch, head))
             yield rq
             t = max(t, rq.bios[0].finish)
+
+    def _cfq(self, reqs: list[Request], t0: float):
+        """cfq_dispatch_request for one process: the sync queue (reads) while it has requests,
+        else the async one; a queue's slice lasts CFQ_SLICE; within a slice the fifo is
+        checked once (cfq_check_fifo), else the request nearest the head goes
+        (cfq_choose_req: forward distance, or backward distance x 2 within back_seek_max)."""
+        queued = {"R": [], "W": []}                  # in insertion order
+        for r in reqs:
+            queued[r.op].append(r)
+        t = t0
+        while queued["R"] or queued["W"]:
+            d = "R" if queued["R"] else "W"
+            new_slice = d != self.slice_dir or t >= self.slice_end
+            if new_slice:
+                self.slice_dir, self.slice_end, self.fifo_checked = d, t + CFQ_SLICE[d], False
+            q = queued[d]
+            head = q[0]
+            rq = None
+            if not self.fifo_checked:
+                self.fifo_checked = True
+                if t >= head.arrival + CFQ_EXPIRE[d]:
+                    rq = head
+            if rq is None:
+                rq = min(q, key=self._cfq_distance)
+            q.remove(rq)
+            self.last_end = rq.end
+            if self.log is not None:
+                self.log.append((t, rq, new_slice, head))
+            yield rq
+            t = max(t, rq.bios[0].finish)
+
+    def _cfq_distance(self, r: Request) -> tuple:
+        """cfq_choose_req's order: (penalised distance, back-or-wrap, sector)."""
+        last = self.last_end
+        if r.start >= last:
+            return (0, r.start - last, -r.start)
+        if last - r.start <= self.back_max:          # a tie: the higher sector
+            return (0, (last - r.start) * CFQ_BACK_PENALTY, -r.start)
+        return (1, r.start, 0)          # beyond back_seek_max (wrapped): last, the lowest first
 
     def _count(self, key: str) -> None:
         if self.stats is not None:

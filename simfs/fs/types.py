@@ -110,8 +110,9 @@ class VolumeOptions:
     iosched: str = option("none", (
         "the block layer's I/O scheduler: none (blk-mq without one: merges with the newest plugged "
         "request, submission order), mq-deadline (6.x's default for a rotating disk: sector order "
-        "from the last position, reads first, expiry), 2.6's noop, deadline and cfq (cfq modelled "
-        "as deadline); default none: the order the cache submits in"), choices=_ioscheds)
+        "from the last position, reads first, expiry), 2.6's noop, deadline and cfq (one process's "
+        "queues: the nearest request, backward seeks counted double, the fifo once a slice); "
+        "default none: the order the cache submits in"), choices=_ioscheds)
     nr_requests: int = option(128, (
         "requests the block layer's queue holds (merged and sorted together); a submitter finding "
         "none free flushes its plug. 2.6.x: 128 (BLKDEV_MAX_RQ); 6.x with a scheduler: 2 x "

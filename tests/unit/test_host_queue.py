@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simfs.blockio.hostqueue import FIFO_BATCH, PENDING, READ_EXPIRE, SCHEDULERS, WRITE_EXPIRE, HostQueue
+from simfs.blockio.hostqueue import (CFQ_EXPIRE, FIFO_BATCH, PENDING, READ_EXPIRE, SCHEDULERS, WRITE_EXPIRE,
+                                     HostQueue)
 
 SETTINGS = dict(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 
@@ -94,7 +95,7 @@ def test_none_dispatches_in_submission_order_and_merges_only_with_the_newest(ste
 
 
 @settings(**SETTINGS)
-@given(st.lists(step, max_size=120), st.sampled_from(["deadline", "cfq", "mq-deadline"]),
+@given(st.lists(step, max_size=120), st.sampled_from(["deadline", "mq-deadline"]),
        st.integers(4, 64), st.integers(1, 40), st.sampled_from([0.01, 0.05, 0.3, 1.0]))
 def test_deadline_honours_expiry_and_batches(steps, scheduler, nr, maxb, per_block):
     q, drive, bios = run(steps, scheduler, nr, maxb, per_block)
@@ -119,12 +120,47 @@ def test_deadline_honours_expiry_and_batches(steps, scheduler, nr, maxb, per_blo
         prev = rq
 
 
+@settings(**SETTINGS)
+@given(st.lists(step, max_size=120), st.integers(4, 64), st.integers(1, 40), st.sampled_from([0.001, 0.01, 0.05]))
+def test_cfq_serves_the_nearest_but_an_expired_head_once_a_slice(steps, nr, maxb, per_block):
+    q, drive, bios = run(steps, "cfq", nr, maxb, per_block)
+    waiting: list = []
+    last_end, slice_fifo = 0, 0
+    for t, rq, new_slice, head in q.log:
+        if new_slice:
+            slice_fifo = 0
+        nearest = min((r for r in q_waiting(q.log, t, rq)), key=lambda r: cfq_key(r, last_end, q.back_max))
+        if rq is not nearest:                       # only the expired fifo head, once a slice
+            assert rq is head and t >= head.arrival + CFQ_EXPIRE[rq.op]
+            slice_fifo += 1
+            assert slice_fifo == 1
+        last_end = rq.end
+
+
+def q_waiting(log, t, rq):
+    """The requests of rq's direction still waiting when rq was picked (from the log: those of
+    the same flush picked at or after it)."""
+    i = next(i for i, e in enumerate(log) if e[1] is rq)
+    same = [e[1] for e in log[i:] if e[1].op == rq.op and e[1].flush == rq.flush]
+    return same
+
+
+def cfq_key(r, last, back_max):
+    if r.start >= last:
+        return (0, r.start - last, -r.start)
+    if last - r.start <= back_max:
+        return (0, (last - r.start) * 2, -r.start)
+    return (1, r.start, 0)
+
+
 @pytest.mark.parametrize("scheduler, order", [
     # 2.6's deadline on a fresh queue has no next_rq: each batch starts at the fifo head
     ("deadline", [("R", 40), ("R", 5), ("W", 50), ("W", 10), ("W", 30)]),
     # mq-deadline sweeps up from latest_pos (0 at first)
     ("mq-deadline", [("R", 5), ("R", 40), ("W", 10), ("W", 30), ("W", 50)]),
     ("none", [("W", 50), ("R", 40), ("W", 10), ("R", 5), ("W", 30)]),
+    # cfq: the sync queue first, each time the request nearest the head (0 at first)
+    ("cfq", [("R", 5), ("R", 40), ("W", 50), ("W", 30), ("W", 10)]),
 ])
 def test_a_flush_reads_first_in_each_schedulers_order(scheduler, order):
     drive = Drive(0.001)
@@ -265,3 +301,29 @@ def test_an_operations_read_ahead_leaves_the_plug_when_it_ends(tmp_path):
         vol.read(ino, 4096, 4096)               # block 1 is there; the window's 5..9 are not:
         assert vol.cache.hq.plugged == 0        # submitted, nobody waits - the end of the
         assert vol.counters["disk_reads"] == before + 1      # operation sends them
+
+
+def test_cfq_takes_an_expired_fifo_head_at_a_slices_first_pick():
+    """Reads of 1/16 s each, slices of 0.1 s, sync expiry 0.125 s: the slice starting at 0.125 s
+    checks the fifo first and the oldest read (submitted first, far away) goes; from there the
+    nearest is behind (22, within back_seek_max); the next slice's check takes the oldest
+    again (4), and the sweep goes on forward."""
+    drive = Drive(1 / 16)
+    q = HostQueue(drive.issue, lambda: drive.now, "cfq", 128, 1)
+    q.submit("R", 1000, 1, "data")
+    for i in range(12):
+        q.submit("R", 2 * i, 1, "data")
+    q.flush()
+    assert [s for _, s, *_ in drive.issued] == [0, 2, 1000, 22, 4, 6, 8, 10, 12, 14, 16, 18, 20]
+
+
+def test_cfq_counts_a_backward_seek_double():
+    """cfq_choose_req: from the head at 10, 7 is 3 back (costing 6) and 15 is 5 ahead: 15 first."""
+    drive = Drive(0.001)
+    q = HostQueue(drive.issue, lambda: drive.now, "cfq", 128, 8)
+    q.submit("R", 9, 1, "data")
+    q.flush()
+    q.submit("R", 7, 1, "data")
+    q.submit("R", 15, 1, "data")
+    q.flush()
+    assert [s for _, s, *_ in drive.issued] == [9, 15, 7]
