@@ -14,8 +14,8 @@ FUSE client sends both alike); every GETATTR is charged as an fstat(2) on a cach
 (system call entry and exit, and filling the attributes), the cheapest call that asks for it:
 a permission check, which the native kernel makes inside its path walk for nothing, is thus
 overcharged by one fstat (MEASURED["fstat"]). A LOOKUP of a name whose inode the kernel holds
-and has looked up since it last let it go (`Lookups.seen`) is a dentry-cache hit: one step of
-the path walk; any other is a miss (the directory searched, the inode read in), charged as a
+and has looked up since it last let it go (`KernelCharge.seen`) is a dentry-cache hit: one step
+of the path walk; any other is a miss (the directory searched, the inode read in), charged as a
 cold stat's extra over a warm one. FORGET, OPEN, RELEASE, OPENDIR, RELEASEDIR and FLUSH are no
 volume operations and cost nothing here (the kernel's open and close of a directory are charged
 with its first READDIR; a regular file's open and close are not charged).
