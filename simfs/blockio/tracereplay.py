@@ -187,7 +187,10 @@ def host_requests(cols: dict, rows: list, start: float) -> tuple[list, list]:
     closed_loop's form, each gap as the capture had it (a request's first: from the completion
     of the one before, or from `start`)."""
     issue, finish, cause, wait = cols["issue"], cols["finish"], cols["cause"], cols["wait"]
-    requests, background, chain, held = [], [], [], []
+    requests: list = []
+    background: list = []
+    chain: list = []
+    held: list = []
     free = start                       # when the host was free (its last request completed)
     last = start                       # the completion the chain's next row waited for
 

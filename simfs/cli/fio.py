@@ -9,11 +9,14 @@ invalidation, `invalidate=1` by default, are modelled before the job's phase sta
 run one after another (`stonewall` is added where a job would start beside the previous one:
 two jobs at once cannot be two phases); a phase `fio-end` closes the last. fio writes its own JSON (host figures);
 from the mount's statistics simfs writes a fio-shaped JSON in simulated time: per job and
-direction, fio's own request and byte counts over the phase's simulated seconds (`iops`, `bw`
-in KiB/s, `bw_bytes`, `runtime` in ms) and `clat_ns` from the phase's simulated latency of
-FUSE read/write requests (count, max, mean, `percentile` 50/90/99/99.9; the kernel may split
-or merge fio's I/Os, so N is FUSE's count). With numjobs > 1 the clones share one name: the
-job's time runs from the first clone's mark to the last one's end.
+direction, fio's own request and byte counts over the job's simulated seconds (`iops`, `bw`
+in KiB/s, `bw_bytes`, `runtime` in ms). On a mount with a trace, a direct=1 job's requests are
+timed one by one from its phase's rows (tracereplay.host_requests / closed_loop): iodepth of
+them in flight through the drive's queue for fio's asynchronous engines, one for the others,
+and `lat_ns`, `slat_ns`, `clat_ns` carry fio's fields and 17 percentiles (docs/statistics.md
+says exactly what is modelled). Otherwise `clat_ns` is the phase's FUSE read/write latency
+histogram (count, max, mean, percentiles 50/90/99/99.9; N is FUSE's count). With numjobs > 1
+the clones share one name: the job's time runs from the first clone's mark to the last one's end.
 """
 
 from __future__ import annotations
