@@ -55,3 +55,28 @@ def test_readdir_order_hash_phases_kernel_beside_simfs(tmp_path):
     for f in ("mib", "seconds"):
         assert s[f] == pytest.approx(k[f], rel=0.10), (f, s[f], k[f])
     assert "simfs-kernel-oracle" not in " ".join(p.name for p in Path("/sys/fs/cgroup/memory").iterdir())
+
+
+def test_alignment_phases_kernel_beside_simfs(tmp_path):
+    """--experiment alignment --config "offset 40" (seed 003, a new experiment of the harness):
+    every phase has a row; mkfs and newfs are simfs's alone and say why; restore, the fsck
+    (e2fsck -fn on the device beside simfs's scan) and tar have both streams; tar (copies of one
+    image) reads the same bytes within 10 %, all of them on 4 KiB boundaries on both sides."""
+    why = can_loop_mount()
+    assert why is None, why
+    r = subprocess.run([sys.executable, "-m", "benchmarks.kernel_oracle", "--experiment", "alignment",
+                        "--config", "offset 40", "--json"], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {x["phase"]: x for x in json.loads(r.stdout)["rows"]}
+    assert list(rows) == ["mkfs", "newfs", "restore", "fsck", "tar"]
+    for name in ("mkfs", "newfs"):
+        assert rows[name]["kernel"] is None and rows[name]["simfs"]["seconds"] > 0 and "no kernel side" in rows[name]["note"]
+    for name in ("restore", "fsck", "tar"):
+        x = rows[name]
+        assert x["kernel"]["requests"] > 10 and x["simfs"]["requests"] > 10, name
+        assert x["kernel"]["seconds"] > 0 and x["simfs"]["seconds"] > 0, name
+    assert rows["fsck"]["kernel"]["reads"] == rows["fsck"]["kernel"]["requests"]    # e2fsck -n writes nothing
+    k, s = rows["tar"]["kernel"], rows["tar"]["simfs"]
+    assert s["mib"] == pytest.approx(k["mib"], rel=0.10)
+    assert k["aligned_4k"] == s["aligned_4k"] == 1.0
+    assert not any(p.name.startswith("simfs-kernel-oracle") for p in Path("/sys/fs/cgroup/memory").iterdir())
