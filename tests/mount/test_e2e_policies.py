@@ -233,9 +233,14 @@ def _set_hash_seed(image: Path, seed: int) -> None:
         f.write(uuid.UUID(int=seed).bytes)
 
 
-def test_find_hash_order_twice_as_slow_as_inode_order(mounts, tmp_path):
+def test_find_hash_order_much_slower_than_inode_order(mounts, tmp_path):
     """The hash order depends on the file system's random hash seed, so the hash runs are
-    averaged over four seeds (the tree, and so the inode-order run, is the same for all)."""
+    averaged over four seeds (the tree, and so the inode-order run, is the same for all).
+    How much slower: the kernel's own ext4 gives 1.82-1.93x on the seed's quick tree
+    (results/summary/kernel-oracle); simfs gave 1.87x here on 2026-12-07 with the kernel's CPU
+    charge (2.5x under the flat 10 us, whose CPU time let the drive's read-ahead run further
+    ahead). 1.5x leaves room for the hash seeds' spread (1.4-2.3x); an order that changes
+    nothing gives 1.0x."""
     from experiments.workload import generate_tree
     src = tmp_path / "wc"
     summary = generate_tree(src, seed=4, files=1000, svn=True)
@@ -266,7 +271,7 @@ def test_find_hash_order_twice_as_slow_as_inode_order(mounts, tmp_path):
     print(f"\nfind -type d, {summary.dirs} directories, sata7200: inode order {inode:.3f} s; hash order "
           + ", ".join(f"{h:.3f}" for h in hashed) + f" s (mean {mean:.3f}): "
           + ", ".join(f"{h / inode:.2f}x" for h in hashed) + f", mean {mean / inode:.2f}x")
-    assert mean >= 2 * inode, (hashed, inode)
+    assert mean >= 1.5 * inode, (hashed, inode)
 
 
 # seed 004: mmap'd random writes, immediate vs delayed allocation -------------------------------
