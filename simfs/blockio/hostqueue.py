@@ -166,7 +166,7 @@ class HostQueue:
 
     def _split(self, bio: Bio) -> None:
         """The bio as pieces of max_blocks; it finishes when its last piece does."""
-        pieces = []
+        pieces: list[Bio] = []
         left = [0]
 
         def piece_done(finish):
@@ -301,13 +301,13 @@ class HostQueue:
         """__dd_dispatch_request / deadline_dispatch_requests, one pick each time the drive is
         free (the generator resumes after the previous request's finish: `flush` keeps t)."""
         mq = self.order == "mq-deadline"
-        sort = {"R": [], "W": []}                    # (start, seq, request), by sector
-        fifo = {"R": [], "W": []}                    # in insertion order
+        sort: dict[str, list[tuple[int, int, Request]]] = {"R": [], "W": []}   # by sector
+        fifo: dict[str, list[Request]] = {"R": [], "W": []}   # in insertion order
         for r in reqs:
             bisect.insort(sort[r.op], (r.start, r.seq, r))
             fifo[r.op].append(r)
         expire = {"R": READ_EXPIRE, "W": WRITE_EXPIRE}
-        next_rq = {"R": None, "W": None}             # 2.6's dd->next_rq (none at a fresh queue)
+        next_rq: dict[str, Request | None] = {"R": None, "W": None}   # 2.6's dd->next_rq (none at a fresh queue)
         t = t0
 
         def following(d):
@@ -359,7 +359,7 @@ class HostQueue:
         else the async one; a queue's slice lasts CFQ_SLICE; within a slice the fifo is
         checked once (cfq_check_fifo), else the request nearest the head goes
         (cfq_choose_req: forward distance, or backward distance x 2 within back_seek_max)."""
-        queued = {"R": [], "W": []}                  # in insertion order
+        queued: dict[str, list[Request]] = {"R": [], "W": []}   # in insertion order
         for r in reqs:
             queued[r.op].append(r)
         t = t0

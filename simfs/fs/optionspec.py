@@ -39,8 +39,9 @@ class OptionError(ValueError):
     """A mount option is unknown or has a bad value (message meant for the user: one line)."""
 
 
-def option(default, help: str = "", **meta) -> dataclasses.Field:
-    """A VolumeOptions field: its default, help and the metadata keys above."""
+def option(default, help: str = "", **meta) -> typing.Any:
+    """A VolumeOptions field: its default, help and the metadata keys above (typed Any, as
+    dataclasses.field is to a type checker: the class body assigns it to a typed name)."""
     unknown = set(meta) - KEYS
     if unknown:
         raise TypeError(f"unknown option metadata: {', '.join(sorted(unknown))}")

@@ -124,7 +124,6 @@ def test_deadline_honours_expiry_and_batches(steps, scheduler, nr, maxb, per_blo
 @given(st.lists(step, max_size=120), st.integers(4, 64), st.integers(1, 40), st.sampled_from([0.001, 0.01, 0.05]))
 def test_cfq_serves_the_nearest_but_an_expired_head_once_a_slice(steps, nr, maxb, per_block):
     q, drive, bios = run(steps, "cfq", nr, maxb, per_block)
-    waiting: list = []
     last_end, slice_fifo = 0, 0
     for t, rq, new_slice, head in q.log:
         if new_slice:
