@@ -235,16 +235,25 @@ def age_image(table: dict, cfg, image: Path) -> Path:
     log = recording(h, profile, dirorder, version)
     key = _digest("image", h.commits, profile, dirorder, version, cfg.mount_string(),
                   sorted(cfg.mkfs.items()))
-    cached = cache_root() / f"img-{key}.img"
+    def replay(tmp: Path) -> None:
+        opts = mountopts.parse([cfg.mount_string()]).volume
+        opts.stats = opts.trace = ""
+        rp.replay(str(log), str(tmp), opts, force=True)
+
+    return _cached_aging(cache_root() / f"img-{key}.img", image, table, cfg, replay,
+                         (rp.ReplayError, mountopts.OptionError, ValueError))
+
+
+def _cached_aging(cached: Path, image: Path, table: dict, cfg, age, errors: tuple) -> Path:
+    """IMAGE replaced by CACHED, made first (under its lock) by AGE(a copy of IMAGE) if absent;
+    an error of ERRORS while aging leaves no cache entry and is one AgedError."""
     with _locked(cached):
         if not cached.exists():
             tmp = cached.with_suffix(".tmp")
             _sparse_copy(image, tmp)
             try:
-                opts = mountopts.parse([cfg.mount_string()]).volume
-                opts.stats = opts.trace = ""
-                rp.replay(str(log), str(tmp), opts, force=True)
-            except (rp.ReplayError, mountopts.OptionError, ValueError) as e:
+                age(tmp)
+            except errors as e:
                 tmp.unlink(missing_ok=True)
                 raise AgedError(f"{cfg.name}: cannot be aged by {describe(table)} "
                                 f"({image.stat().st_size >> 20} MiB image): {e}") from None
@@ -272,20 +281,12 @@ def synthetic_image(table: dict, cfg, image: Path) -> Path:
     key = _digest("synthetic", profile.digest(), synthetic.settings(table), code_version(),
                   cfg.mount_string(), sorted(cfg.mkfs.items()), image.stat().st_size)
     cached = cache_root() / f"syn-{key}.img"
-    with _locked(cached):
-        if not cached.exists():
-            tmp = cached.with_suffix(".tmp")
-            _sparse_copy(image, tmp)
-            try:
-                opts = mountopts.parse([cfg.mount_string()]).volume
-                got = synthetic.age(str(tmp), opts, table)
-            except (synthetic.SyntheticError, mountopts.OptionError, ValueError, OSError, ImageError) as e:
-                tmp.unlink(missing_ok=True)
-                raise AgedError(f"{cfg.name}: cannot be aged by {describe(table)} "
-                                f"({image.stat().st_size >> 20} MiB image): {e}") from None
-            cached.with_suffix(".json").write_text(json.dumps(
-                {"recipe": {"profile": table["profile"], "profile_digest": profile.digest(),
-                            **synthetic.settings(table)}, "reached": got}, indent=1))
-            os.replace(tmp, cached)
-    _sparse_copy(cached, image)
-    return cached
+
+    def age(tmp: Path) -> None:
+        got = synthetic.age(str(tmp), mountopts.parse([cfg.mount_string()]).volume, table)
+        cached.with_suffix(".json").write_text(json.dumps(
+            {"recipe": {"profile": table["profile"], "profile_digest": profile.digest(),
+                        **synthetic.settings(table)}, "reached": got}, indent=1))
+
+    return _cached_aging(cached, image, table, cfg, age,
+                         (synthetic.SyntheticError, mountopts.OptionError, ValueError, OSError, ImageError))
