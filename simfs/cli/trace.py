@@ -89,7 +89,9 @@ def register(sub) -> None:
                                    "docs/trace-replay.md says what this cannot know.",
                        epilog="examples:\n  simfs trace replay find.trace --disk sas10k\n"
                               "  simfs trace replay find.trace --disk sata7200,rpm=5400 --gaps none\n"
-                              "  simfs trace replay find.trace --disk wd-ears --json | jq .time.total.elapsed")
+                              "  simfs trace replay find.trace --disk wd-ears --json | jq .time.total.elapsed\n"
+                              "  simfs trace replay kernel.trace --disk wd1200jb --out kernel-on-wd.csv\n"
+                              "  simfs plot kernel-on-wd.csv simfs.trace -o both.png --label kernel --label simfs")
     rp.add_argument("trace", metavar="TRACE")
     rp.add_argument("--disk", metavar="D", required=True,
                     help="a drive as -o disk= names it (simfs disks list): preset[,key=value...]")
@@ -98,6 +100,10 @@ def register(sub) -> None:
                          "keep it (default: it is CPU and application time, which the drive does "
                          "not change), drop it (a closed loop: the drive's time alone) or scale it")
     rp.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    rp.add_argument("--out", metavar="FILE",
+                    help="also write the replayed stream as a simfs trace (each request's simulated "
+                         "issue, finish and time split on this drive), for `simfs plot` beside "
+                         "another run's trace")
     rp.set_defaults(func=cmd_replay)
 
 
@@ -203,6 +209,20 @@ def cmd_import(a) -> int:
     return 0
 
 
+def _write_replayed(path: str, cols: dict, results: list) -> str:
+    """The replayed rows as a simfs trace at PATH; the reason it could not be written, or ""."""
+    from simfs.blockio.trace import TraceWriter
+    try:
+        w = TraceWriter(path)
+    except OSError as e:
+        return f"--out {path}: {e.strerror or e}"
+    for i, r in enumerate(results):
+        w.record(cols["op"][i], cols["lba"][i], cols["sectors"][i], r, cols["cause"][i],
+                 cols["ino"][i], cols["phase"][i], bool(cols["wait"][i]))
+    w.close()
+    return w.error
+
+
 def cmd_replay(a) -> int:
     from simfs.blockio.traceimport import read_extras
     from simfs.blockio.tracereplay import gap_factor, replay
@@ -227,6 +247,8 @@ def cmd_replay(a) -> int:
         out = replay(cols, disk, g, extras)
     except ValueError as e:
         return fail(str(e), "trace replay")
+    if a.out and (err := _write_replayed(a.out, cols, out["results"])):
+        return fail(err, "trace replay")
     t = out["time"]
     t.update({"trace": a.trace, "gaps": a.gaps})
     if a.json:

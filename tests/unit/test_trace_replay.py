@@ -173,6 +173,24 @@ def test_cli_replays_the_committed_kernel_capture(tmp_path):
     assert none["elapsed"] < doc["elapsed"]
 
 
+def test_cli_out_writes_the_replayed_stream_which_replays_to_the_same_time(tmp_path):
+    """--out: the kernel's stream as timed on the drive, a simfs trace whose own replay (closed
+    loop, its requests in order) finishes where the first replay did."""
+    trace, out = tmp_path / "find.trace", tmp_path / "on-sas10k.csv"
+    assert run_simfs("trace", "import", os.path.join(DATA, "find.tracefs"), "-o", str(trace)).returncode == 0
+    doc = json.loads(run_simfs("trace", "replay", str(trace), "--disk", "sas10k", "--json",
+                               "--out", str(out)).stdout)
+    cols, orig = read_trace(out), read_trace(trace)
+    assert cols["lba"] == orig["lba"] and cols["op"] == orig["op"] and cols["cause"] == orig["cause"]
+    assert 0 < max(cols["finish"]) - cols["issue"][0] <= doc["elapsed"]      # (then the drive's flush)
+    assert cols["finish"] != orig["finish"]                     # the drive's times, not the capture's
+    again = json.loads(run_simfs("trace", "replay", str(out), "--disk", "sas10k", "--json").stdout)
+    assert again["elapsed"] == pytest.approx(doc["elapsed"], rel=1e-6)
+    r = run_simfs("trace", "replay", str(trace), "--disk", "sas10k", "--out", str(tmp_path / "no" / "x.csv"),
+                  check=False)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
 @pytest.mark.parametrize("args, says", [
     (["--disk", "nosuchdrive"], "unknown disk preset"),
     (["--disk", "sas10k", "--gaps", "half"], "--gaps"),
