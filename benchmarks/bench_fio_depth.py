@@ -1,6 +1,6 @@
 """simfs fio's iodepth beside DiskSim's queue (issue 53, item 5), in-process: the Volume a mount
 serves, driven as fio's direct random 4 KiB reads are (one read_direct each, at fio's random
-offsets over one file), its trace timed by simfs fio's own model (simfs.cli.fio.model_job) at
+offsets over one file), its trace timed by simfs fio's own model (simfs.inprocess.fiomodel.model_job) at
 iodepth 1, 4, 16 and 32 with libaio; beside it the DiskSim row of
 results/summary/drive-queue/table.md for the same drive and scheduler (rand-read-4k), and that
 table's simfs column (DiskSim's request stream through DriveQueue).
@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from simfs.blockio.trace import read_trace
-from simfs.cli import fio
+from simfs.inprocess import fiomodel as fio
 from simfs.fs.types import VolumeOptions
 from simfs.fs.volume import Volume
 

@@ -349,6 +349,8 @@ def test_foreground_mount(tmp_path):
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        proc.stdout.close()
+        proc.stderr.close()
         m.force_cleanup()
     rc, out = e2fsck(image)
     assert rc == 0, out

@@ -91,13 +91,13 @@ def test_movie_gif_and_mp4(traced, tmp_path):
     _, trace = traced
     gif = tmp_path / "m.gif"
     run_simfs("plot", trace, "--phase", "readback", "--movie", gif, "--frames", "5")
-    im = Image.open(gif)
-    assert im.format == "GIF" and im.n_frames == 5 and im.size[0] >= 800
-    # the frames differ: the head moves and requests appear
-    im.seek(0)
-    first = np.asarray(im.convert("RGB"))
-    im.seek(4)
-    assert (np.asarray(im.convert("RGB")) != first).any()
+    with Image.open(gif) as im:
+        assert im.format == "GIF" and im.n_frames == 5 and im.size[0] >= 800
+        # the frames differ: the head moves and requests appear
+        im.seek(0)
+        first = np.asarray(im.convert("RGB"))
+        im.seek(4)
+        assert (np.asarray(im.convert("RGB")) != first).any()
     mp4 = tmp_path / "m.mp4"
     r = run_simfs("plot", trace, "--movie", mp4, "--frames", "3", check=False)
     if shutil.which("ffmpeg"):

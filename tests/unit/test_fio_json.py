@@ -17,7 +17,7 @@ import pytest
 from disk_models import make_disk
 from disk_models.queue import DriveQueue
 from simfs.blockio import tracereplay
-from simfs.cli import fio
+from simfs.inprocess import fiomodel as fio
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 100, 1000, 2001])
