@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 import shutil
 import subprocess
 import sys
@@ -69,7 +70,7 @@ def build_disksim(tarball: str, work: str, per_request: bool = False) -> str:
     root = os.path.join(work, top)
     if per_request:
         c = os.path.join(root, "src", "disksim_iosim.c")
-        text = open(c, encoding="latin-1").read()
+        text = Path(c).read_text(encoding="latin-1")
         if PER_REQUEST[0] not in text:
             fail(f"{c}: io_validate_do_stats1 is not where the per-request instrumentation expects it")
         with open(c, "w", encoding="latin-1") as f:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 import re
 import shutil
 import subprocess
@@ -74,7 +75,7 @@ def patch_source(src: str) -> None:
     """Add PATCHES' lines to DiskSim's src/ (once)."""
     for name, anchor, line in PATCHES:
         path = os.path.join(src, name)
-        text = open(path, encoding="latin-1").read()
+        text = Path(path).read_text(encoding="latin-1")
         if "DQ_TRACE" in text:
             continue
         if anchor not in text:

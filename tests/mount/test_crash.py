@@ -92,6 +92,7 @@ def test_kill_during_untar(tmp_path, source_tree, source_tarball, options, mkfs_
         _kill_daemon(m)
         tar.wait(timeout=60)
         t.join(timeout=10)
+        tar.stdout.close()
         # a file is finished once tar started the next one
         finished = [name for (_, name), (when, _) in zip(seen, seen[1:]) if when < killed_at - BOUND]
         files = [n for n in finished if os.path.isfile(src / n) and not os.path.islink(src / n)]

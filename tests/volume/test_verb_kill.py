@@ -68,7 +68,8 @@ def test_kill_9_of_an_unpack_leaves_a_prefix_of_the_archive(tmp_path, source_tar
     whole = make_image(tmp_path / "whole.img", "512M")
     t0 = time.monotonic()
     p = _unpack(whole, source_tarball, options)
-    assert p.wait(timeout=600) == 0, p.stderr.read()
+    with p.stderr:
+        assert p.wait(timeout=600) == 0, p.stderr.read()
     duration = time.monotonic() - t0
 
     # a loaded host may run the second unpack faster than the first: then earlier
@@ -79,11 +80,13 @@ def test_kill_9_of_an_unpack_leaves_a_prefix_of_the_archive(tmp_path, source_tar
         time.sleep(fraction * duration)
         if p.poll() is None:
             break
+        p.stderr.close()
         fraction /= 2
     else:
         pytest.fail(f"the unpack ended before the kill four times ({duration:.1f} s the first time)")
     os.kill(p.pid, signal.SIGKILL)
     p.wait(timeout=60)
+    p.stderr.close()
 
     r = run_simfs("verb", "find", img, "t", check=False)
     assert r.returncode == 2 and "not cleanly unmounted" in r.stderr, r.stderr

@@ -4,6 +4,7 @@ debugfs and e2fsck."""
 import errno
 import hashlib
 import os
+from pathlib import Path
 import re
 import stat
 import subprocess
@@ -55,7 +56,7 @@ def describe_tree(top) -> dict:
             if stat.S_ISLNK(st.st_mode):
                 entry.append(os.readlink(p))
             elif stat.S_ISREG(st.st_mode):
-                entry.append(hashlib.sha256(open(p, "rb").read()).hexdigest())
+                entry.append(hashlib.sha256(Path(p).read_bytes()).hexdigest())
             elif stat.S_ISCHR(st.st_mode):
                 entry.append((os.major(st.st_rdev), os.minor(st.st_rdev)))
             out[rel] = entry
