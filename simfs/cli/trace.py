@@ -90,8 +90,8 @@ def register(sub) -> None:
                        epilog="examples:\n  simfs trace replay find.trace --disk sas10k\n"
                               "  simfs trace replay find.trace --disk sata7200,rpm=5400 --gaps none\n"
                               "  simfs trace replay find.trace --disk wd-ears --json | jq .time.total.elapsed\n"
-                              "  simfs trace replay kernel.trace --disk wd1200jb --out kernel-on-wd.csv\n"
-                              "  simfs plot kernel-on-wd.csv simfs.trace -o both.png --label kernel --label simfs")
+                              "  simfs trace replay find.trace --disk wd1200jb --out find-on-wd.csv\n"
+                              "  simfs plot find-on-wd.csv run.trace -o both.png --label kernel --label simfs")
     rp.add_argument("trace", metavar="TRACE")
     rp.add_argument("--disk", metavar="D", required=True,
                     help="a drive as -o disk= names it (simfs disks list): preset[,key=value...]")
