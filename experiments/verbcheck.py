@@ -18,7 +18,6 @@ makes the images as `simfs mkfs --profile ext4` does (flex_bg, extents, htree di
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
 import shlex
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments import argtypes
+from experiments.aging.mounted import sparse_copy
 
 TOLERANCE = 0.03
 UUID = "00000000-0000-0000-0000-00000000c0de"
@@ -138,29 +138,6 @@ def disk_counters(snapshot: dict) -> dict:
     return {k: v for k, v in c.items() if k.startswith("disk_")}
 
 
-def copy_sparse(src: Path, dst: Path) -> None:
-    """Copy an image keeping its holes, as `cp --sparse=always` does: shutil.copyfile writes
-    every zero of a 256 MiB image, and each case copies one twice."""
-    with open(src, "rb") as fi, open(dst, "wb") as fo:
-        fd, size, pos = fi.fileno(), os.fstat(fi.fileno()).st_size, 0
-        while pos < size:
-            try:
-                data = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError as e:
-                if e.errno != errno.ENXIO:
-                    raise
-                break                                   # only a hole is left
-            pos = os.lseek(fd, data, os.SEEK_HOLE)
-            fi.seek(data)
-            fo.seek(data)
-            left = pos - data
-            while left:
-                chunk = fi.read(min(left, 1 << 20))
-                fo.write(chunk)
-                left -= len(chunk)
-        fo.truncate(size)
-
-
 def within(a: float, b: float) -> bool:
     return abs(a - b) <= max(TOLERANCE * max(abs(a), abs(b)), 1 if float(a).is_integer() else 0)
 
@@ -171,7 +148,7 @@ def check(case: Case, options: str, tarball: Path, work: Path, profile: str = "e
     base = prepare(work, case.needs, tarball, options, profile)
     a, b = work / "a.img", work / "b.img"
     for copy in (a, b):
-        copy_sparse(base, copy)
+        sparse_copy(str(base), str(copy))
     m = mounted(case, a, options, tarball, work)
     v = inprocess(case, b, options, tarball)
     ms, vs = m["time"]["now"], v["time"]["now"]
@@ -203,7 +180,7 @@ def oplogs(case: Case, options: str, tarball: Path, work: Path, profile: str = "
     base = prepare(work, case.needs, tarball, options, profile)
     a, b = work / "a.img", work / "b.img"
     for copy in (a, b):
-        copy_sparse(base, copy)
+        sparse_copy(str(base), str(copy))
     mlog, vlog = work / "mounted.oplog", work / "verb.oplog"
     mounted(case, a, f"{options},oplog={mlog}", tarball, work)
     params = dict(case.params)

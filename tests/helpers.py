@@ -165,3 +165,54 @@ def kernel_mount(img, mnt, rw: bool = False, fstype: str = "ext2", options: str 
         yield mnt
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
+
+
+def tree_ab_job(name: str, size: str, allocs: tuple[str, str]) -> str:
+    """A small two-allocator job file (a 40-file tree unpacked, then found, twice each) for the
+    tests that run it fresh and on aged images."""
+    return f"""
+[job]
+name = "{name}"
+repetitions = 2
+
+[workload]
+kind = "tree"
+seed = 1
+files = 40
+
+[mkfs]
+size = "{size}"
+
+[mount]
+writeback = "async"
+dirorder = "linear"
+
+[matrix]
+alloc = ["{allocs[0]}", "{allocs[1]}"]
+
+[[phase]]
+name = "unpack"
+verb = "unpack"
+path = "tree"
+
+[[phase]]
+name = "find"
+verb = "find"
+path = "tree"
+args = {{type = "f"}}
+"""
+
+
+def run_job_sims(job, out, cache) -> dict:
+    """`python -m experiments.jobcli JOB --out OUT` with its aged images cached in CACHE: each
+    record's simulated seconds by (configuration, repetition, phase), mkfs left out."""
+    import json
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(repo), SIMFS_AGED_CACHE=str(cache), COLUMNS="200")
+    r = subprocess.run([sys.executable, "-m", "experiments.jobcli", str(job), "--out", str(out), "--no-plots"],
+                       capture_output=True, text=True, timeout=400, cwd=repo, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return {(x["config"], x["rep"], x["phase"]): x["sim"] for x in json.loads((out / "results.json").read_text())["records"]
+            if x["phase"] != "mkfs"}

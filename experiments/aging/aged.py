@@ -34,6 +34,7 @@ import shutil
 from pathlib import Path
 
 from .history import AgingError, History, need_bytes, select
+from .mounted import sparse_copy
 
 GIT_KEYS = ("history", "pulls", "repo")
 SYNTHETIC_KEYS = ("history", "profile", "full", "churn", "seed", "frag")
@@ -146,7 +147,9 @@ def history(table: dict) -> History:
     repo = os.path.expanduser(table.get("repo") or default_repo())
     if not os.path.exists(repo):
         raise AgedError(f"[aged] repo {repo}: no such repository or bundle"
-                        + ("" if table.get("repo") else " (the default xfstests history; give git:N@REPO)"))
+                        + ("" if table.get("repo") else
+                           " (the default, xfstests' history, sits only beside development checkouts: give "
+                           "git:N@REPO with a repository or bundle of yours, or age by synthetic:agrawal)"))
     if os.path.isfile(repo):                        # a bundle: a bare clone of it, once
         st = os.stat(repo)
         clone = cache_root() / "repos" / f"{_digest(os.path.abspath(repo), st.st_size, st.st_mtime_ns)}.git"
@@ -250,7 +253,7 @@ def _cached_aging(cached: Path, image: Path, table: dict, cfg, age, errors: tupl
     with _locked(cached):
         if not cached.exists():
             tmp = cached.with_suffix(".tmp")
-            _sparse_copy(image, tmp)
+            sparse_copy(str(image), str(tmp))
             try:
                 age(tmp)
             except errors as e:
@@ -258,13 +261,8 @@ def _cached_aging(cached: Path, image: Path, table: dict, cfg, age, errors: tupl
                 raise AgedError(f"{cfg.name}: cannot be aged by {describe(table)} "
                                 f"({image.stat().st_size >> 20} MiB image): {e}") from None
             os.replace(tmp, cached)
-    _sparse_copy(cached, image)
+    sparse_copy(str(cached), str(image))
     return cached
-
-
-def _sparse_copy(src, dst) -> None:
-    import subprocess
-    subprocess.run(["cp", "--sparse=always", str(src), str(dst)], check=True)
 
 
 def synthetic_image(table: dict, cfg, image: Path) -> Path:

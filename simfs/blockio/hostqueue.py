@@ -234,33 +234,27 @@ class HostQueue:
                 r.n += bio.n
                 r.bios.append(bio)
                 if self.coalesce:
-                    self._coalesce_after(r)
+                    self._coalesce(r, at_end=True)
                 return True
             if self.front and bio.start + bio.n == r.start:
                 r.start, r.n = bio.start, r.n + bio.n
                 r.bios.insert(0, bio)
                 if self.coalesce:
-                    self._coalesce_before(r)
+                    self._coalesce(r, at_end=False)
                 return True
         return False
 
-    def _coalesce_after(self, r: Request) -> None:
-        """attempt_back_merge: r grew at its end; a queued request starting there joins it."""
+    def _coalesce(self, r: Request, at_end: bool) -> None:
+        """attempt_back_merge / attempt_front_merge: r grew at its end (or its start); a queued
+        request that now touches it there is joined to the one in front."""
         for o in self.plug:
-            if o is not r and o.op == r.op and o.start == r.end and self._fits(r, o.n):
-                r.n += o.n
-                r.bios.extend(o.bios)
-                self.plug.remove(o)
-                self._count("hostqueue_request_merges")
-                return
-
-    def _coalesce_before(self, r: Request) -> None:
-        """attempt_front_merge: r grew at its start; a queued request ending there takes it."""
-        for o in self.plug:
-            if o is not r and o.op == r.op and o.end == r.start and self._fits(o, r.n):
-                o.n += r.n
-                o.bios.extend(r.bios)
-                self.plug.remove(r)
+            if o is r or o.op != r.op:
+                continue
+            front, back = (r, o) if at_end else (o, r)
+            if front.end == back.start and self._fits(front, back.n):
+                front.n += back.n
+                front.bios.extend(back.bios)
+                self.plug.remove(back)
                 self._count("hostqueue_request_merges")
                 return
 

@@ -8,58 +8,16 @@ Budget: about a minute (5 pulls mounted, two in-process replays, three short ver
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import e2fsck
+from tests.helpers import run_job_sims, tree_ab_job
 
 pytestmark = pytest.mark.mount
-REPO = Path(__file__).resolve().parents[2]
-JOB = """
-[job]
-name = "aged-ab"
-repetitions = 2
-
-[workload]
-kind = "tree"
-seed = 1
-files = 40
-
-[mkfs]
-size = "64M"
-
-[mount]
-writeback = "async"
-dirorder = "linear"
-
-[matrix]
-alloc = ["ext2", "cg"]
-
-[[phase]]
-name = "unpack"
-verb = "unpack"
-path = "tree"
-
-[[phase]]
-name = "find"
-verb = "find"
-path = "tree"
-args = {type = "f"}
-"""
-
-
-def simfs_run(job, out, cache):
-    env = dict(os.environ, PYTHONPATH=str(REPO), SIMFS_AGED_CACHE=str(cache), COLUMNS="200")
-    r = subprocess.run([sys.executable, "-m", "experiments.jobcli", str(job), "--out", str(out), "--no-plots"],
-                       capture_output=True, text=True, timeout=400, cwd=REPO, env=env)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return {(x["config"], x["rep"], x["phase"]): x["sim"] for x in json.loads((out / "results.json").read_text())["records"]
-            if x["phase"] != "mkfs"}
+JOB = tree_ab_job("aged-ab", "64M", ("ext2", "cg"))
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +31,7 @@ def runs(tmp_path_factory):
     fresh.write_text(JOB)
     aged.write_text(JOB + f'\n[aged]\npulls = 5\nrepo = "{hist.repo}"\n')
     cache = base / "cache"
-    return {"fresh": simfs_run(fresh, base / "fresh", cache), "aged": simfs_run(aged, base / "aged", cache),
+    return {"fresh": run_job_sims(fresh, base / "fresh", cache), "aged": run_job_sims(aged, base / "aged", cache),
             "cache": cache, "job": aged, "base": base}
 
 
@@ -103,6 +61,6 @@ def test_a_second_run_reuses_the_cache(runs):
     recs = sorted(runs["cache"].glob("rec-*/aged.oplog.gz"))
     assert len(recs) == 1
     before = {p: p.stat().st_mtime_ns for p in [*recs, *runs["cache"].glob("img-*.img")]}
-    again = simfs_run(runs["job"], runs["base"] / "again", runs["cache"])
+    again = run_job_sims(runs["job"], runs["base"] / "again", runs["cache"])
     assert again == runs["aged"]
     assert {p: p.stat().st_mtime_ns for p in before} == before

@@ -6,57 +6,14 @@ cached image is e2fsck-clean at the fullness asked, and a second run ages nothin
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import e2fsck
+from tests.helpers import run_job_sims, tree_ab_job
 
 pytestmark = pytest.mark.long
-REPO = Path(__file__).resolve().parents[2]
-JOB = """
-[job]
-name = "synthetic-ab"
-repetitions = 2
-
-[workload]
-kind = "tree"
-seed = 1
-files = 40
-
-[mkfs]
-size = "32M"
-
-[mount]
-writeback = "async"
-dirorder = "linear"
-
-[matrix]
-alloc = ["ext2", "mballoc"]
-
-[[phase]]
-name = "unpack"
-verb = "unpack"
-path = "tree"
-
-[[phase]]
-name = "find"
-verb = "find"
-path = "tree"
-args = {type = "f"}
-"""
-
-
-def simfs_run(job, out, cache):
-    env = dict(os.environ, PYTHONPATH=str(REPO), SIMFS_AGED_CACHE=str(cache), COLUMNS="200")
-    r = subprocess.run([sys.executable, "-m", "experiments.jobcli", str(job), "--out", str(out), "--no-plots"],
-                       capture_output=True, text=True, timeout=400, cwd=REPO, env=env)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return {(x["config"], x["rep"], x["phase"]): x["sim"] for x in json.loads((out / "results.json").read_text())["records"]
-            if x["phase"] != "mkfs"}
+JOB = tree_ab_job("synthetic-ab", "32M", ("ext2", "mballoc"))
 
 
 def test_a_job_on_synthetic_aged_images(tmp_path):
@@ -64,7 +21,7 @@ def test_a_job_on_synthetic_aged_images(tmp_path):
     fresh.write_text(JOB)
     aged.write_text(JOB + '\n[aged]\nhistory = "synthetic"\nprofile = "agrawal"\nfull = 60\nchurn = 0.5\n')
     cache = tmp_path / "cache"
-    f, a = simfs_run(fresh, tmp_path / "fresh", cache), simfs_run(aged, tmp_path / "aged", cache)
+    f, a = run_job_sims(fresh, tmp_path / "fresh", cache), run_job_sims(aged, tmp_path / "aged", cache)
     assert {k: v for k, v in a.items() if k[1] == 0} == {(c, 0, p): v for (c, r, p), v in a.items() if r == 1}
     assert any(a[k] != f[k] for k in f if k[2] == "unpack")
     entries = sorted(cache.glob("syn-*.img"))
@@ -75,5 +32,5 @@ def test_a_job_on_synthetic_aged_images(tmp_path):
         rc, out = e2fsck(img)
         assert rc == 0, out
     mtimes = [p.stat().st_mtime_ns for p in entries]
-    simfs_run(aged, tmp_path / "again", cache)
+    run_job_sims(aged, tmp_path / "again", cache)
     assert [p.stat().st_mtime_ns for p in sorted(cache.glob("syn-*.img"))] == mtimes
