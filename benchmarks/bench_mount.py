@@ -27,7 +27,7 @@ def _simfs() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "simfs.cli"]
 
 
-def _drop_caches() -> None:
+def drop_caches() -> None:
     os.sync()
     if os.geteuid() == 0:
         try:
@@ -36,8 +36,9 @@ def _drop_caches() -> None:
             pass
 
 
-def _timed(cmd: str) -> float:
-    _drop_caches()
+def timed(cmd: str) -> float:
+    """Real seconds of a shell command, the host's caches dropped first."""
+    drop_caches()
     t = time.monotonic()
     subprocess.run(["sh", "-c", cmd], check=True, stdout=subprocess.DEVNULL)
     return time.monotonic() - t
@@ -45,10 +46,10 @@ def _timed(cmd: str) -> float:
 
 def phases(root: Path, tarball: Path) -> dict[str, float]:
     q = lambda p: "'" + str(p) + "'"   # noqa: E731  (paths from tempfile: no quotes inside)
-    out = {"unpack (tar xf)": _timed(f"tar xf {q(tarball)} -C {q(root)}")}
-    out["tar cf /dev/null"] = _timed(f"tar cf /dev/null -C {q(root)} .")
-    out["tar cf - | cat (reads data)"] = _timed(f"tar cf - -C {q(root)} . | cat >/dev/null")
-    out["find"] = _timed(f"find {q(root)} >/dev/null")
+    out = {"unpack (tar xf)": timed(f"tar xf {q(tarball)} -C {q(root)}")}
+    out["tar cf /dev/null"] = timed(f"tar cf /dev/null -C {q(root)} .")
+    out["tar cf - | cat (reads data)"] = timed(f"tar cf - -C {q(root)} . | cat >/dev/null")
+    out["find"] = timed(f"find {q(root)} >/dev/null")
     return out
 
 

@@ -29,22 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.bench_mount import timed
+
 ROOT = Path(__file__).resolve().parents[1]
 PASSTHROUGH = ROOT / "third_party" / "pyfuse3-examples" / "passthroughfs.py"
 PHASES = ("untar", "cold tar", "rm -rf")
 SIMFS = [sys.executable, "-m", "simfs.cli"]
-
-
-def drop_caches() -> None:
-    os.sync()
-    Path("/proc/sys/vm/drop_caches").write_text("3\n")
-
-
-def timed(cmd: str) -> float:
-    drop_caches()
-    t = time.perf_counter()
-    subprocess.run(["sh", "-c", cmd], check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
 
 
 def cycle(mnt: Path, tarball: Path) -> dict[str, float]:
