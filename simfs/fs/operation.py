@@ -106,7 +106,8 @@ class OperationCharger:
         cache.begin_op(name)
         self.depth += 1
         try:
-            result = fn(vol, *args, **kwargs)
+            # (no keywords, the usual case: no copy of an empty dictionary)
+            result = fn(vol, *args, **kwargs) if kwargs else fn(vol, *args)
             if kernel is not None:
                 clock.now += kernel.after(vol.holds, name, result)
             return result
@@ -125,12 +126,12 @@ class OperationCharger:
                 now = clock.now
                 self.stats.op(name, now - start, now)
             finally:
-                self.depth -= 1
-            if not self.depth:                          # between operations: a consistent image
+                depth = self.depth = self.depth - 1
+            if not depth:                               # between operations: a consistent image
                 if self.evict:
                     vol.evict_unlinked()
-                self.countdown -= 1
-                if self.countdown <= 0 or self.commit_asked:
+                countdown = self.countdown = self.countdown - 1
+                if countdown <= 0 or self.commit_asked:
                     self.countdown = COMMIT_CHECK_EVERY
                     vol.commit_if_due()
                 if _pending:

@@ -548,7 +548,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
             raise FSError(self.unwritable.errno or errno.EIO)
 
     def _attr(self, inode) -> Attr:
-        return Attr(*inode.stat_fields(self.block_size))
+        return inode.stat_as(Attr, self.block_size)
 
     def _touch(self, inode, m: bool = True, c: bool = True) -> None:
         now = self._now()

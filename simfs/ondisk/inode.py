@@ -145,15 +145,17 @@ class Inode:
         """Device inodes store their number in block[]; fast symlinks store the target there."""
         return stat.S_IFMT(self.mode) not in _DEVICE_TYPES
 
-    def stat_fields(self, block_size: int) -> tuple:
-        """What a stat reply carries, in simfs.fs.types.Attr's order: (ino, mode, links, uid,
-        gid, rdev, size, blocks, block size, atime, mtime, ctime in ns, generation). Read here,
-        where compiled code reaches the fields directly (simfs.compiled.slots)."""
+    def stat_as(self, make, block_size: int):
+        """What a stat reply carries, built by `make` (simfs.fs.types.Attr, handed in by the
+        layer above, which this one does not import) from (ino, mode, links, uid, gid, rdev,
+        size, blocks, block size, atime, mtime, ctime in ns, generation). Read here, where
+        compiled code reaches the fields directly (simfs.compiled.slots), and passed straight
+        on, no tuple in between: every GETATTR, LOOKUP, CREATE and SETATTR reply is built here."""
         mode = self.mode
-        return (self.ino, mode, self.links, self.uid, self.gid,
-                self.get_rdev() if mode & 0o170000 in _DEVICE_TYPES else 0,
-                self.size, self.blocks, block_size, self.atime_ns, self.mtime_ns, self.ctime_ns,
-                self.generation)
+        return make(self.ino, mode, self.links, self.uid, self.gid,
+                    self.get_rdev() if mode & 0o170000 in _DEVICE_TYPES else 0,
+                    self.size, self.blocks, block_size, self.atime_ns, self.mtime_ns, self.ctime_ns,
+                    self.generation)
 
     # device numbers (Linux ext2 encoding) -------------------------------------------------
     def get_rdev(self) -> int:
