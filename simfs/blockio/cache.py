@@ -37,6 +37,12 @@ one plug, finished when the batch is submitted; reads nobody waits for (read-ahe
 plug until the task waits for anything or its operation ends; a request the task waits for is
 flushed at once. Until its request is on the drive a buffer's read (`ready_at`) and a block's
 write lock (`locked_until`) are PENDING.
+
+With per-process clocks (simfs.blockio.clock.ProcessClocks) the clock is the requesting
+process's, which may be behind the mount's latest time: the syncer and the background
+threshold then run at the latest time (the flusher's, not the process's), and a block read
+for one process is ready for another only from the read's finish (`ready_at`; with one
+clock, 0: ready), so a process behind never sees data before it arrived.
 """
 
 from collections import OrderedDict
@@ -100,6 +106,8 @@ class BufferCache:
         self.capacity = max(64, capacity_blocks)
         self.stats = stats
         self.clock = clock
+        if not hasattr(clock, "latest"):    # a clock of one time only (SimClock's `latest`: 0)
+            clock.latest = 0.0
         self.writeback = writeback    # the write-back mode (policies.writeback)
         self.maxio = max(1, maxio_blocks)
         self.sync_interval = sync_interval
@@ -189,8 +197,8 @@ class BufferCache:
             self.stats.count("cache_hits")
             return self._keep(blkno, kind, ino).data
         self.stats.count("cache_misses")
-        self._wait_for(self.hq.submit("R", blkno, 1, kind, ino, wait=True))
-        return self._load(blkno, 1, kind, ino, 0.0)[0].data
+        finish = self._wait_for(self.hq.submit("R", blkno, 1, kind, ino, wait=True))
+        return self._load(blkno, 1, kind, ino, finish if self.clock.latest else 0.0)[0].data
 
     def _locked(self, blkno: int) -> bool:
         """Its write is still on its way to the drive (the buffer lock is held)."""
@@ -227,7 +235,8 @@ class BufferCache:
             bio = self.hq.submit("R", blkno + i, j - i, kind, ino, wait=wait)
             if wait:
                 self._wait_for(bio)
-            bufs = self._load(blkno + i, j - i, kind, ino, 0.0 if wait else PENDING)
+            bufs = self._load(blkno + i, j - i, kind, ino, PENDING if not wait else
+                              bio.finish if self.clock.latest else 0.0)
             if not wait:
                 if bio.finish != PENDING:         # loading them flushed the plug (eviction)
                     _ready(bufs, bio.finish)
@@ -389,7 +398,18 @@ class BufferCache:
                              wait=True)
             self.op_sync.clear()
         self.sync_kinds = ()
-        now = self.clock.now
+        clock = self.clock
+        own = clock.now
+        behind = clock.latest > own
+        if behind:                      # per-process clocks, this process behind the mount's
+            clock.now = clock.latest    # time: write-back in the background runs at that time
+        if self._writeback_due(clock.now) or not behind:
+            return                      # (a throttled writer waited: its clock moved on)
+        clock.now = own                 # the flusher's time was not this process's
+
+    def _writeback_due(self, now: float) -> bool:
+        """The syncer and the dirty thresholds at the end of an operation, at time `now`;
+        True if the writer was throttled (it waited for its write-back)."""
         syncer = self._syncer
         if syncer:
             self._syncer_ticks(syncer, now)
@@ -400,8 +420,10 @@ class BufferCache:
         if ndirty > self.hard_dirty:
             self.stats.count("writeback_throttled")
             self._flush_oldest(ndirty - self.bg_dirty // 2, wait=True)
-        elif ndirty > self.bg_dirty:
+            return True
+        if ndirty > self.bg_dirty:
             self._flush_oldest(ndirty - self.bg_dirty // 2, wait=False)
+        return False
 
     # flushing --------------------------------------------------------------------------------
     def sync(self) -> None:

@@ -3,6 +3,11 @@
 An operation costs a small CPU charge plus the time it waits for synchronous requests.
 Background requests (write-back, read-ahead) are issued at the current time and occupy the
 disk; a later synchronous request queues behind them (the disk model reports the wait).
+
+With per-process clocks (`ProcessClocks`, -o clocks=process; docs/concurrency.md) `now` is
+the clock of the process whose request is being served, and `latest` the mount's time (the
+latest any clock has reached); between requests `now` is `latest`. With one clock `latest`
+stays 0 and nothing reads it but the buffer cache's one comparison.
 """
 
 
@@ -13,6 +18,7 @@ class SimClock:
         self.spb = sectors_per_block
         self.trace = trace
         self.now = 0.0
+        self.latest = 0.0       # the mount's time under ProcessClocks; 0 with one clock
         stats.watch(getattr(disk, "work_counters", None), getattr(disk, "work_time", None))
         stats.set_rotation(getattr(disk, "t_rev", None), getattr(disk, "head_switch", None))
 
@@ -52,3 +58,136 @@ class SimClock:
         issued = self.now
         self.wait_until(self.disk.flush(issued))
         self.stats.flush(self.now - issued)
+
+
+class Proc:
+    """One process's clock: `t` is when its last request finished (its next starts there),
+    `start` its identity beside the pid (the kernel's start time: a reused pid is another
+    process), `children` the records of the processes it started that are being tracked."""
+
+    __slots__ = ("pid", "t", "start", "children")
+
+    def __init__(self, pid: int, t: float, start):
+        self.pid, self.t, self.start = pid, t, start
+        self.children: list[Proc] = []
+
+    def __repr__(self) -> str:
+        return f"Proc({self.pid}, t={self.t!r})"
+
+
+class ProcessClocks:
+    """Per-process simulated clocks over one SimClock, kept without seeing the processes run.
+
+    A process's request starts at its own clock (its previous request's finish; the caller's
+    operation adds the CPU charge); the drive is shared, so a request submitted while the
+    drive is busy waits for it (the disk model's busy_until). Causality comes from the
+    process tree, asked of `probe(pid) -> (ppid, start) | None` (None: gone, or exited and not
+    yet reaped): a new process starts at its parent's clock (a parent never seen before is
+    recorded at the mount's latest time, so that two children it starts together start
+    together); a parent's clock becomes at least the last finish of each child found exited
+    (gone, or its start time changed: the pid was reused) - the shell that waited for `cp`
+    then runs `find` after it. Exits are looked for only among a record's children, when
+    that record's own request arrives or a new child of it appears, and in a sweep of the
+    records when they grow past `sweep_at`.
+
+    `begin(proc)` puts the clock at the process's time (None, or `mount=True`: at the mount's
+    latest time, for requests of no known process and the control directory's); `end(proc)`
+    keeps the finish as the process's time, raises `latest`, and leaves the clock at `latest`
+    between requests, where statistics, marks and unmount read it. Requests with no process
+    (FORGET) belong to the process of the previous request, so that one process alone is
+    timed exactly as one clock times it."""
+
+    SWEEP = 4096
+
+    def __init__(self, clock, probe):
+        self.clock = clock
+        self.probe = probe
+        self.procs: dict[int, Proc] = {}
+        self.last: Proc | None = None
+        self.sweep_at = self.SWEEP
+        clock.latest = max(clock.now, clock.latest)
+
+    def process(self, pid: int) -> Proc | None:
+        """The record of process `pid` (its exited children reaped first); made at its first
+        request. pid 0 (a request the kernel sent on no process's behalf): the last one's."""
+        if not pid:
+            return self.last
+        p = self.procs.get(pid)
+        if p is None:
+            return self._new(pid)
+        if p.children:
+            self._reap(p)
+        return p
+
+    def _new(self, pid: int) -> Proc:
+        latest = self.clock.latest
+        info = self.probe(pid)
+        parent = None
+        if info is not None and info[0] > 1:
+            ppid = info[0]
+            parent = self.procs.get(ppid)
+            if parent is None:
+                pinfo = self.probe(ppid)
+                if pinfo is not None:
+                    parent = self.procs[ppid] = Proc(ppid, latest, pinfo[1])
+            elif parent.children:
+                self._reap(parent)
+        p = Proc(pid, parent.t if parent is not None else latest, None if info is None else info[1])
+        self.procs[pid] = p
+        if parent is not None:
+            parent.children.append(p)
+        if len(self.procs) > self.sweep_at:
+            self.sweep()
+        return p
+
+    def _exited(self, p: Proc) -> bool:
+        info = self.probe(p.pid)
+        return info is None or info[1] != p.start
+
+    def _reap(self, p: Proc) -> None:
+        """Children of `p` that have exited: `p`'s clock is at least their last finish (theirs
+        first at least their own exited children's), and their records go."""
+        alive = []
+        for c in p.children:
+            if self._exited(c):
+                if c.children:
+                    self._reap(c)
+                if c.t > p.t:
+                    p.t = c.t
+                if self.procs.get(c.pid) is c:
+                    del self.procs[c.pid]
+            else:
+                alive.append(c)
+        p.children = alive
+
+    def sweep(self) -> None:
+        """Drop the records of processes gone (their exits propagated to their parents);
+        amortised: the next sweep waits until the records have doubled."""
+        for p in list(self.procs.values()):
+            if p.children:
+                self._reap(p)
+        for pid, p in list(self.procs.items()):
+            if self._exited(p):
+                if p.children:
+                    self._reap(p)
+                del self.procs[pid]
+        self.sweep_at = max(self.SWEEP, 2 * len(self.procs))
+
+    def begin(self, p: Proc | None, mount: bool = False) -> None:
+        """A request of process `p` starts: at its clock, or (`mount`, or no process) at the
+        mount's latest time, where the clock stands between requests."""
+        if p is not None and not mount:
+            self.clock.now = p.t
+
+    def end(self, p: Proc | None) -> None:
+        """The request ended: its finish is the process's time (at least), the mount's latest
+        time is raised to it, and the clock goes back to the latest time."""
+        clock = self.clock
+        t = clock.now
+        if t > clock.latest:
+            clock.latest = t
+        if p is not None:
+            if t > p.t:
+                p.t = t
+            self.last = p
+        clock.now = clock.latest

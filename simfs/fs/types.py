@@ -140,6 +140,10 @@ class VolumeOptions:
     dataless: bool = option(False, (
         "file data is charged and accounted but not stored: it reads as zeros, the image "
         "keeps only metadata (docs/durability.md: Data-less images)"))
+    clocks: str = option("mount", (
+        "simulated clocks of a mount: mount (one clock, requests timed one after another in "
+        "arrival order) or process (one per process: concurrent processes' time overlaps, the "
+        "drive is shared; docs/concurrency.md)"), choices=["mount", "process"])
 
 
 class Attr:

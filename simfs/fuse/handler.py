@@ -4,6 +4,8 @@ Every handler is wrapped (`handler`): FSError becomes FUSEError(errno); any othe
 is logged with its traceback and answered EIO, and the mount stays up (pyfuse3 would
 otherwise die). Requests are counted by type for /.simfs/stats, except those that touch the
 control directory itself (see control.py); a handler armed through /.simfs/fault raises.
+With -o clocks=process each request is served on its process's simulated clock
+(simfs.fuse.processes); with one clock (the default) the handler is called as it is.
 
 FUSE's root node id is 1, ext2's root inode is 2: node 1 <-> inode 2 (`vino`), every other
 number is the ext2 inode number (ext2 inode 1 is the bad-blocks inode and is never reachable).
@@ -19,7 +21,7 @@ import pyfuse3
 
 from simfs.errors import FSError, ImageWriteError
 from simfs.fs.operation import recorded_error
-from simfs.fuse import control
+from simfs.fuse import control, processes
 
 log = logging.getLogger("simfs.fuse")
 
@@ -58,7 +60,13 @@ def handler(fn):
             if self.faults and not ctl and self.faults.get(op, 0) > 0:
                 self.faults[op] -= 1
                 raise InjectedFault(f"simfs: injected fault in {op} (via /.simfs/fault)")
-            return fn(self, *args)
+            try:
+                clocks = self.process_clocks
+            except AttributeError:      # the first request: -o clocks=process or not
+                clocks = self.process_clocks = processes.for_operations(self)
+            if clocks is None:
+                return fn(self, *args)
+            return clocks.call(fn, self, op, args, ctl)
         except pyfuse3.FUSEError as e:
             self.errors[_errname(e.errno)] += 1
             if op == "forget":

@@ -11,6 +11,10 @@ A replay checks each outcome against the recording: an operation that fails wher
 (or the other way round), a readdir that does not show the entries the recording saw, ran out of
 space, or a handle the log never introduced stops it with ReplayError, naming the operation; the
 volume is still closed, so the image stays consistent.
+
+A log records no process ids, so a mount's per-process clocks (-o clocks=process) cannot be
+replayed: replay refuses that option rather than give other figures than the recording's
+(docs/concurrency.md says what recording them would take).
 """
 
 from __future__ import annotations
@@ -261,6 +265,10 @@ def replay(log: str, image: str, options, *, force: bool = False, partial: bool 
     `checked`: what check() returned for these arguments, if the caller ran it already."""
     from simfs.fs.volume import Volume
 
+    if getattr(options, "clocks", "mount") != "mount":
+        raise ReplayError("clocks=process: an op log does not record which process asked each "
+                          "operation, so a replay times them on one clock; give -o clocks=mount "
+                          "(docs/concurrency.md)")
     head, total = checked or check(log, image, force=force, partial=partial)
     stats_path = options.stats
     try:
