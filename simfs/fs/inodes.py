@@ -132,14 +132,18 @@ class InodeTable:
         stats.count("cache_hits", -1)           # the bread that follows finds it in the cache
         stats.count("inode_readahead_misses")
 
-    def peek(self, ino: int) -> Inode:
-        """The inode, from the in-core copy or straight from the image, without charging or caching."""
+    def peek(self, ino: int, checked: bool = True) -> Inode:
+        """The inode, from the in-core copy or straight from the image, without charging or
+        caching. Not `checked`: a copy read from the image is not judged (its `bad` left
+        unset), for callers that read only its links, mode, dtime and generation - an
+        allocation peeks at a free inode on every create, which the check only calls a bad
+        file type."""
         inode = self.pinned.get(ino) or self.lru.get(ino)
         if inode is not None:
             return inode
         blk, off = self._where(ino)
         inode = Inode.unpack(ino, self.cache.peek(blk)[off:off + self.geo.inode_size])
-        if self.checks is not None:
+        if checked and self.checks is not None:
             inode.bad = self.checks.inode_problem(inode)
         return inode
 
