@@ -22,10 +22,11 @@ does so by itself).  What a model adds for it:
   queueing    class attribute: True if the model provides `positioning` (and so may reorder);
               False (the default, a model of the one-at-a-time kind): the queue serves it
               FIFO, exactly as depth 1 - plug-ins written before the queue keep working.
-  positioning(op, lba, sectors, t, cache=False) -> float   seconds of seek + rotational wait
-              the request would need if the drive took it at t, from where the head is then;
-              changes no state (SPTF's key; with `cache`, a read the buffer holds costs 0:
-              SPCTF's).
+  positioning(op, lba, sectors, t, cache=False, sync=False) -> float   seconds of seek +
+              rotational wait the request would need if the drive took it at t, from where the
+              head is then; changes no state (SPTF's key; with `cache`, a read the buffer holds
+              costs 0: SPCTF's). A write a write cache takes without a media access (`sync`
+              False: not FUA) costs 0: it is no media command (DiskSim takes it on arrival).
   queue_defaults(preset) -> {key: (value, provenance)}   optional classmethod: the queue the
               drive's own description gives (a DiskSim .parv: Max queue length, Scheduling
               policy); keys it leaves out, and presets without queue_depth/scheduler values, get
@@ -199,7 +200,8 @@ class DiskModel(ABC):
     def reset(self) -> None:
         """Back to the power-on state: empty caches, heads at cylinder 0, idle at time 0."""
 
-    def positioning(self, op: str, lba: int, sectors: int, t: float, cache: bool = False) -> float:
+    def positioning(self, op: str, lba: int, sectors: int, t: float, cache: bool = False,
+                    sync: bool = False) -> float:
         """Seek + rotational wait if the drive took this request at t (SPTF's key; no state
         changes). Models with `queueing` True implement it."""
         raise NotImplementedError(f"{type(self).__name__} does not estimate positioning times")

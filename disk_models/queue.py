@@ -224,7 +224,7 @@ class DriveQueue:
         pos = self.disk.positioning
         best, key = None, 0.0
         for r in cands:
-            k = pos(r.op, r.lba, r.sectors, t, cache)
+            k = pos(r.op, r.lba, r.sectors, t, cache, r.sync)
             if best is None or k < key:
                 best, key = r, k
         return best

@@ -307,15 +307,27 @@ class RotatingDrive(DiskModel):
         """The first media sector a request for partition-relative `lba` positions to."""
         return lba + self.offset
 
-    def positioning(self, op, lba, sectors, t, cache=False):
+    def positioning(self, op, lba, sectors, t, cache=False, sync=False):
         """Seek + rotational wait if the drive took this request at t: after the command
         overhead, once the mechanism is free, from where the head is then (read-ahead in
         progress stops where it has got to). `cache` False: the buffer is not consulted
         (DiskSim's SPTF); True (SPCTF): a read the buffer holds, or that the read-ahead in
         progress is bringing in, costs 0, one partly held positions to where the media read
-        would start."""
+        would start.
+
+        A write the write cache takes (on, not FUA, no larger than the cache) is no media
+        access: it costs 0 while the cache has room, under either key, as DiskSim takes a write's
+        data into a segment when it arrives (disk_write_arrive) and queues only media work. With
+        the cache full it waits for the destage the cache's elevator picks next: its positioning
+        is that destage's. (Ranked by its own sectors' position, SPTF chose which writes entered
+        the cache - near the head - and random 4K writes lost IOPS with depth.)"""
         a = self._target(lba)
-        if cache and op == "R" and self.nseg:
+        if op == "W" and self.wc_on and not sync and sectors <= self._wc.capacity:
+            wc = self._wc
+            if wc.dirty + sectors <= wc.capacity:
+                return 0.0
+            a = wc.starts[wc.pick(self._cursor)]
+        elif cache and op == "R" and self.nseg:
             seg = self._segs.find(a)
             if seg is not None:
                 if seg is self._ra_seg and self._ra_on:

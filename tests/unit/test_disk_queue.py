@@ -109,7 +109,7 @@ class Watched(DriveQueue):
         self._real_submit, disk.submit = real, submit
 
     def _pick_sptf(self, cands, t, cache=False):
-        keys = {id(r): self.disk.positioning(r.op, r.lba, r.sectors, t, cache) for r in cands}
+        keys = {id(r): self.disk.positioning(r.op, r.lba, r.sectors, t, cache, r.sync) for r in cands}
         chosen = super()._pick_sptf(cands, t, cache)
         self.seen.append((keys[id(chosen)], min(keys.values())))
         return chosen

@@ -88,4 +88,5 @@ def test_positioning_is_what_the_drive_then_spends():
     assert d.positioning("R", X, 8, t, cache=True) == 0.0
     assert d.positioning("R", last - 8, 8, t, cache=True) == 0.0       # its last sectors
     assert d.positioning("R", last - 8, 9, t, cache=True) > 0.0        # one past them
-    assert d.positioning("W", X, 8, t, cache=True) > 0.0               # a write is never held
+    assert d.positioning("W", X, 8, t, cache=True, sync=True) > 0.0    # a FUA write: the media
+    assert d.positioning("W", X, 8, t, cache=True) == 0.0              # the write cache takes it
