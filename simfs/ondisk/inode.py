@@ -73,16 +73,16 @@ class Inode:
         self.size = size_lo | size_hi << 32
         self.blocks = blocks_lo | blocks_hi << 32
         self.file_acl = acl_lo | acl_hi << 32
-        ex = {}
+        a_x = c_x = m_x = None          # the extra words, where the inode has them
         if len(raw) > 128:
-            extra_isize, _, c_x, m_x, a_x, crtime, cr_x = _EXTRA.unpack_from(raw, 128)
+            extra_isize, _, cx, mx, ax, crtime, cr_x = _EXTRA.unpack_from(raw, 128)
             if extra_isize >= 16:
-                ex = {"c": c_x, "m": m_x, "a": a_x}
+                a_x, c_x, m_x = ax, cx, mx
             if extra_isize >= 24:
                 self.crtime_ns = _join_ns(crtime, cr_x)
-        self.atime_ns = _join_ns(atime, ex.get("a"))
-        self.ctime_ns = _join_ns(ctime, ex.get("c"))
-        self.mtime_ns = _join_ns(mtime, ex.get("m"))
+        self.atime_ns = _join_ns(atime, a_x)
+        self.ctime_ns = _join_ns(ctime, c_x)
+        self.mtime_ns = _join_ns(mtime, m_x)
         return self
 
     def pack(self) -> bytes:
