@@ -92,6 +92,7 @@ FAST = re.compile(rb'^\["([a-z_]+)",(null|-?\d+|"[A-Z]+"),(\d+)[,\]]')
 SLOW = {b"readdir", b"link", b"rename", b"rename_whiteout", b"mkdir", b"opendir", b"releasedir",
         b"mark", b"sync", b"drop_caches", b"reset_stats", b"close", b"setattr"}
 MADE = {"lookup", "create", "mknod", "symlink"}
+MOVED = {"drop", "release"}        # sent by the host after the inode's last use, at no fixed place
 
 #: records a FORGET is looked back over for its inode's last mention (see `canonicalize`)
 LOOKBACK = 1 << 16
@@ -101,23 +102,26 @@ def canonicalize(path: str) -> int:
     """Rewrite the gzip op log at PATH in place; returns how many names got stand-ins.
 
     Besides the names and times: the host sends FORGET ("drop") when its forget batching lets
-    it, a few requests after it evicted the inode, so where a drop falls varies from recording
-    to recording. Each drop is moved back to right after the last record (within LOOKBACK)
-    that names its inode - the kernel can send nothing for an inode after evicting it - drops
-    meeting there in handle order. (The volume's choices do not hang on a drop's exact place:
-    simfs.fs.namespace's REUSE_AFTER.) A drop further from its inode's last mention (the host
-    evicting under memory pressure) stays where it came."""
+    it, a few requests after it evicted the inode, and RELEASE when the last reference to an open
+    file goes (fput, deferred: it can come after the closing process's next request), so where
+    a drop or a release falls varies from recording to recording. Each is moved back to right
+    after the last record (within LOOKBACK) that names its inode - the kernel can send nothing
+    for a closed file or an evicted inode after its last use - those meeting there in handle
+    order, one inode's in the order they came (a release before its inode's drop). (The volume's
+    choices do not hang on a drop's exact place: simfs.fs.namespace's REUSE_AFTER; a release
+    is placed where a synchronous close would be.) One further from its inode's last mention
+    (the host evicting under memory pressure) stays where it came."""
     c = Canon()
     tmp = path + ".canon"
     lines: deque[bytes] = deque()        # the window: lines[i] is record base + i
     after: dict[int, list] = {}           # record index -> drops moved behind it
     last: dict[int, int] = {}             # handle -> index of the record that last named it
-    base = 0
+    base = moved = 0
 
     def emit(out) -> None:
         """Write the window's first record, and the drops moved behind it."""
         out.write(lines.popleft())
-        for _, line in sorted(after.pop(base, ())):
+        for *_, line in sorted(after.pop(base, ())):
             out.write(line)
 
     with gzip.open(path, "rb") as src, open(tmp, "wb") as raw:
@@ -136,12 +140,13 @@ def canonicalize(path: str) -> int:
                 else:
                     op, res, h = m.group(1).decode(), m.group(2), int(m.group(3))
                     named = [h, int(res)] if op in MADE and res[:1] not in (b"n", b'"') else [h]
-                if op == "drop" and last.get(named[0], -1) >= base:
-                    after.setdefault(last[named[0]], []).append((named[0], line))
+                if op in MOVED and last.get(named[0], -1) >= base:
+                    moved += 1
+                    after.setdefault(last[named[0]], []).append((named[0], moved, line))
                     continue
                 index = base + len(lines)
                 lines.append(line)
-                if op != "drop":
+                if op not in MOVED:
                     for h in named:
                         last[h] = index
                 if len(lines) > LOOKBACK:

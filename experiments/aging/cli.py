@@ -14,7 +14,7 @@ from simfs.cli.progress import Bar
 from simfs.fuse import mountopts
 
 from .canon import canonicalize
-from .history import AgingError, History, make_quick, need_bytes, select
+from .history import AgingError, History, first_parent, make_quick, need_bytes, select
 from .mounted import Config, age
 from .replayed import replay, steps
 from .results import Sink, load, write
@@ -23,6 +23,11 @@ QUICK_COMMITS = 61          # 60 pulls
 QUICK_EVERY = 20
 MIN_SIZE = 64 << 20
 RUN = "run.json"
+SLICED = 75             # EX_TEMPFAIL: the recording stopped at a segment's end (--slice); --resume goes on
+
+
+class Sliced(Exception):
+    """The recording stopped at a segment's end to end a --slice (not an error)."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -61,6 +66,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/aging", help="output directory (results/aging)")
     p.add_argument("--resume", metavar="OUT", help="continue the run in OUT where it stopped")
     p.add_argument("--no-pictures", action="store_true", help="no PNGs")
+    p.add_argument("--segment", type=int, metavar="N",
+                   help="remount every N pulls, each mount with its own op log, so that the recording "
+                        "can stop at a segment's end and go on later (--slice, --resume, and --resume OUT "
+                        "--pulls M to extend it); default: one mount for all the pulls")
+    p.add_argument("--slice", type=float, metavar="SECONDS",
+                   help="with --segment: stop recording at the first segment end from which the next "
+                        "segment (timed as the last one) would end past SECONDS, exit status 75; "
+                        "--resume OUT goes on (for holding a mount lock in slices)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--record-only", action="store_true",
+                   help="stop once the recording is made (the replays need no mount: --resume OUT later)")
+    g.add_argument("--replay-only", action="store_true",
+                   help="replay what is recorded so far, mount nothing (a --segment recording under way)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--workers", "-j", type=int, metavar="N",
                    help="replay N allocators at once, as Dask tasks on N local worker processes")
@@ -93,7 +111,11 @@ def _main(a) -> int:
         print("aging: interrupted before the run started", file=sys.stderr)
         return 130
     try:
-        run(plan, a.workers, a.scheduler)
+        run(plan, a.workers, a.scheduler, slice_s=a.slice, record_only=a.record_only,
+            replay_only=a.replay_only)
+    except Sliced as e:
+        print(f"aging: {e}; --resume {plan['out']} goes on", file=sys.stderr)
+        return SLICED
     except AgingError as e:
         print(f"aging: {e}; the measurements so far are in {plan['out']} (--resume {plan['out']})",
               file=sys.stderr)
@@ -117,12 +139,25 @@ def prepare(a) -> dict:
     """Every check before anything is made; the run's plan (saved in OUT/run.json)."""
     if a.workers is not None and a.workers < 1:
         raise AgingError(f"--workers {a.workers}: give 1 or more")
+    if a.slice is not None and not a.slice >= 0:
+        raise AgingError(f"--slice {a.slice:g}: give seconds, 0 or more")
     if a.resume:
         path = os.path.join(a.resume, RUN)
         if not os.path.exists(path):
             raise AgingError(f"--resume {a.resume}: no {RUN} there (not an aging run's output)")
         with open(path) as f:
-            return json.load(f)
+            plan = json.load(f)
+        if a.slice is not None and not plan.get("segment"):
+            raise AgingError(f"--slice: the run in {a.resume} records in one mount (no --segment)")
+        if a.pulls is not None and a.pulls != plan["pulls"]:
+            extend(plan, a.pulls)
+        return plan
+    if a.slice is not None and not a.segment:
+        raise AgingError("--slice stops at a segment's end: give --segment N too")
+    if a.segment is not None and a.segment < 1:
+        raise AgingError(f"--segment {a.segment}: give at least 1")
+    if a.replay_only:
+        raise AgingError("--replay-only replays a run's recording: give --resume OUT")
     import policies
     if os.geteuid() != 0:
         raise AgingError("the pulls run on a simfs mount: run as root")
@@ -168,6 +203,8 @@ def prepare(a) -> dict:
             "replay": a.replay.split(",") if a.replay else takes,
             "disk": a.disk, "size": size, "block_size": 4096, "dataless": a.dataless,
             "profile": a.profile, "dirorder": a.dirorder, "fill": a.fill, "pictures": not a.no_pictures, "wall": {}, "stopped": {}}
+    if a.segment:
+        plan["segment"] = a.segment
     save(plan)
     return plan
 
@@ -227,49 +264,161 @@ def config(plan: dict, alloc: str, replayed: bool = False) -> Config:
                   profile=plan.get("profile", "ext2"), fill=0 if replayed else plan.get("fill", 0))
 
 
-def run(plan: dict, workers: int | None = None, scheduler: str | None = None) -> None:
-    """The mounted run (unless done), then every replay not done: one after another, or as
-    Dask tasks (`workers` local processes, or the cluster at `scheduler`; aging.tasks)."""
+def extend(plan: dict, pulls: int) -> None:
+    """--resume OUT --pulls M: the run's plan taken to M pulls of the same first-parent history
+    (its repository read again), the pulls recorded so far kept. A recording made with --segment
+    whose pulls are a multiple of it goes on as one run of M pulls would have recorded it (the
+    same mounts, so the same op logs); the replays go on from the last log they replayed."""
+    if not plan.get("segment"):
+        raise AgingError("--pulls with --resume extends a recording made with --segment; this run "
+                         "recorded in one mount")
+    if pulls < recorded(plan):
+        raise AgingError(f"--pulls {pulls}: {recorded(plan)} pulls are recorded already")
+    full = first_parent(plan["repo"])
+    start = plan["commits"][0]
+    chosen = full[full.index(start):] if start in full else []
+    if chosen[:len(plan["commits"])] != plan["commits"]:
+        raise AgingError(f"{plan['repo']}: its history no longer continues the run's commits")
+    if pulls > len(chosen) - 1:
+        raise AgingError(f"--pulls {pulls} is past the end of the history ({len(chosen) - 1} pulls "
+                         f"after {start[:12]})")
+    plan["commits"], plan["pulls"] = chosen[:pulls + 1], pulls
+    for k in [k for k in plan["wall"] if k == "mounted" or k.startswith("replay ")]:
+        del plan["wall"][k]
+    save(plan)
+
+
+def segments(plan: dict) -> list[dict]:
+    """The mounts recorded so far, each {"first", "last" (commit indices), "wall", "load",
+    "canon"}; a plan from before --segment that recorded has one."""
+    if "segments" not in plan:
+        plan["segments"] = ([{"first": 0, "last": plan["pulls"], "wall": plan["wall"]["mounted"],
+                              "canon": True}] if "mounted" in plan["wall"] else [])
+    return plan["segments"]
+
+
+def recorded(plan: dict) -> int:
+    """The pulls recorded so far (-1: not even the clone)."""
+    segs = segments(plan)
+    return segs[-1]["last"] if segs else -1
+
+
+def log_path(plan: dict, j: int) -> str:
+    """Mount J's op log: one log `aged.oplog.gz` without --segment, else `aged-J.oplog.gz`."""
+    name = f"aged-{j:04d}.oplog.gz" if plan.get("segment") else "aged.oplog.gz"
+    return os.path.join(plan["out"], "work", name)
+
+
+def record(plan: dict, sink, slice_s: float | None = None) -> bool:
+    """Record the pulls not yet recorded, a mount per segment (the whole run without
+    --segment); True once all are, False when stopped for SLICE_S (at a segment's end)."""
+    if plan.get("recording"):
+        seg = plan["recording"]
+        raise AgingError(f"the recording stopped inside its mount of pulls {seg['first']}..{seg['last']}: "
+                         "its image is past the last segment's end, so it cannot go on (start again)")
+    h = History(plan["repo"], plan["commits"])
+    cfg = config(plan, plan["mounted"])
+    work = os.path.join(plan["out"], "work")
+    size = plan.get("segment") or plan["pulls"] + 1
+    t0, took = time.monotonic(), None
+    while recorded(plan) < plan["pulls"]:
+        first = recorded(plan) + 1
+        last = min(plan["pulls"], (max(first, 1) - 1) // size * size + size)
+        if slice_s is not None and took is not None and time.monotonic() - t0 + took > slice_s:
+            return False
+        j = len(segments(plan))
+        plan["recording"] = {"first": first, "last": last}
+        save(plan)
+        t, load0 = time.monotonic(), os.getloadavg()[0]
+        with Bar(f"mounted alloc={plan['mounted']}" + (f" ({first}..{last})" if plan.get("segment") else ""),
+                 total=last - first + 1) as bar:
+            plan["filled"] = age(h, cfg, work, plan["every"], sink, log=log_path(plan, j),
+                                 done=sink.done(plan["mounted"], "mounted"), progress=bar, first=first,
+                                 last=last, filled=plan.get("filled"))
+        took = time.monotonic() - t
+        del plan["recording"]
+        plan["segments"].append({"first": first, "last": last, "wall": round(took, 1),
+                                 "load": [round(load0, 2), round(os.getloadavg()[0], 2)], "canon": False})
+        save(plan)
+    return True
+
+
+def canonicalize_all(plan: dict) -> None:
+    """Every recorded log given its stand-ins (canon), once; with --segment, each log's operations
+    counted (the replays' progress and the rates' operations per pull)."""
+    for j, seg in enumerate(segments(plan)):
+        if seg.get("canon") and plan.get("segment") and "ops" not in seg:
+            seg["ops"] = log_ops(log_path(plan, j))
+            save(plan)
+        if not seg.get("canon"):
+            t = time.monotonic()
+            canonicalize(log_path(plan, j))     # git's random names and utime times: stand-ins
+            seg["canon"], seg["canon_s"] = True, round(time.monotonic() - t, 1)
+            if plan.get("segment"):
+                seg["ops"] = log_ops(log_path(plan, j))
+            save(plan)
+
+
+def run(plan: dict, workers: int | None = None, scheduler: str | None = None, *,
+        slice_s: float | None = None, record_only: bool = False, replay_only: bool = False) -> None:
+    """The recording (unless done), then every replay not done: one after another, or as
+    Dask tasks (`workers` local processes, or the cluster at `scheduler`; aging.tasks).
+    Sliced when a --slice ends the recording first; `record_only` stops after the recording,
+    `replay_only` replays what is recorded so far and mounts nothing."""
     out, work = plan["out"], os.path.join(plan["out"], "work")
     sink = Sink(out)
-    h = History(plan["repo"], plan["commits"])
-    log = os.path.join(work, "aged.oplog.gz")
-    last = plan["pulls"] - plan["pulls"] % plan["every"]
-    if "mounted" not in plan["wall"]:
-        print(f"aging: {h.pulls} pulls, mounted with alloc={plan['mounted']}", flush=True)
-        t = time.monotonic()
-        with Bar(f"mounted alloc={plan['mounted']}", total=h.pulls + 1) as bar:
-            age(h, config(plan, plan["mounted"]), work, plan["every"], sink, log=log,
-                done=sink.done(plan["mounted"], "mounted"), progress=bar)
-        canonicalize(log)                       # git's random names and utime times: stand-ins
-        plan["wall"]["mounted"] = round(time.monotonic() - t, 1)
+    if recorded(plan) < plan["pulls"] and not replay_only:
+        print(f"aging: {plan['pulls']} pulls, mounted with alloc={plan['mounted']}"
+              + (f", {recorded(plan) + 1} recorded" if recorded(plan) >= 0 else ""), flush=True)
+        if not record(plan, sink, slice_s):
+            raise Sliced(f"recorded {recorded(plan)} of {plan['pulls']} pulls")
+        plan["wall"]["mounted"] = round(sum(seg["wall"] for seg in segments(plan)), 1)
         save(plan)
+    if record_only:
+        print(f"aging: {recorded(plan)} pulls recorded; --resume {out} replays them", flush=True)
+        return
+    canonicalize_all(plan)
+    upto = recorded(plan)
+    complete = upto == plan["pulls"]
+    logs = [log_path(plan, j) for j in range(len(segments(plan)))]
+    if not logs:
+        raise AgingError("nothing is recorded yet")
+    h = History(plan["repo"], plan["commits"])
+    last = upto - upto % plan["every"]
+    resume = bool(plan.get("segment"))
     todo = [a for a in plan["replay"] if f"replay {a}" not in plan["wall"]]
     if todo and (workers is not None or scheduler):
-        replay_tasks(plan, todo, log, h, sink, last, workers, scheduler)
+        replay_tasks(plan, todo, logs, h, sink, last, workers, scheduler, complete)
         todo = []
-    nsteps = replay_steps(log) if todo else None
+    nsteps = sum((steps(seg["ops"]) if seg.get("ops") else replay_steps(lg)) or 0
+                 for seg, lg in zip(segments(plan), logs)) or None if todo else None
     for alloc in todo:
         print(f"aging: replaying under alloc={alloc}", flush=True)
         t = time.monotonic()
+
+        def segment_done(j: int, wall: float, alloc=alloc) -> None:
+            plan.setdefault("replayed", {}).setdefault(alloc, {})[str(j)] = wall
+            save(plan)
         try:
             with Bar(f"replay alloc={alloc}", total=nsteps) as bar:
-                replay(log, os.path.join(work, "pristine.img"), config(plan, alloc, True), work, sink,
-                       commits=h.commits, done=sink.done(alloc, "replayed"), last=last, progress=bar)
+                replay(logs, os.path.join(work, "pristine.img"), config(plan, alloc, True), work, sink,
+                       commits=h.commits, done=sink.done(alloc, "replayed"), last=last, progress=bar,
+                       resume=resume, segment_done=segment_done)
         except AgingError as e:                 # e.g. out of space where the recording was not:
             print(f"aging: {e}; its measurements so far are kept", file=sys.stderr)
             plan.setdefault("stopped", {})[alloc] = str(e)       # the others still replay
-        plan["wall"][f"replay {alloc}"] = round(time.monotonic() - t, 1)
+        if complete:
+            plan["wall"][f"replay {alloc}"] = round(time.monotonic() - t, 1)
         save(plan)
     write(out, plan, load(out))
-    if plan["pictures"]:
+    if plan["pictures"] and complete:
         draw(plan, load(out), work)
     if plan.get("stopped"):
         raise AgingError(f"{len(plan['stopped'])} replay(s) stopped early ({', '.join(plan['stopped'])})")
 
 
-def replay_tasks(plan: dict, todo: list[str], log: str, h: History, sink, last: int,
-                 workers: int | None, scheduler: str | None) -> None:
+def replay_tasks(plan: dict, todo: list[str], logs: list[str], h: History, sink, last: int,
+                 workers: int | None, scheduler: str | None, complete: bool = True) -> None:
     """The replays of TODO as Dask tasks; each one's rows, wall time and stop saved as it ends."""
     from .tasks import run_on_dask
     work = os.path.join(plan["out"], "work")
@@ -282,24 +431,32 @@ def replay_tasks(plan: dict, todo: list[str], log: str, h: History, sink, last: 
         if res["error"]:
             print(f"aging: {res['error']}; its measurements so far are kept", file=sys.stderr)
             plan.setdefault("stopped", {})[res["alloc"]] = res["error"]
-        plan["wall"][f"replay {res['alloc']}"] = res["wall"]
+        if complete:
+            plan["wall"][f"replay {res['alloc']}"] = res["wall"]
         if res.get("where"):
             plan.setdefault("where", {})[f"replay {res['alloc']}"] = res["where"]
         save(plan)
 
-    jobs = [(config(plan, a, True), (log, os.path.join(work, "pristine.img"), config(plan, a, True), work),
-             {"commits": h.commits, "done": sink.done(a, "replayed"), "last": last}) for a in todo]
+    jobs = [(config(plan, a, True), (logs, os.path.join(work, "pristine.img"), config(plan, a, True), work),
+             {"commits": h.commits, "done": sink.done(a, "replayed"), "last": last,
+              "resume": bool(plan.get("segment"))}) for a in todo]
     run_on_dask(jobs, workers, scheduler, finished)
+
+
+def log_ops(log: str) -> int | None:
+    """The operations LOG holds (None: it cannot be read)."""
+    from simfs.inprocess.oplog import LogError, scan
+    from simfs.inprocess.replay import OPS
+    try:
+        return scan(log, OPS)[0]
+    except (LogError, OSError):
+        return None
 
 
 def replay_steps(log: str) -> int | None:
     """The progress steps of replaying LOG (None: unknown, the bar pulses)."""
-    from simfs.inprocess.oplog import LogError, scan
-    from simfs.inprocess.replay import OPS
-    try:
-        return steps(scan(log, OPS)[0])
-    except (LogError, OSError):
-        return None
+    n = log_ops(log)
+    return None if n is None else steps(n)
 
 
 def draw(plan: dict, rows: list[dict], work: str) -> None:

@@ -10,6 +10,12 @@ a measurement (each cold): sync (then the free-space map is read from the image)
 phase `aged-N`: `grep -r` of the tree; phase `copy-N`: `cp -a` of the tree onto a freshly made
 image of the same configuration, cold `grep -r` there; phase `pulls-N` goes on. The phases,
 caches drops and syncs are in the op log, so a replay stops where the mount measured.
+
+A recording may take several mounts (experiments.aging.cli's --segment): each segment of pulls
+mounts the image the previous one left, with its own op log, so a recording can stop at a
+segment's end and go on in another process (a mount lock held in slices, a run extended). An
+unmount ends the mount's caches and preallocations as a reboot would, so the segment length is
+part of the workload: the logs are a function of the history and of it.
 """
 
 from __future__ import annotations
@@ -152,22 +158,32 @@ def clean_copy(cfg: Config, tree: str, work: str, keep: str | None = None) -> di
 
 
 def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done: set[int] = frozenset(),
-        progress=None) -> str:
-    """Age a fresh image of CFG with H's pulls, recording LOG; each measurement goes to
-    sink(row) as it is made. Returns the aged image. `work` holds the images and mounts; a
-    pristine copy of the fresh image (`pristine.img`) is kept for the replays. `progress`:
-    progress(label) says what runs, progress(None) counts a pull done (simfs.cli.progress.Bar)."""
+        progress=None, first: int = 0, last: int | None = None, filled: float | None = None) -> float | None:
+    """Age an image of CFG with H's pulls FIRST..LAST (commit indices; 0 is the clone) in one
+    mount, recording LOG; each measurement goes to sink(row) as it is made. Returns the percent
+    of blocks in use once the filler was laid (--fill; FILLED, what an earlier segment laid, on a
+    later one). FIRST 0 makes a fresh image (and keeps a pristine copy, `pristine.img`, for the
+    replays); a later FIRST mounts the image the previous segment left (experiments.aging.cli's
+    --segment: one mount per segment, each with its own op log). `work` holds the images and
+    mounts. `progress`: progress(label) says what runs, progress(None) counts a pull done
+    (simfs.cli.progress.Bar)."""
     progress = progress or (lambda label=None: None)
+    last = h.pulls if last is None else last
     image = os.path.join(work, f"aged-{cfg.alloc}.img")
     mnt = os.path.join(work, "aged.mnt")
-    cfg.mkfs(image)
-    sparse_copy(image, os.path.join(work, "pristine.img"))
+    if first == 0:
+        cfg.mkfs(image)
+        sparse_copy(image, os.path.join(work, "pristine.img"))
+    elif not os.path.exists(image):
+        raise AgingError(f"{image}: missing (the recording so far is lost; start again)")
     src = mirror(h, os.path.join(work, "source.git"))
     with Mount(image, mnt, f"{cfg.spec()},oplog={log},stats={log}.stats.json") as m:
-        filled = fill_up(m, image, cfg) if cfg.fill else None
         tree, gitdir = os.path.join(mnt, "tree"), os.path.join(mnt, "git")
-        init(tree, gitdir)
-        for i, sha in enumerate(h.commits):
+        if first == 0:
+            filled = fill_up(m, image, cfg) if cfg.fill else None
+            init(tree, gitdir)
+        for i in range(first, last + 1):
+            sha = h.commits[i]
             progress("clone" if i == 0 else f"pull {i}")
             pull(tree, src, sha, i == 0, gitdir)
             progress(None)
@@ -181,7 +197,7 @@ def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done:
                 m.ctl("mark", f"pulls-{i}")
                 if i not in done:
                     sink(row(cfg.alloc, "mounted", i, sha, aged, clean, free, filled))
-    return image
+    return filled
 
 
 def fill_up(m: Mount, image: str, cfg: Config) -> float:

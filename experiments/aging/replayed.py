@@ -13,13 +13,17 @@ verb reads it cold. The recording is a function of the history (experiments.agin
 no "racy git" re-reads, whose number depended on the recording's wall clock; canon: git's
 random names given stand-ins), so a second mounted run under another allocator gives the
 replay's measurements (tests/mount/test_aging.py). A configuration that runs out of space
-where the recorded one did not stops the replay.
+where the recorded one did not stops the replay. A recording of several mounts (--segment) is
+replayed log after log, the volume closed and opened again between two as the mounts were, so
+the replayed image holds the whole state at each log's end and a replay can go on from there.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import time
 
 from simfs.fuse import mountopts
 from simfs.inprocess import replay as rp
@@ -140,25 +144,70 @@ def steps(total_ops: int) -> int:
     return -(-total_ops // PROGRESS_OPS)
 
 
-def replay(log: str, pristine: str, cfg: Config, work: str, sink, *, commits: list[str] = (),
-           done: set[int] = frozenset(), last: int | None = None, progress=None) -> dict:
-    """Replay LOG on a copy of PRISTINE (the recorded image before the mount) under CFG; each
-    measurement to sink(row) as it is made (those in DONE skipped). Returns the final
-    statistics snapshot. `last`: the pulls of the last measurement (its clean image is kept).
+def replay(logs: list[str] | str, pristine: str, cfg: Config, work: str, sink, *, commits: list[str] = (),
+           done: set[int] = frozenset(), last: int | None = None, progress=None, resume: bool = False,
+           segment_done=None) -> dict:
+    """Replay LOGS, one op log per mount of the recording in order (a single log: one mount),
+    on a copy of PRISTINE (the recorded image before the mount) under CFG; each measurement to
+    sink(row) as it is made (those in DONE skipped). Between two logs the volume is closed and
+    opened again, as the recording unmounted and mounted, so the image holds the whole state
+    at each boundary: with RESUME, a replay continues after the last log it finished
+    (`replayed-ALLOC.img.json` says which, and is void while a log is under way).
+    `segment_done(j, seconds)`: called as log j is finished. Returns the final statistics
+    snapshot. `last`: the pulls of the last measurement (its clean image is kept).
     `progress(None)`: called every PROGRESS_OPS operations (steps(total) in all)."""
+    logs = [logs] if isinstance(logs, str) else list(logs)
     image = os.path.join(work, f"replayed-{cfg.alloc}.img")
-    sparse_copy(pristine, image)
+    state_path = image + ".json"
+    state = _state(state_path) if resume and os.path.exists(image) else None
+    if state is None:
+        sparse_copy(pristine, image)
+        state = {"logs": 0, "filled": None, "walls": []}
     try:
-        _, total = rp.check(log, image)
         opts = mountopts.parse([cfg.spec()]).volume     # as the mounted run was given them
-    except (rp.ReplayError, mountopts.OptionError, ValueError) as e:
+    except (mountopts.OptionError, ValueError) as e:
         raise AgingError(str(e)) from None
     opts.stats = opts.trace = ""
+    snap: dict = {}
+    for j in range(state["logs"], len(logs)):
+        _save_state(state_path, None)                   # void until log j is finished
+        t = time.monotonic()
+        snap, state["filled"] = _replay_one(logs[j], image, opts, cfg, work, sink, commits, done, last,
+                                            progress, state["filled"])
+        state["logs"] = j + 1
+        state["walls"].append(round(time.monotonic() - t, 1))
+        _save_state(state_path, state)
+        if segment_done is not None:
+            segment_done(j, state["walls"][-1])
+    return snap
+
+
+def _state(path: str) -> dict | None:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _save_state(path: str, state: dict | None) -> None:
+    with open(path + ".tmp", "w") as f:
+        json.dump(state, f)
+    os.replace(path + ".tmp", path)
+
+
+def _replay_one(log: str, image: str, opts, cfg: Config, work: str, sink, commits, done, last, progress,
+                filled: float | None) -> tuple[dict, float | None]:
+    """One mount's op log replayed on IMAGE, the volume opened for it and closed after it:
+    (the final statistics snapshot, the filler's percent once laid)."""
+    try:
+        _, total = rp.check(log, image)
+    except (rp.ReplayError, ValueError) as e:
+        raise AgingError(str(e)) from None
     vol = Volume.open(image, opts)
     vol.stop_when_unwritable = True
     r = TapReplayer(vol)
     free: dict[int, dict] = {}
-    filled = None
     try:
         for lineno, rec in iter_ops(log):
             if progress is not None and lineno % PROGRESS_OPS == 0:
@@ -199,4 +248,4 @@ def replay(log: str, pristine: str, cfg: Config, work: str, sink, *, commits: li
         vol.close()
         raise
     vol.close()
-    return vol.stats_snapshot()
+    return vol.stats_snapshot(), filled

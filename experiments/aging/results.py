@@ -89,7 +89,55 @@ def write(out: str, run: dict, rows: list[dict]) -> None:
                        _score(r["clean_layout"]), str(r["free_extents"]),
                        f"{r['mean_free_extent_blocks']:,.1f}", _pct(r.get("used_pct"))] for r in rows])
     with open(os.path.join(out, "summary.md"), "w") as f:
-        f.write(f"# Aging: {run['pulls']} pulls of {run['history']}\n\n{_about(run, rows)}\n\n{table}\n")
+        f.write(f"# Aging: {run['pulls']} pulls of {run['history']}\n\n{_about(run, rows)}\n\n{table}\n"
+                + _rates_section(run))
+
+
+def rates(run: dict) -> list[dict]:
+    """Each mount of a --segment recording: its pulls, the tree's files after them, the real
+    seconds the recording took (mounted measurements included) and the operations its log holds,
+    per pull, the seconds giving its log stand-ins took
+    (canon) and each replay of its log took, per pull, and the load average at the mount's start
+    and end (how busy the machine was: the times are wall-clock)."""
+    out = []
+    replayed = run.get("replayed", {})
+    for j, seg in enumerate(run.get("segments", [])):
+        n = seg["last"] - seg["first"] + 1
+        commits = run.get("commits", [])
+        r = {"log": j, "first": seg["first"], "last": seg["last"], "pulls": n,
+             "files": tree_files(run["repo"], commits[seg["last"]]) if run.get("repo") and seg["last"] < len(commits) else None,
+             "record_s": seg["wall"], "record_s_per_pull": seg["wall"] / n, "load": seg.get("load"),
+             "canon_s": seg.get("canon_s"), "ops_per_pull": seg["ops"] / n if seg.get("ops") else None}
+        for alloc, walls in replayed.items():
+            if str(j) in walls:
+                r[f"replay {alloc}_s"] = walls[str(j)]
+                r[f"replay {alloc}_s_per_pull"] = walls[str(j)] / n
+        out.append(r)
+    return out
+
+
+def _rates_section(run: dict) -> str:
+    rs = rates(run)
+    if not run.get("segment") or not rs:
+        return ""
+    allocs = sorted(run.get("replayed", {}))
+    head = ["pulls", "files after", "operations per pull", "recording (s)", "s/pull", "load (start, end)",
+            "stand-ins (s)"]
+    head += [x for a in allocs for x in (f"replay {a} (s)", "s/pull")]
+    body = []
+    for r in rs:
+        line = [f"{r['first']}..{r['last']}", _count(r["files"]),
+                "—" if r["ops_per_pull"] is None else f"{r['ops_per_pull']:,.0f}", f"{r['record_s']:,.1f}",
+                f"{r['record_s_per_pull']:.2f}", ", ".join(f"{x:.1f}" for x in r["load"] or ()),
+                "—" if r["canon_s"] is None else f"{r['canon_s']:,.1f}"]
+        for a in allocs:
+            w = r.get(f"replay {a}_s")
+            line += ["—", "—"] if w is None else [f"{w:,.1f}", f"{r[f'replay {a}_s_per_pull']:.3f}"]
+        body.append(line)
+    return (f"\n## Real time per mount (--segment {run['segment']})\n\nWall-clock seconds on the machine "
+            f"as it was (the load average says how busy); each mount's measurements are in its "
+            f"recording time, each replayed clean copy in its replay time; stand-ins: giving the "
+            f"log git's random names' stand-ins (experiments.aging.canon), once.\n\n{markdown(head, body)}\n")
 
 
 def _count(x) -> str:

@@ -15,8 +15,8 @@ import time
 from .history import AgingError
 
 
-def replay_task(log: str, pristine: str, cfg, work: str, *, commits: list[str], done: set[int],
-                last: int) -> dict:
+def replay_task(logs, pristine: str, cfg, work: str, *, commits: list[str], done: set[int],
+                last: int, resume: bool = False) -> dict:
     """One allocator's replay; never raises an AgingError: {"alloc", "rows", "error", "wall",
     "where"} ("where": the worker's host and process and the task's span on the machine's
     monotonic clock, which says which replays ran at once)."""
@@ -27,7 +27,7 @@ def replay_task(log: str, pristine: str, cfg, work: str, *, commits: list[str], 
     t = time.monotonic()
     out = {"alloc": cfg.alloc, "rows": rows, "error": None}
     try:
-        replay(log, pristine, cfg, work, rows.append, commits=commits, done=done, last=last)
+        replay(logs, pristine, cfg, work, rows.append, commits=commits, done=done, last=last, resume=resume)
     except AgingError as e:
         out["error"] = str(e)
     end = time.monotonic()

@@ -9,6 +9,8 @@ onto a simfs mount, measured, and the op log replayed in-process.
 * the aged tree equals `git checkout` of the last commit in a fresh clone (diff -r);
 * --resume continues a run that stopped, with the same figures;
 * two recordings of the same history and pull count give byte-identical op logs;
+* --segment (long): a recording made in slices and extended from a shorter run gives the op logs
+  of one run, byte for byte, and its replay across the remounts the mounted figures;
 * the nearly-full variant on the ext4 profile (--fill, --profile ext4): the filler lays the
   image to the stated share of its blocks (dumpe2fs's counts), the mounted mballoc run and its
   replay agree, mballoc-delalloc's replay of the same log runs, e2fsck is clean, and the aged
@@ -338,3 +340,51 @@ def test_replays_as_dask_tasks_give_the_serial_figures(runs, tmp_path):
     where = json.loads((out / "run.json").read_text())["where"]
     a, b = where["replay ext2"], where["replay cg"]
     assert a["pid"] != b["pid"] and a["start"] < b["end"] and b["start"] < a["end"], where  # at once
+
+
+SEGMENT = "5"
+
+
+@pytest.fixture(scope="module")
+def segmented(tmp_path_factory):
+    """The same 20 pulls recorded with --segment 5 twice: in one go, and in slices (--slice 0:
+    one mount a call, exit status 75 until done) of a 10-pull run, replayed there (--replay-only),
+    then extended to 20 pulls (--resume --pulls 20) and replayed on from where it stopped."""
+    if os.geteuid() != 0:
+        pytest.skip("the pulls run on a simfs mount: root only")
+    base = tmp_path_factory.mktemp("aging-segments")
+    whole, sliced = base / "whole", base / "sliced"
+    common = ("--every", EVERY, "--segment", SEGMENT, "--alloc", "ext2", "--replay", "ext2", "--no-pictures")
+    aging("--quick", "--pulls", PULLS, *common, "--out", whole)
+    calls = [aging("--quick", "--pulls", "10", *common, "--slice", "0", "--out", sliced, check=False)]
+    while calls[-1].returncode == 75 and len(calls) < 5:
+        calls.append(aging("--resume", sliced, "--slice", "0", "--record-only", check=False))
+    assert [c.returncode for c in calls] == [75, 0], [c.stderr[-500:] for c in calls]
+    aging("--resume", sliced, "--replay-only")
+    halfway = rows(sliced)
+    aging("--resume", sliced, "--pulls", PULLS, "--record-only")
+    aging("--resume", sliced)
+    return whole, sliced, halfway
+
+
+@pytest.mark.long                       # four more mounted runs of the quick history: about 40 s
+def test_a_segmented_recording_goes_on_in_slices_and_extends_to_the_same_logs(segmented):
+    """--segment: one mount (and op log) per 5 pulls; recorded in slices and extended from a
+    shorter run, the logs are byte for byte those of one run, and so are every figure; the
+    replay of the remounts (the volume closed and opened at each log's end) gives the mounted
+    figures, and a replay resumed after the extension those of the replay in one go."""
+    import gzip
+    whole, sliced, halfway = segmented
+    names = sorted(p.name for p in (whole / "work").glob("aged-*.oplog.gz"))
+    assert names == [f"aged-{j:04d}.oplog.gz" for j in range(4)]
+    assert sorted(p.name for p in (sliced / "work").glob("aged-*.oplog.gz")) == names
+    for name in names:
+        a, b = (gzip.decompress((d / "work" / name).read_bytes()) for d in (whole, sliced))
+        assert a.count(b"\n") > 100 and a == b, name
+    for engine in ("mounted", "replayed"):
+        assert figures(rows(whole, engine)) == figures(rows(sliced, engine))
+    assert figures(rows(whole, "mounted")) == figures(rows(whole, "replayed"))
+    assert [r["pulls"] for r in halfway if r["engine"] == "replayed"] == [10]
+    plan = json.loads((sliced / "run.json").read_text())
+    assert [(s["first"], s["last"]) for s in plan["segments"]] == [(0, 5), (6, 10), (11, 15), (16, 20)]
+    assert sorted(plan["replayed"]["ext2"]) == ["0", "1", "2", "3"]

@@ -4,7 +4,10 @@ git-aging` reaches it."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
+import pytest
 
 from experiments.aging.history import make_quick, need_bytes, select
 from experiments.aging.measure import free_extents
@@ -126,7 +129,7 @@ def test_canon_gives_gits_random_names_and_times_stand_ins(tmp_path):
     import json
     from experiments.aging.canon import canonicalize
 
-    def log(names, when, path, drop_late):
+    def log(names, when, path, drop_late, release_late=0):
         ops = [["mkdir", 1, 0, "git", 16877, 0, 0], ["symlink", 2, 1, names[0], "testing", 0, 0],
                ["unlink", None, 1, names[0]], ["create", 3, 1, names[1], 33060, 0, 0],
                ["link", 4, 3, 1, "8a6d40d47b64b5e3cdd4849317e1fbfd863519"],
@@ -135,6 +138,8 @@ def test_canon_gives_gits_random_names_and_times_stand_ins(tmp_path):
                ["setattr", None, 5, {"mtime_ns": 0}], ["lookup", "ENOENT", 1, names[1]],
                ["getattr", None, 0], ["getattr", None, 1]]
         ops.insert(len(ops) - drop_late, ["drop", None, 4, 1])      # the FORGET of 4, late
+        ops.insert(ops.index(["setattr", None, 5, {"mtime_ns": 0}]) + 1 + release_late,
+                   ["release", None, 5, True])                     # 5's RELEASE, late too
         head = {"format": "simfs-oplog", "version": 2, "options": {"stats": f"{path}.stats.json", "alloc": "ext2"}}
         with gzip.open(path, "wt") as f:
             f.write("\n".join(json.dumps(x, separators=(",", ":")) for x in [head] + ops) + "\n")
@@ -144,10 +149,11 @@ def test_canon_gives_gits_random_names_and_times_stand_ins(tmp_path):
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
     a = log(["tY7tdG9", "tmp_obj_atdCaO"], 1796650975914674256, tmp_path / "one" / "aged.oplog.gz", 0)
-    b = log(["t1l3hX9", "tmp_obj_ywN9bH"], 1796651176810682730, tmp_path / "two" / "aged.oplog.gz", 3)
+    b = log(["t1l3hX9", "tmp_obj_ywN9bH"], 1796651176810682730, tmp_path / "two" / "aged.oplog.gz", 3, 2)
     assert a == b
     lines = a.splitlines()                       # the drop right after 4's last mention
     assert lines[lines.index('["drop",null,4,1]') - 1].startswith('["setattr",null,4,')
+    assert lines[lines.index('["release",null,5,true]') - 1] == '["setattr",null,5,{"mtime_ns":0}]'
     assert "tmp_obj_000001" in a and '"t000000"' in a and '"tracing"' in a and '"mtime_ns":0' in a
     assert json.loads(a.splitlines()[0])["options"] == {"stats": "aged.oplog.gz.stats.json", "alloc": "ext2"}
 
@@ -178,8 +184,8 @@ def test_aging_draws_a_progress_bar_for_the_pulls_and_each_replay(tmp_path, monk
     phase = {"elapsed": 1.0, "layout_score": 0.5}
     free = {"free_extents": 1, "mean_free_extent_blocks": 1.0, "free_blocks": 1, "used_pct": 5.0}
 
-    def age(h, cfg, work, every, sink, *, log, done, progress):
-        for i in range(len(h.commits)):
+    def age(h, cfg, work, every, sink, *, log, done, progress, first=0, last=None, filled=None):
+        for i in range(first, last + 1):
             progress(f"pull {i}")
             progress(None)
         sink(row(cfg.alloc, "mounted", 2, "c", phase, phase, free))
@@ -217,3 +223,55 @@ def test_the_replayed_clean_copy_walks_as_cp_would_on_the_replayed_volume():
     got = [b"/".join(e.path).decode() for e in cp_order(recorded, inos)]
     assert got == ["doc", "doc/x", "src", "src/b.c", "src/fs", "src/fs/a.c"]
     assert cp_order(recorded, [1, 2, 3, 4, 5, 6]) == recorded      # the recording's own order
+
+
+def test_a_segmented_recording_mounts_per_segment_stops_for_a_slice_and_extends(tmp_path, monkeypatch):
+    """--segment N: one mount per N pulls (the clone with the first N), each with its own op log;
+    --slice stops at a segment's end (cli.Sliced) and --resume goes on from the next pull; a
+    run extended (--resume OUT --pulls M) goes on with the same boundaries as a run of M
+    pulls; a mount interrupted inside a segment cannot go on; the replays get every log in
+    order (in-process, the mount and replays stand-ins)."""
+    import json
+    from experiments.aging import cli
+    from experiments.aging.history import AgingError
+    mounts, replays = [], []
+
+    def age(h, cfg, work, every, sink, *, log, done, progress, first, last, filled=None):
+        mounts.append((first, last, os.path.basename(log)))
+        if last == 30:
+            raise KeyboardInterrupt                          # killed inside a mount
+        return 70.0 if first == 0 else filled
+
+    def replay(logs, pristine, cfg, work, sink, **kw):
+        replays.append([os.path.basename(lg) for lg in logs])
+
+    monkeypatch.setattr(cli, "age", age)
+    monkeypatch.setattr(cli, "replay", replay)
+    monkeypatch.setattr(cli, "canonicalize", lambda log: 0)
+    monkeypatch.setattr(cli, "replay_steps", lambda log: 1)
+    monkeypatch.setattr(cli, "first_parent", lambda repo: [f"c{i}" for i in range(41)])
+    plan = {"out": str(tmp_path), "history": "h", "repo": str(tmp_path), "commits": [f"c{i}" for i in range(13)],
+            "pulls": 12, "every": 5, "mounted": "ext2", "replay": ["cg"], "disk": "sata7200",
+            "size": 64 << 20, "block_size": 4096, "dataless": False, "profile": "ext2", "fill": 0,
+            "pictures": False, "wall": {}, "segment": 5}
+    (tmp_path / "work").mkdir()
+    with pytest.raises(cli.Sliced, match="recorded 5 of 12"):
+        cli.run(plan, slice_s=0, record_only=True)
+    cli.run(plan, replay_only=True)                          # what is recorded so far, no mount
+    assert mounts == [(0, 5, "aged-0000.oplog.gz")] and replays == [["aged-0000.oplog.gz"]]
+    cli.run(plan, record_only=True)
+    assert mounts[1:] == [(6, 10, "aged-0001.oplog.gz"), (11, 12, "aged-0002.oplog.gz")]
+    assert plan["filled"] == 70.0 and "mounted" in plan["wall"]
+    cli.extend(plan, 40)
+    assert plan["pulls"] == 40 and len(plan["commits"]) == 41 and "mounted" not in plan["wall"]
+    with pytest.raises(KeyboardInterrupt):
+        cli.run(plan)
+    assert mounts[3:] == [(13, 15, "aged-0003.oplog.gz"), (16, 20, "aged-0004.oplog.gz"),
+                          (21, 25, "aged-0005.oplog.gz"), (26, 30, "aged-0006.oplog.gz")]
+    with pytest.raises(AgingError, match="inside its mount of pulls 26..30"):
+        cli.run(json.loads((tmp_path / "run.json").read_text()))
+    with pytest.raises(AgingError, match="10 pulls are recorded"):      # not below what is recorded
+        cli.extend({**plan, "segments": plan["segments"][:2]}, 6)
+    assert cli.segments({"pulls": 3, "wall": {"mounted": 9.0}}) == [{"first": 0, "last": 3, "wall": 9.0,
+                                                                      "canon": True}]
+    assert cli.log_path({"out": "o", "pulls": 3}, 0) == os.path.join("o", "work", "aged.oplog.gz")

@@ -30,3 +30,26 @@ def test_file_counts_are_the_measured_commits(tmp_path):
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert "| files |" in summary and f"| 4 | {want[4]} |" in summary
     assert tree_files(h.repo, "") is None
+
+
+def test_a_segmented_runs_summary_gives_each_mounts_rates(tmp_path):
+    """A --segment run's summary.md has a row per mount: its pulls, the tree's files after them
+    (git ls-tree of its last commit), the recording's and each replay's seconds and per pull,
+    the load average; a log not yet replayed shows a dash."""
+    from experiments.aging.results import rates
+    h = make_quick(str(tmp_path / "repo"), 11)
+    run = {"pulls": 10, "every": 5, "history": "h", "repo": h.repo, "commits": h.commits, "mounted": "ext2",
+           "disk": "sata7200", "size": 64 << 20, "block_size": 4096, "segment": 5, "wall": {},
+           "segments": [{"first": 0, "last": 5, "wall": 12.0, "load": [1.0, 2.5], "canon_s": 0.4,
+                         "ops": 600},
+                        {"first": 6, "last": 10, "wall": 10.0, "load": [2.0, 2.0]}],
+           "replayed": {"cg": {"0": 3.0}}}
+    got = rates(run)
+    assert [(r["first"], r["last"], r["pulls"], r["files"]) for r in got] == [
+        (0, 5, 6, tree_files(h.repo, h.commits[5])), (6, 10, 5, tree_files(h.repo, h.commits[10]))]
+    assert got[0]["record_s_per_pull"] == 2.0 and got[0]["replay cg_s_per_pull"] == 0.5
+    assert "replay cg_s" not in got[1]
+    write(str(tmp_path), run, [])
+    text = (tmp_path / "summary.md").read_text()
+    assert "| 0..5 |" in text and "| 100 | 12.0 |" in text and "| 12.0 | 2.00 | 1.0, 2.5 | 0.4 | 3.0 | 0.500 |" in text
+    assert text.rstrip().endswith("| — | 10.0 | 2.00 | 2.0, 2.0 | — | — | — |")
