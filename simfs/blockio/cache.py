@@ -399,17 +399,9 @@ class BufferCache:
             self.op_sync.clear()
         self.sync_kinds = ()
         clock = self.clock
-        own = clock.now
-        behind = clock.latest > own
-        if behind:                      # per-process clocks, this process behind the mount's
-            clock.now = clock.latest    # time: write-back in the background runs at that time
-        if self._writeback_due(clock.now) or not behind:
-            return                      # (a throttled writer waited: its clock moved on)
-        clock.now = own                 # the flusher's time was not this process's
-
-    def _writeback_due(self, now: float) -> bool:
-        """The syncer and the dirty thresholds at the end of an operation, at time `now`;
-        True if the writer was throttled (it waited for its write-back)."""
+        own = now = clock.now
+        if clock.latest > own:          # per-process clocks, this process behind the mount's
+            now = clock.now = clock.latest   # time: background write-back runs at that time
         syncer = self._syncer
         if syncer:
             self._syncer_ticks(syncer, now)
@@ -420,10 +412,11 @@ class BufferCache:
         if ndirty > self.hard_dirty:
             self.stats.count("writeback_throttled")
             self._flush_oldest(ndirty - self.bg_dirty // 2, wait=True)
-            return True
+            return                      # the writer waited for it: its clock moved on
         if ndirty > self.bg_dirty:
             self._flush_oldest(ndirty - self.bg_dirty // 2, wait=False)
-        return False
+        if now != own:
+            clock.now = own             # the flusher's time was not this process's
 
     # flushing --------------------------------------------------------------------------------
     def sync(self) -> None:

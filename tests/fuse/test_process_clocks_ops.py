@@ -75,7 +75,6 @@ def _read_phase(ops, vol, readers) -> dict:
         for pid, _ in readers:
             assert len(call(ops, "read", fhs[pid], off, CHUNK)) == CHUNK
     for pid, _ in readers:
-        call(ops, "flush", fhs[pid])
         call(ops, "release", fhs[pid])
     out = {"elapsed": vol.clock.now - t0}
     pc = getattr(ops, "process_clocks", None)
