@@ -275,3 +275,27 @@ def test_a_segmented_recording_mounts_per_segment_stops_for_a_slice_and_extends(
     assert cli.segments({"pulls": 3, "wall": {"mounted": 9.0}}) == [{"first": 0, "last": 3, "wall": 9.0,
                                                                       "canon": True}]
     assert cli.log_path({"out": "o", "pulls": 3}, 0) == os.path.join("o", "work", "aged.oplog.gz")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--quick", "--slice", "60"], "give --segment N too"),
+    (["--quick", "--segment", "0"], "--segment 0: give at least 1"),
+    (["--quick", "--segment", "5", "--slice", "-1"], "--slice -1: give seconds"),
+    (["--quick", "--replay-only"], "give --resume OUT"),
+])
+def test_segment_options_refused_with_one_line(tmp_path, capsys, args, words):
+    """Bad --segment/--slice/--replay-only input: one line, exit status 2, nothing made."""
+    from experiments.aging import cli
+    out = tmp_path / "out"
+    assert cli.main(args + ["--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and not out.exists()
+
+
+def test_resume_refuses_a_slice_or_an_extension_of_a_one_mount_recording(tmp_path, capsys):
+    import json
+    from experiments.aging import cli
+    (tmp_path / "run.json").write_text(json.dumps({"out": str(tmp_path), "pulls": 3, "wall": {"mounted": 1.0}}))
+    for extra, words in ((["--slice", "60"], "records in one mount"), (["--pulls", "9"], "recorded in one mount")):
+        assert cli.main(["--resume", str(tmp_path), *extra]) == 2
+        assert words in capsys.readouterr().err
