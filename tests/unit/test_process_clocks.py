@@ -236,3 +236,54 @@ def test_replay_refuses_process_clocks():
     from simfs.inprocess.replay import ReplayError, replay
     with pytest.raises(ReplayError, match="clocks=mount"):
         replay("/nonexistent.log", "/nonexistent.img", VolumeOptions(clocks="process"))
+
+
+# the FUSE side: simfs.fuse.processes.RequestClocks ---------------------------------------------
+class FakeOps:
+    """Handlers that charge `cost` seconds of CPU on the clock and reply as pyfuse3's do."""
+
+    def __init__(self, clock):
+        self.clock = clock
+
+    def charge(self, reply=None, cost=1.0):
+        self.clock.cpu(cost)
+        return reply
+
+
+def _request(rc, ops, op, *args, ctl=False, reply=None, cost=1.0):
+    from types import SimpleNamespace
+    reply = SimpleNamespace(fh=reply) if op == "open" else reply
+    return rc.call(lambda o, *a: o.charge(reply, cost), ops, op, args, ctl)
+
+
+def test_a_handles_requests_belong_to_its_opener():
+    from types import SimpleNamespace
+    from simfs.fuse.processes import RequestClocks
+    clock = SimClock(make_disk("ideal"), Stats(), 8)
+    rc = RequestClocks(clock, Tree(p1=(0, 1), p2=(0, 2)))
+    ops = FakeOps(clock)
+    ctx1, ctx2 = SimpleNamespace(pid=1), SimpleNamespace(pid=2)
+    _request(rc, ops, "open", 5, 0, ctx1, reply=77)         # pid 1: 0 .. 1
+    _request(rc, ops, "open", 6, 0, ctx2, reply=88, cost=5.0)   # pid 2: 1 .. 6 (unknown parents: latest)
+    _request(rc, ops, "read", 77, 0, 4096)                  # pid 1's handle: 1 .. 2
+    procs = rc.clocks.procs
+    assert procs[1].t == 2.0 and procs[2].t == 6.0
+    _request(rc, ops, "release", 77)
+    assert 77 not in rc.files and procs[1].t == 3.0
+    _request(rc, ops, "read", 77, 0, 4096)                  # a handle nobody holds: the last one's
+    assert procs[1].t == 4.0
+
+
+def test_a_control_request_runs_at_the_mounts_time_and_its_caller_waits():
+    from types import SimpleNamespace
+    from simfs.fuse.processes import RequestClocks
+    clock = SimClock(make_disk("ideal"), Stats(), 8)
+    rc = RequestClocks(clock, Tree(p1=(0, 1), p2=(0, 2)))
+    ops = FakeOps(clock)
+    _request(rc, ops, "getattr", 1, SimpleNamespace(pid=1), cost=10.0)   # 0 .. 10
+    _request(rc, ops, "getattr", 1, SimpleNamespace(pid=2), cost=0.0)    # pid 2 at 10: (latest)
+    rc.clocks.procs[2].t = 3.0                                            # as if it started earlier
+    seen = []
+    rc.call(lambda o, *a: seen.append(clock.now), ops, "getattr", (1, SimpleNamespace(pid=2)), True)
+    assert seen == [10.0]                      # the mark, the stats: at the mount's time
+    assert rc.clocks.procs[2].t == 10.0        # and the asker waited for it
