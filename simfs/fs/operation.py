@@ -106,8 +106,20 @@ class OperationCharger:
         cache.begin_op(name)
         self.depth += 1
         try:
-            # (no keywords, the usual case: no copy of an empty dictionary)
-            result = fn(vol, *args, **kwargs) if kwargs else fn(vol, *args)
+            # the usual cases spelt out: compiled, a call with its arguments listed needs no
+            # new argument tuple nor a copy of the (empty) keyword dictionary
+            if kwargs:
+                result = fn(vol, *args, **kwargs)
+            else:
+                n = len(args)
+                if n == 1:
+                    result = fn(vol, args[0])
+                elif n == 2:
+                    result = fn(vol, args[0], args[1])
+                elif n == 3:
+                    result = fn(vol, args[0], args[1], args[2])
+                else:
+                    result = fn(vol, *args)
             if kernel is not None:
                 clock.now += kernel.after(vol.holds, name, result)
             return result
