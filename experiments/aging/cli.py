@@ -329,18 +329,29 @@ def record(plan: dict, sink, slice_s: float | None = None) -> bool:
         j = len(segments(plan))
         plan["recording"] = {"first": first, "last": last}
         save(plan)
-        t, load0 = time.monotonic(), os.getloadavg()[0]
+        t, load0, kids0, times = time.monotonic(), os.getloadavg()[0], _children_cpu(), {}
         with Bar(f"mounted alloc={plan['mounted']}" + (f" ({first}..{last})" if plan.get("segment") else ""),
                  total=last - first + 1) as bar:
             plan["filled"] = age(h, cfg, work, plan["every"], sink, log=log_path(plan, j),
                                  done=sink.done(plan["mounted"], "mounted"), progress=bar, first=first,
-                                 last=last, filled=plan.get("filled"))
+                                 last=last, filled=plan.get("filled"), times=times)
         took = time.monotonic() - t
         del plan["recording"]
+        cpu = times.get("daemon_cpu")
         plan["segments"].append({"first": first, "last": last, "wall": round(took, 1),
-                                 "load": [round(load0, 2), round(os.getloadavg()[0], 2)], "canon": False})
+                                 "load": [round(load0, 2), round(os.getloadavg()[0], 2)], "canon": False,
+                                 "daemon_cpu": None if cpu is None else round(cpu, 1),
+                                 "tools_cpu": round(_children_cpu() - kids0, 1)})
         save(plan)
     return True
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the processes this one started and waited for (git, cp, grep, the simfs
+    commands; not the mounts' daemons, which outlive their command)."""
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def canonicalize_all(plan: dict) -> None:
@@ -396,8 +407,10 @@ def run(plan: dict, workers: int | None = None, scheduler: str | None = None, *,
         print(f"aging: replaying under alloc={alloc}", flush=True)
         t = time.monotonic()
 
-        def segment_done(j: int, wall: float, alloc=alloc) -> None:
+        def segment_done(j: int, wall: float, cpu: float | None = None, alloc=alloc) -> None:
             plan.setdefault("replayed", {}).setdefault(alloc, {})[str(j)] = wall
+            if cpu is not None:
+                plan.setdefault("replayed_cpu", {}).setdefault(alloc, {})[str(j)] = cpu
             save(plan)
         try:
             with Bar(f"replay alloc={alloc}", total=nsteps) as bar:

@@ -95,6 +95,7 @@ class Mount:
         return self
 
     def __exit__(self, *exc):
+        self.cpu = daemon_cpu(self.image, self.mnt)
         simfs("umount", self.mnt, check=exc[0] is None)
 
     def ctl(self, action: str, name: str = "1") -> None:
@@ -105,6 +106,28 @@ class Mount:
     def stats(self) -> dict:
         with open(os.path.join(self.mnt, ".simfs", "stats"), "rb") as f:
             return json.load(f)["time"]
+
+
+def daemon_cpu(image: str, mnt: str) -> float | None:
+    """The CPU seconds (user and system) the simfs daemon serving IMAGE at MNT has used, from
+    /proc (found by its command line; the mount itself is not asked: that would be in the op
+    log). None when it cannot be found."""
+    want = [b"mount", os.fsencode(image), os.fsencode(mnt)]
+    try:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+                if not any(args[i:i + 3] == want for i in range(len(args) - 2)):
+                    continue
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rpartition(")")[2].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, ValueError, IndexError):
+                continue
+    except OSError:
+        pass
+    return None
 
 
 def init(tree: str, gitdir: str) -> None:
@@ -158,7 +181,8 @@ def clean_copy(cfg: Config, tree: str, work: str, keep: str | None = None) -> di
 
 
 def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done: set[int] = frozenset(),
-        progress=None, first: int = 0, last: int | None = None, filled: float | None = None) -> float | None:
+        progress=None, first: int = 0, last: int | None = None, filled: float | None = None,
+        times: dict | None = None) -> float | None:
     """Age an image of CFG with H's pulls FIRST..LAST (commit indices; 0 is the clone) in one
     mount, recording LOG; each measurement goes to sink(row) as it is made. Returns the percent
     of blocks in use once the filler was laid (--fill; FILLED, what an earlier segment laid, on a
@@ -166,7 +190,8 @@ def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done:
     replays); a later FIRST mounts the image the previous segment left (experiments.aging.cli's
     --segment: one mount per segment, each with its own op log). `work` holds the images and
     mounts. `progress`: progress(label) says what runs, progress(None) counts a pull done
-    (simfs.cli.progress.Bar)."""
+    (simfs.cli.progress.Bar). `times`, if given, gets "daemon_cpu": the CPU seconds of the
+    mount's daemon (daemon_cpu; None if not found)."""
     progress = progress or (lambda label=None: None)
     last = h.pulls if last is None else last
     image = os.path.join(work, f"aged-{cfg.alloc}.img")
@@ -197,6 +222,8 @@ def age(h: History, cfg: Config, work: str, every: int, sink, *, log: str, done:
                 m.ctl("mark", f"pulls-{i}")
                 if i not in done:
                     sink(row(cfg.alloc, "mounted", i, sha, aged, clean, free, filled))
+    if times is not None:
+        times["daemon_cpu"] = m.cpu
     return filled
 
 

@@ -153,7 +153,7 @@ def replay(logs: list[str] | str, pristine: str, cfg: Config, work: str, sink, *
     opened again, as the recording unmounted and mounted, so the image holds the whole state
     at each boundary: with RESUME, a replay continues after the last log it finished
     (`replayed-ALLOC.img.json` says which, and is void while a log is under way).
-    `segment_done(j, seconds)`: called as log j is finished. Returns the final statistics
+    `segment_done(j, seconds, cpu_seconds)`: called as log j is finished. Returns the final statistics
     snapshot. `last`: the pulls of the last measurement (its clean image is kept).
     `progress(None)`: called every PROGRESS_OPS operations (steps(total) in all)."""
     logs = [logs] if isinstance(logs, str) else list(logs)
@@ -171,14 +171,14 @@ def replay(logs: list[str] | str, pristine: str, cfg: Config, work: str, sink, *
     snap: dict = {}
     for j in range(state["logs"], len(logs)):
         _save_state(state_path, None)                   # void until log j is finished
-        t = time.monotonic()
+        t, cpu = time.monotonic(), time.process_time()
         snap, state["filled"] = _replay_one(logs[j], image, opts, cfg, work, sink, commits, done, last,
                                             progress, state["filled"])
         state["logs"] = j + 1
         state["walls"].append(round(time.monotonic() - t, 1))
         _save_state(state_path, state)
         if segment_done is not None:
-            segment_done(j, state["walls"][-1])
+            segment_done(j, state["walls"][-1], round(time.process_time() - cpu, 1))
     return snap
 
 

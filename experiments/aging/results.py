@@ -95,7 +95,8 @@ def write(out: str, run: dict, rows: list[dict]) -> None:
 
 def rates(run: dict) -> list[dict]:
     """Each mount of a --segment recording: its pulls, the tree's files after them, the real
-    seconds the recording took (mounted measurements included) and the operations its log holds,
+    seconds the recording took (mounted measurements included) and the CPU seconds of its daemon
+    and of the tools it ran, the operations its log holds,
     per pull, the seconds giving its log stand-ins took
     (canon) and each replay of its log took, per pull, and the load average at the mount's start
     and end (how busy the machine was: the times are wall-clock)."""
@@ -107,13 +108,21 @@ def rates(run: dict) -> list[dict]:
         r = {"log": j, "first": seg["first"], "last": seg["last"], "pulls": n,
              "files": tree_files(run["repo"], commits[seg["last"]]) if run.get("repo") and seg["last"] < len(commits) else None,
              "record_s": seg["wall"], "record_s_per_pull": seg["wall"] / n, "load": seg.get("load"),
-             "canon_s": seg.get("canon_s"), "ops_per_pull": seg["ops"] / n if seg.get("ops") else None}
+             "canon_s": seg.get("canon_s"), "ops_per_pull": seg["ops"] / n if seg.get("ops") else None,
+             "daemon_cpu_per_pull": seg["daemon_cpu"] / n if seg.get("daemon_cpu") is not None else None,
+             "tools_cpu_per_pull": seg["tools_cpu"] / n if seg.get("tools_cpu") is not None else None}
         for alloc, walls in replayed.items():
             if str(j) in walls:
                 r[f"replay {alloc}_s"] = walls[str(j)]
                 r[f"replay {alloc}_s_per_pull"] = walls[str(j)] / n
+                cpu = run.get("replayed_cpu", {}).get(alloc, {}).get(str(j))
+                r[f"replay {alloc}_cpu_per_pull"] = None if cpu is None else cpu / n
         out.append(r)
     return out
+
+
+def _per(x) -> str:
+    return "—" if x is None else f"{x:.3f}"
 
 
 def _rates_section(run: dict) -> str:
@@ -121,22 +130,27 @@ def _rates_section(run: dict) -> str:
     if not run.get("segment") or not rs:
         return ""
     allocs = sorted(run.get("replayed", {}))
-    head = ["pulls", "files after", "operations per pull", "recording (s)", "s/pull", "load (start, end)",
-            "stand-ins (s)"]
-    head += [x for a in allocs for x in (f"replay {a} (s)", "s/pull")]
+    head = ["pulls", "files after", "operations per pull", "recording (s)", "s/pull", "daemon CPU s/pull",
+            "git etc. CPU s/pull", "load (start, end)", "stand-ins (s)"]
+    head += [x for a in allocs for x in (f"replay {a} (s)", "s/pull", "CPU s/pull")]
     body = []
     for r in rs:
         line = [f"{r['first']}..{r['last']}", _count(r["files"]),
                 "—" if r["ops_per_pull"] is None else f"{r['ops_per_pull']:,.0f}", f"{r['record_s']:,.1f}",
-                f"{r['record_s_per_pull']:.2f}", ", ".join(f"{x:.1f}" for x in r["load"] or ()),
+                f"{r['record_s_per_pull']:.2f}", _per(r["daemon_cpu_per_pull"]), _per(r["tools_cpu_per_pull"]),
+                ", ".join(f"{x:.1f}" for x in r["load"] or ()),
                 "—" if r["canon_s"] is None else f"{r['canon_s']:,.1f}"]
         for a in allocs:
             w = r.get(f"replay {a}_s")
-            line += ["—", "—"] if w is None else [f"{w:,.1f}", f"{r[f'replay {a}_s_per_pull']:.3f}"]
+            line += (["—", "—", "—"] if w is None else
+                     [f"{w:,.1f}", f"{r[f'replay {a}_s_per_pull']:.3f}", _per(r.get(f"replay {a}_cpu_per_pull"))])
         body.append(line)
     return (f"\n## Real time per mount (--segment {run['segment']})\n\nWall-clock seconds on the machine "
             f"as it was (the load average says how busy); each mount's measurements are in its "
-            f"recording time, each replayed clean copy in its replay time; stand-ins: giving the "
+            f"recording time, each replayed clean copy in its replay time. CPU: the mount's daemon "
+            f"(from /proc), git and the other tools the recording ran (not the clean copies' "
+            f"daemons), the replay's process: what the wall-clock figures cost on an idle core. "
+            f"Stand-ins: giving the "
             f"log git's random names' stand-ins (experiments.aging.canon), once.\n\n{markdown(head, body)}\n")
 
 

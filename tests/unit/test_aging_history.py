@@ -184,7 +184,7 @@ def test_aging_draws_a_progress_bar_for_the_pulls_and_each_replay(tmp_path, monk
     phase = {"elapsed": 1.0, "layout_score": 0.5}
     free = {"free_extents": 1, "mean_free_extent_blocks": 1.0, "free_blocks": 1, "used_pct": 5.0}
 
-    def age(h, cfg, work, every, sink, *, log, done, progress, first=0, last=None, filled=None):
+    def age(h, cfg, work, every, sink, *, log, done, progress, first=0, last=None, filled=None, times=None):
         for i in range(first, last + 1):
             progress(f"pull {i}")
             progress(None)
@@ -236,7 +236,7 @@ def test_a_segmented_recording_mounts_per_segment_stops_for_a_slice_and_extends(
     from experiments.aging.history import AgingError
     mounts, replays = [], []
 
-    def age(h, cfg, work, every, sink, *, log, done, progress, first, last, filled=None):
+    def age(h, cfg, work, every, sink, *, log, done, progress, first, last, filled=None, times=None):
         mounts.append((first, last, os.path.basename(log)))
         if last == 30:
             raise KeyboardInterrupt                          # killed inside a mount

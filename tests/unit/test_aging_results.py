@@ -41,9 +41,9 @@ def test_a_segmented_runs_summary_gives_each_mounts_rates(tmp_path):
     run = {"pulls": 10, "every": 5, "history": "h", "repo": h.repo, "commits": h.commits, "mounted": "ext2",
            "disk": "sata7200", "size": 64 << 20, "block_size": 4096, "segment": 5, "wall": {},
            "segments": [{"first": 0, "last": 5, "wall": 12.0, "load": [1.0, 2.5], "canon_s": 0.4,
-                         "ops": 600},
+                         "ops": 600, "daemon_cpu": 3.0, "tools_cpu": 1.2},
                         {"first": 6, "last": 10, "wall": 10.0, "load": [2.0, 2.0]}],
-           "replayed": {"cg": {"0": 3.0}}}
+           "replayed": {"cg": {"0": 3.0}}, "replayed_cpu": {"cg": {"0": 2.4}}}
     got = rates(run)
     assert [(r["first"], r["last"], r["pulls"], r["files"]) for r in got] == [
         (0, 5, 6, tree_files(h.repo, h.commits[5])), (6, 10, 5, tree_files(h.repo, h.commits[10]))]
@@ -51,5 +51,6 @@ def test_a_segmented_runs_summary_gives_each_mounts_rates(tmp_path):
     assert "replay cg_s" not in got[1]
     write(str(tmp_path), run, [])
     text = (tmp_path / "summary.md").read_text()
-    assert "| 0..5 |" in text and "| 100 | 12.0 |" in text and "| 12.0 | 2.00 | 1.0, 2.5 | 0.4 | 3.0 | 0.500 |" in text
-    assert text.rstrip().endswith("| — | 10.0 | 2.00 | 2.0, 2.0 | — | — | — |")
+    assert "| 0..5 |" in text and "| 100 | 12.0 |" in text
+    assert "| 12.0 | 2.00 | 0.500 | 0.200 | 1.0, 2.5 | 0.4 | 3.0 | 0.500 | 0.400 |" in text
+    assert text.rstrip().endswith("| — | 10.0 | 2.00 | — | — | 2.0, 2.0 | — | — | — | — |")
