@@ -24,27 +24,32 @@ with its first READDIR; a regular file's open and close are not charged).
 from __future__ import annotations
 
 #: How MEASURED was made (benchmarks/kernel_cpu_per_op.py --per-kind, its docstring says how)
-COMMAND = ("sudo python -m benchmarks.kernel_cpu_per_op --per-kind --files 20000 "
-           "--dir /tmp/cpucharge/kinds --json")
+COMMAND = ("sudo flock /tmp/simfs-mount.lock python -m benchmarks.kernel_cpu_per_op --per-kind "
+           "--files 20000 --json")
 #: where: kernel, CPU (results/summary/cpu-charge/kernel_cpu_per_kind.json holds the output)
 MACHINE = ("Linux 6.18.44-fc-v1300, 'Intel(R) Xeon(R) Processor' (a Sapphire Rapids-class "
-           "Golden Cove core: AMX, AVX512-FP16; 2.6 GHz, 2 CPUs), the machine's own ext4 "
-           "(/dev/vda, with its journal, relatime)")
+           "Golden Cove core: AMX, AVX512-FP16; 2.6 GHz, 2 CPUs), an ext4 image without a journal "
+           "(the ext4 profile's features) on a loop device over /dev/shm, noatime")
 
 #: the kernel's system microseconds per call on MACHINE (median of 3 rounds), warm unless named
-#: cold; see benchmarks/kernel_cpu_per_op.kinds for each loop. Made on the machine's own ext4
-#: (no image, nothing mounted) while the machine-wide mount lock was held by a long run; the
-#: journal's handles are in the figures of the calls that change metadata, which ext2 would not
-#: spend (the same command without --dir, under the lock, measures the journal-less loop image)
+#: cold; see benchmarks/kernel_cpu_per_op.kinds for each loop. Journal-less, because simfs models
+#: no journal (its profiles are ext2 and ext4 without has_journal; it writes no journal blocks):
+#: the charge is the CPU of the code path simfs models, and a journal's handles (about 20 us of
+#: an rmdir on the machine's own journalled ext4: results/summary/cpu-charge/
+#: kernel_cpu_per_kind_root.json, the table used before) belong to a mechanism it does not.
+#: One run: a second run's figures moved by up to 45 % from the first's (mkdir 18.2 -> 10.8,
+#: create+close 10.0 -> 6.7; results/summary/cpu-charge/README.md), the tick-based system time
+#: of a shared machine; the journal's share (rmdir 26.0 on the root file system, 6.9 and 6.4
+#: on the loop image) is larger than that spread.
 MEASURED = {
-    "syscall": 0.0487, "fstat": 0.1724, "stat": 0.3486, "stat_deep": 0.4933,
-    "lookup_negative": 1.8347, "open_close": 0.5575, "opendir_close": 0.4929, "listdir_10": 2.4438,
-    "listdir_1000": 176.517, "listdir_cold_dir": 3632.33, "read_1": 0.0851, "read_128k": 3.3953,
-    "write_1": 0.4005, "write_128k": 3.885, "write_append_128k": 22.2871, "chmod": 0.5554,
-    "statfs": 0.3039, "fsync_clean": 6.6575, "setxattr": 0.6923, "getxattr": 0.4684,
-    "listxattr": 0.4618, "removexattr": 0.868, "create_close": 8.9246, "rename": 10.6192,
-    "link": 7.5628, "unlink": 2.519, "symlink": 4.979, "readlink": 0.7345, "mkdir": 25.1063,
-    "rmdir": 26.0396, "stat_cold": 3.8848, "read_cold_128k": 21.8516,
+    "syscall": 0.0361, "fstat": 0.0707, "stat": 0.2641, "stat_deep": 0.4271,
+    "lookup_negative": 1.8968, "open_close": 0.4396, "opendir_close": 0.3977, "listdir_10": 2.231,
+    "listdir_1000": 140.6985, "listdir_cold_dir": 2981.73, "read_1": 0.0872, "read_128k": 2.5842,
+    "write_1": 0.3364, "write_128k": 3.1916, "write_append_128k": 26.918, "chmod": 0.4507,
+    "statfs": 0.2684, "fsync_clean": 1.047, "setxattr": 0.517, "getxattr": 0.4451,
+    "listxattr": 0.3425, "removexattr": 1.3767, "create_close": 6.7084, "rename": 7.4112,
+    "link": 5.5862, "unlink": 1.8385, "symlink": 4.358, "readlink": 0.6425, "mkdir": 10.7744,
+    "rmdir": 6.4277, "stat_cold": 2.7613, "read_cold_128k": 12.1074,
 }
 
 #: the modelled machine's CPU time per unit of MACHINE's, by era. "2011": the seeds' machines
@@ -77,8 +82,8 @@ def charges(m: dict, scale: float) -> dict[str, float]:
     hit = (m["stat_deep"] - m["stat"]) / 8          # 10 components against 2
     negative = m["lookup_negative"] - m["syscall"] - hit
     entry = (m["listdir_1000"] - m["listdir_10"]) / 990
-    # 2 calls, 12 entries (below 0 on MACHINE: an entry of a 1,000-entry directory costs more
-    # than one of a 10-entry one, so the call itself is charged nothing, its entries all)
+    # 2 calls, 12 entries (clamped at 0 below: on the root file system's measurement an entry of
+    # a 1,000-entry directory cost more than one of a 10-entry one, and the call was charged nothing)
     getdents = (m["listdir_10"] - m["opendir_close"] - 12 * entry) / 2
     us = {
         "getattr": m["fstat"],

@@ -2,6 +2,7 @@
 table (cpu=kernel): the tables of results/summary/cpu-charge/README.md, from two sets of quick runs.
 
     python results/summary/cpu-charge/table.py FLAT_DIR KERNEL_DIR JOB... > tables.md
+    python results/summary/cpu-charge/table.py --labels="root table,loop table" OLD NEW JOB...
 
 FLAT_DIR/JOB and KERNEL_DIR/JOB are `simfs run ... --quick --out` directories (results.json).
 """
@@ -43,14 +44,17 @@ def phases(job: str, flat: dict, kern: dict) -> list[str]:
 
 
 def main(argv) -> int:
+    labels = ("flat 10 µs", "kernel")
+    if argv and argv[0].startswith("--labels="):           # e.g. --labels="root table,loop table"
+        labels = tuple(argv.pop(0).split("=", 1)[1].split(","))
     flat_dir, kern_dir, jobs = Path(argv[0]), Path(argv[1]), argv[2:]
     runs = {j: (load(flat_dir / j), load(kern_dir / j)) for j in jobs}
-    print("| experiment | ratio | seed | flat 10 µs | kernel | change |")
+    print(f"| experiment | ratio | seed | {labels[0]} | {labels[1]} | change |")
     print("|---|---|--:|--:|--:|--:|")
     for j, (f, k) in runs.items():
         print("\n".join(ratios(j, f, k)))
     print()
-    print("| experiment | configuration | phase | flat 10 µs (s) | kernel (s) | change |")
+    print(f"| experiment | configuration | phase | {labels[0]} (s) | {labels[1]} (s) | change |")
     print("|---|---|---|--:|--:|--:|")
     for j, (f, k) in runs.items():
         print("\n".join(phases(j, f, k)))
