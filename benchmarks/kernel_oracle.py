@@ -14,8 +14,9 @@ which in one line and exits with status 2. Steps:
      htree hash order); the loop device's lines imported (simfs/blockio/traceimport.py) and
      replayed on --disk (simfs/blockio/tracereplay.py) closed loop (--gaps none: no CPU time,
      as simfs at cpu_op_us=0) and with the captured gaps kept
-  3. simfs: the copy mounted (noatime, simfs's default: no writes) with `-o disk=D,dirorder=hash,cpu_op_us=U,trace=`, the
-     same `find` in its own phase; its requests, bytes and simulated time, without the
+  3. simfs: the copy mounted (noatime, simfs's default: no writes) with `-o disk=D,dirorder=hash,cpu_op_us=U,trace=`,
+     its caches and the drive's buffer dropped (`.simfs/drop_caches`, as the kernel's after
+     its mount), the same `find` in its own phase; its requests, bytes and simulated time, without the
      unmount's write-back (which the kernel did after the capture)
 
 Printed: requests, reads, MiB, seeks, read-ahead requests and simulated seconds of each.
@@ -174,12 +175,28 @@ def find_kernel(img: Path, mnt: Path, capture: Path) -> float:
     return wall
 
 
+def cold_mark(mnt: Path, phase: str) -> None:
+    """Start simfs's phase `phase` as cold as the kernel's, whose caches are dropped after its
+    mount: what the mount (the root's inode, the superblock) and a phase's untimed preparation
+    read or dirtied is written back and forgotten with the drive's buffer (`.simfs/drop_caches`,
+    whose own superblock write falls before the phase), then the phase is marked through a
+    descriptor opened before the drop: a path walk between the two would have the host ask
+    for the root's attributes and simfs read the root's inode (and, with inode-table read-ahead,
+    the blocks after it) before the phase."""
+    fd = os.open(mnt / ".simfs" / "mark", os.O_WRONLY)
+    try:
+        (mnt / ".simfs" / "drop_caches").write_text("1")
+        os.write(fd, phase.encode())
+    finally:
+        os.close(fd)
+
+
 def find_simfs(img: Path, mnt: Path, disk: str, cpu_us: float, trace: Path, stats: Path) -> dict:
     """simfs's cold `find . -type d` (hash order) on the copy, in its own phase; its statistics."""
     opts = f"disk={disk},dirorder=hash,cpu_op_us={cpu_us},trace={trace},stats={stats}"
     sh(simfs_argv() + ["mount", img, mnt, "-o", opts])
     try:
-        (mnt / ".simfs" / "mark").write_text(PHASE + "\n")
+        cold_mark(mnt, PHASE)
         subprocess.run(["find", ".", "-type", "d"], cwd=mnt, stdout=subprocess.DEVNULL, check=True)
     finally:
         try:
@@ -285,13 +302,18 @@ def parse(argv):
                     help="with --experiment: more -o options for simfs's side (e.g. inode_readahead_blks=32)")
     ap.add_argument("--config", metavar="PATTERN",
                     help="with --experiment: only the configurations matching this shell pattern")
+    ap.add_argument("--files", type=int, metavar="N",
+                    help="with --experiment: the workload's files instead of the quick size's")
+    ap.add_argument("--phases", metavar="LIST",
+                    help="with --experiment: only these phases, comma-separated (a read phase needs the "
+                         "write phase before it: unpack,find-d)")
     return ap.parse_args(argv)
 
 
 def main(argv=None) -> int:
     a = parse(argv)
     from benchmarks import kernel_oracle_seeds as seeds
-    if why := seeds.refusal(a.experiment, a.config):
+    if why := seeds.refusal(a.experiment, a.config, a.files, a.phases):
         return fail(why)
     seed_disk, a.disk = a.disk, a.disk or "sas10k"
     if why := preflight(a):
@@ -303,7 +325,8 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix="kernel-oracle-", dir=a.work) as tmp:
             if a.experiment:
                 res = seeds.run_seed(a.experiment, Path(tmp), seed_disk, step, Path(a.keep) if a.keep else None,
-                                     a.config, a.simfs_options)
+                                     a.config, a.simfs_options, a.files,
+                                     a.phases.split(",") if a.phases else None)
                 print(json.dumps(res, indent=1) if a.json else seeds.render(res))
                 return 0
             res = run(a, Path(tmp))

@@ -24,7 +24,9 @@ stream. Inode order (`dirorder=inode`) is Ts'o's spd_readdir as an LD_PRELOAD. T
 imported (simfs/blockio/traceimport.py) and replayed closed loop on the drive (no CPU time).
 
 The simfs side: `simfs mount` with the configuration's options and cpu_op_us=0 (the comparison
-is of request streams; CPU per operation is issue 50's item 4), the command after a mark, then,
+is of request streams; CPU per operation is issue 50's item 4), the preparation, its caches and
+the drive's buffer dropped (.simfs/drop_caches: as cold as the kernel side, which drops its
+caches after mounting), the command after a mark, then,
 for a write phase, a write to .simfs/sync: its time is the command's plus that drain, its
 requests the phase's up to the drain's end (the unmount's superblock writes are left out, as the
 kernel's are; a read phase is not synced: the kernel's read-only mount writes nothing). An
@@ -74,7 +76,7 @@ class Seed:
     """Which configurations of an experiment get kernel rows, and what each side needs."""
     configs: tuple
     features: str | None = None        # mke2fs -O edits of the configuration's image
-    writeback: str | None = None       # simfs's writeback for the comparison (the kernel's is async)
+    over: dict = field(default_factory=dict)           # tables merged over the quick job (more configurations)
     job: Path | None = None            # a job file outside experiments/jobs/ (the ext4-profile rows)
     kernel_options: Callable = lambda cfg: ""          # the kernel's mount options for a configuration
     volume: dict = field(default_factory=dict)         # in-process phase name -> KernelSide
@@ -151,11 +153,21 @@ SEEDS = {
     "readdir-order": Seed(("dirorder=hash", "dirorder=inode"), features="dir_index", note=_readdir_note,
                           notes=["images get dir_index: the kernel's readdir is then htree hash order, "
                                  "as the seed's ext4's"]),
-    "ext2fs-2010": Seed(("ext2fs-2010 4K sync", "ext2fs-2010-fixed 4K sync"), writeback="async",
-                        note=lambda cfg, ph: FREEBSD.format(alloc=cfg.mount.get("alloc", "")) if ph.writes else "",
-                        notes=["simfs mounted writeback=async: the kernel's ext4 driver writes "
-                               "metadata asynchronously (-o sync would make data synchronous too, "
-                               "unlike FFS's sync metadata)"]),
+    "ext2fs-2010": Seed(tuple(f"{a} {b} {m}" for m in ("sync", "async") for b in ("4K", "1K")
+                              for a in ("ext2fs-2010", "ext2fs-2010-fixed")),
+                        over={"matrix": {"mount": [{"label": "sync", "writeback": "sync"},
+                                                   {"label": "async", "writeback": "async"}]}},
+                        kernel_options=_writeback_options, note=_writeback_note,
+                        notes=["the images are simfs's mkfs of the configuration: ext2 (no journal, "
+                               "128-byte inodes, ext_attr,filetype,sparse_super,large_file) with 4 KiB or "
+                               "1 KiB blocks, what mkfs.ext4 -b 1024 -I 128 -O none,ext_attr,filetype,"
+                               "sparse_super,large_file makes; the kernel "
+                               "mounts them with its ext4 driver, which stands for ext2 here "
+                               "(CONFIG_EXT4_USE_FOR_EXT2; this kernel has no ext2 driver of its own)",
+                               "simfs keeps each configuration's write-back (the seed's sync mount: "
+                               "synchronous metadata); the kernel's async configurations are its default "
+                               "mount, its sync ones dirsync (directory blocks written at once; FreeBSD's "
+                               "sync mount also writes inodes and bitmaps, which no Linux mount option does)"]),
     "writeback": Seed(("cg-2010 sync", "cg-2010 async", "cg-2010 softdep"), kernel_options=_writeback_options,
                       note=_writeback_note,
                       notes=["simfs keeps each configuration's write-back; the kernel's is asynchronous, "
@@ -178,17 +190,27 @@ SEEDS = {
 }
 
 
-def refusal(name: str | None, config: str | None = None) -> str | None:
-    """Why --experiment NAME [--config PATTERN] cannot run (one line), or None; cheap: no mount,
-    no root needed."""
+def refusal(name: str | None, config: str | None = None, files: int | None = None,
+            phases: str | None = None) -> str | None:
+    """Why --experiment NAME [--config PATTERN] [--files N] [--phases LIST] cannot run (one
+    line), or None; cheap: no mount, no root needed."""
     if name is None:
-        return "--config needs --experiment" if config else None
+        given = [o for o, v in (("--config", config), ("--files", files), ("--phases", phases)) if v is not None]
+        return f"{given[0]} needs --experiment" if given else None
+    if files is not None and files < 1:
+        return f"--files {files}: give a number of files of at least 1"
     if name not in SEEDS:
         from experiments import catalog
         known = [n for n in catalog.names() if n not in SEEDS]
         return (f"--experiment {name}: kernel rows exist for {', '.join(sorted(SEEDS))}"
                 + (f" ({', '.join(known)} not yet)" if name in known else " (not an experiment)"))
     seed = SEEDS[name]
+    if phases is not None:
+        from experiments import catalog
+        known = _job_phases(seed.job or catalog.path(name))
+        bad = [p for p in phases.split(",") if p not in known]
+        if bad or not phases:
+            return f"--phases {phases}: {name}'s phases are {', '.join(known)}"
     if config and not fnmatch.filter(seed.configs, config):
         return (f"--config {config}: no kernel-row configuration of {name} matches "
                 f"(they are: {', '.join(seed.configs)})")
@@ -204,6 +226,11 @@ def refusal(name: str | None, config: str | None = None) -> str | None:
     if "write" in seed.volume and not BDI.is_dir():
         return f"no {BDI} (the loop device's own dirty limit cannot be set)"
     return None
+
+
+def _job_phases(job: Path) -> list[str]:
+    import tomllib
+    return [p["name"] for p in tomllib.loads(job.read_text()).get("phase", [])]
 
 
 def spd_source() -> Path | None:
@@ -240,25 +267,37 @@ def dirty_limit(cfg) -> int | None:
     return p.ram * max(p.dirty_ratio, 5) // 100
 
 
-def load_experiment(name: str, work: Path):
-    """The seed's experiment at its quick size and its prepared workload."""
+def quick_job(name: str, files: int | None = None):
+    """The seed's job at its quick size, with the seed's `over` (`files`: the workload's files
+    instead of the quick size's)."""
     from experiments import catalog, jobfile
-    from experiments.runner import prepare_workload
     seed = SEEDS[name]
     job = jobfile.load(seed.job, quick=True) if seed.job else catalog.load(name, quick=True)
+    over = dict(seed.over, **({"workload": {"files": files}} if files else {}))
+    return jobfile.overlay(job, over, "kernel oracle") if over else job
+
+
+def load_experiment(name: str, work: Path, files: int | None = None):
+    """The seed's experiment (quick_job) and its prepared workload."""
+    from experiments import jobfile
+    from experiments.runner import prepare_workload
+    job = quick_job(name, files)
     wl = prepare_workload(job.workload_spec(), work)
     return jobfile.compile_job(job, wl), wl
 
 
 def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | None = None,
-             config: str | None = None, simfs_options: str = "") -> dict:
+             config: str | None = None, simfs_options: str = "", files: int | None = None,
+             phases: list[str] | None = None) -> dict:
     """Every phase of the seed's chosen configurations, kernel beside simfs; `keep`: a directory
-    that receives each phase's two traces (CONFIG-PHASE.kernel.trace, .simfs.trace)."""
+    that receives each phase's two traces (CONFIG-PHASE.kernel.trace, .simfs.trace); `files`:
+    the workload's size instead of the quick one; `phases`: only these (a read phase needs the
+    write phase before it)."""
     from experiments.phases import PhaseContext
     from experiments.runner import MKFS_HASH_SEED, MKFS_NOW, MKFS_UUID
     from simfs.inprocess.timed_mkfs import timed_mkfs
     seed = SEEDS[name]
-    exp, wl = load_experiment(name, work)
+    exp, wl = load_experiment(name, work, files)
     configs = [c for c in exp.configs if c.name in seed.configs and fnmatch.fnmatch(c.name, config or "*")]
     preload = build_spd(work) if any(c.mount.get("dirorder") == "inode" for c in configs) else None
     mnt = work / "mnt"
@@ -266,8 +305,6 @@ def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | N
     rows = []
     for cfg in configs:
         mount = dict(cfg.mount, cpu_op_us=0)
-        if seed.writeback:
-            mount["writeback"] = seed.writeback
         d = disk or mount.get("disk", "sata7200")
         mount["disk"] = d
         options = ",".join(f"{k}={v}" for k, v in mount.items() if k != "disk" and v is not True) \
@@ -292,6 +329,8 @@ def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | N
         inode = mount.get("dirorder") == "inode"
         with MemCgroup(cache + HEADROOM) as cg:
             for phase in exp.phases:
+                if phases and phase.name not in phases:
+                    continue
                 tag = f"{cfg.name} {phase.name}"
                 row = {"experiment": name, "config": cfg.name, "phase": phase.name, "disk": d,
                        "cache_mib": cache / 2**20, "note": seed.note(cfg, phase),
@@ -344,7 +383,7 @@ def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | N
                         src = work / "dd.trace.csv"
                     if src is not None and src.exists():
                         shutil.copy(src, keep / f"{slug}.simfs.trace")
-    return {"experiment": name, "quick": True, "notes": seed.notes, "rows": rows, "simfs_options": simfs_options,
+    return {"experiment": name, "quick": not files, "files": files, "notes": seed.notes, "rows": rows, "simfs_options": simfs_options,
             "verdicts": verdicts(rows, exp.compares),
             "cgroup_headroom_mib": HEADROOM / 2**20, "vm": vm_dirty(), "kernel": os.uname().release}
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from benchmarks.kernel_layout import sh, simfs_argv
-from benchmarks.kernel_oracle import TRACING, Loop, Tracefs, devno, drop_caches
+from benchmarks.kernel_oracle import TRACING, Loop, Tracefs, cold_mark, devno, drop_caches
 
 CGROUP = Path("/sys/fs/cgroup/memory")
 BDI = Path("/sys/class/bdi")
@@ -115,7 +115,7 @@ def simfs_phase(img: Path, mnt: Path, name: str, command: str, writes: bool, opt
     try:
         if prepare:
             subprocess.run(prepare, shell=True, check=True)
-        (mnt / ".simfs" / "mark").write_text(name)
+        cold_mark(mnt, name)
         subprocess.run(command, shell=True, check=True, stdout=subprocess.DEVNULL)
         if writes:                        # a read phase leaves only the mount's superblock dirty
             (mnt / ".simfs" / "sync").write_text("1")

@@ -50,6 +50,10 @@ from benchmarks import kernel_oracle_seeds as seeds  # noqa: E402
     (["--experiment", "alignment", "--config", "offset 99"], ["--config offset 99", "offset 34, offset 40"]),
     (["--experiment", "readdir-order", "--config", "linear*"], ["--config linear*", "dirorder=hash"]),
     (["--config", "*"], ["--config needs --experiment"]),
+    (["--files", "5000"], ["--files needs --experiment"]),
+    (["--experiment", "readdir-order", "--files", "0"], ["--files 0", "at least 1"]),
+    (["--experiment", "readdir-order", "--phases", "unpack,find"], ["--phases unpack,find", "unpack, find-d"]),
+    (["--experiment", "readdir-order-ext4", "--phases", ""], ["--phases ", "unpack, find-d"]),
 ])
 def test_experiment_mode_bad_arguments(monkeypatch, capsys, argv, words):
     monkeypatch.setattr(kernel_oracle, "preflight", lambda a: pytest.fail("went past the argument checks"))
@@ -87,7 +91,7 @@ def test_experiment_mode_mmap_needs_bdi(monkeypatch, capsys, tmp_path):
 
 
 def test_experiment_mode_no_tracefs(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(seeds, "refusal", lambda name, config: None)
+    monkeypatch.setattr(seeds, "refusal", lambda *a: None)
     monkeypatch.setattr(kernel_oracle, "preflight", lambda a: None)
     monkeypatch.setattr(kernel_oracle, "TRACING", tmp_path / "tracing")
     monkeypatch.setattr(seeds, "run_seed", lambda *a, **k: pytest.fail("ran without tracefs"))

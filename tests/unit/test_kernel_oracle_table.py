@@ -82,6 +82,24 @@ def test_kernel_mount_options_per_configuration():
     assert seeds.SEEDS["alignment"].note(cfg({}), Phase("newfs", "", kind="volume")).startswith("FreeBSD's UFS2")
 
 
+def test_seed_000_sync_is_dirsync_on_the_kernel_and_async_its_default_mount():
+    e2 = seeds.SEEDS["ext2fs-2010"]
+    assert e2.kernel_options(cfg({"writeback": "sync", "alloc": "ext2fs-2010"})) == "dirsync"
+    assert e2.kernel_options(cfg({"writeback": "async", "alloc": "ext2fs-2010"})) == ""
+    assert {c.split()[1] for c in e2.configs} == {"1K", "4K"}
+    assert {c.split()[2] for c in e2.configs} == {"sync", "async"}
+
+
+def test_every_seed_configuration_is_in_its_quick_job():
+    """(seed 000's quick job has only sync mounts: the seed's `over` brings the async ones back)"""
+    from experiments.jobfile.expand import expand
+    for name, seed in seeds.SEEDS.items():
+        names = {c[0] for c in expand(seeds.quick_job(name))}
+        assert set(seed.configs) <= names, (name, set(seed.configs) - names)
+    assert len({c[0] for c in expand(seeds.quick_job("readdir-order", files=999))}) == 3
+    assert seeds.quick_job("readdir-order", files=999).doc["workload"]["files"] == 999
+
+
 def test_dirty_limit_is_the_modelled_dirty_ratio_of_ram():
     assert seeds.dirty_limit(cfg({}, {"pagecache": "linux-2.6.29,ram=384M"})) == 384 * 2**20 * 10 // 100
     assert seeds.dirty_limit(cfg({}, {"pagecache": "linux-2.6.29,ram=400M,dirty_ratio=2,dirty_background_ratio=1"})) == 400 * 2**20 * 5 // 100
@@ -149,6 +167,25 @@ def test_report_recomputes_verdicts_from_saved_rows(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1 and "no kernel-oracle run" in err
 
 
+def test_report_compact_table_of_chosen_runs(tmp_path, capsys):
+    from benchmarks import kernel_oracle_report as report
+    k, s = stream(138, 150, 0.100, 0.080)
+    rows = [{"config": "dirorder=hash", "phase": "find-d", "kind": "read (copies)", "kernel": k, "simfs": s},
+            {"config": "dirorder=hash", "phase": "mkfs", "kind": "simfs only", "kernel": None, "simfs": {"seconds": 1}}]
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps({"a": {"experiment": "readdir-order", "kernel": "6.18", "rows": rows},
+                             "b": {"experiment": "ext2fs-2010", "kernel": "6.18", "rows": rows}}))
+    assert report.main([str(p), "--compact", "--runs", "a"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:] == ["| 001 dirorder=hash | find-d | read | 138 / 150 | 0.0 / 0.0 | 0% / 0% | 0.100 / 0.080 | −20% |"]
+    assert report.main([str(p), "--compact"]) == 0
+    assert sum(x.startswith("| 000 ") for x in capsys.readouterr().out.splitlines()) == 1
+    for argv, words in (([str(p), "--compact", "--runs", "c"], "no run titled 'c'"), ([str(p), "--runs", "a"], "--runs goes with")):
+        assert report.main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and words in err, err
+
+
 def test_offsets_of_one_drive_are_not_alike():
     """Seed 003's configurations differ in the drive alone: the kernel's one stream replayed on
     each offset is the drive's ratio, a verdict."""
@@ -158,3 +195,34 @@ def test_offsets_of_one_drive_are_not_alike():
     assert not table.alike(rows, "restore", "34", "40")
     rows[1]["disk"] = rows[0]["disk"]
     assert table.alike(rows, "restore", "34", "40")
+
+
+def test_simfs_side_starts_as_cold_as_the_kernel_side(monkeypatch, tmp_path):
+    """After the mount and the untimed preparation, simfs's caches and the drive's buffer are
+    dropped (the kernel side drops its caches after its mount), then the phase is marked with
+    no path walk in between (a walk would have simfs read the root's inode before the phase):
+    through a descriptor opened before the drop."""
+    import os
+    from pathlib import Path
+    from subprocess import CompletedProcess
+    from benchmarks import kernel_oracle, kernel_oracle_sides as sides
+    mnt = tmp_path / "mnt"
+    (mnt / ".simfs").mkdir(parents=True)
+    (mnt / ".simfs" / "stats").write_text(json.dumps({"time": {"phases": [{"name": "find", "start": 1.0}], "now": 3.0}}))
+    (mnt / ".simfs" / "mark").write_text("")
+    order = []
+    write_text, os_open, os_write = Path.write_text, os.open, os.write
+    monkeypatch.setattr(Path, "write_text", lambda self, data, *a, **k: (order.append(("walk", self.name)),
+                                                                         write_text(self, data, *a, **k))[1])
+    monkeypatch.setattr(kernel_oracle.os, "open", lambda path, *a: (order.append(("walk", Path(path).name)),
+                                                                    os_open(path, *a))[1])
+    monkeypatch.setattr(kernel_oracle.os, "write", lambda fd, data: (order.append(("fd", data)), os_write(fd, data))[1])
+    monkeypatch.setattr(sides, "sh", lambda argv: "")
+    monkeypatch.setattr(sides.subprocess, "run", lambda cmd, *a, **k: (order.append(("run", cmd)), CompletedProcess(cmd, 0))[1])
+    monkeypatch.setattr(sides, "phase_rows", lambda *a, **k: {})
+    _, seconds = sides.simfs_phase(tmp_path / "img", mnt, "find", "find .", False, "disk=sas10k",
+                                   tmp_path / "t", tmp_path / "s", prepare="mkdir x")
+    assert order[:5] == [("run", "mkdir x"), ("walk", "mark"), ("walk", "drop_caches"), ("fd", b"find"),
+                         ("run", "find .")], order
+    assert (mnt / ".simfs" / "drop_caches").read_text() == "1" and (mnt / ".simfs" / "mark").read_text() == "find"
+    assert seconds == 2.0
