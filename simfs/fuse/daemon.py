@@ -10,7 +10,8 @@ the image lock) and exits.
 `umount()` reads the daemon's pid from /.simfs/info, unmounts with fusermount3, and returns
 only when the daemon has exited and the image lock is free, i.e. the image is fully written.
 SIGTERM/SIGINT/SIGHUP make the daemon unmount itself the same way (lazily if busy); a second
-signal stops serving at once (the volume is still closed cleanly).
+signal stops serving at once (the volume is still closed cleanly). Requests are served by
+pyfuse3's loop on simfs.fuse.requestloop's view of trio (no scheduler pass per request).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import sys
 import time
 
 import simfs.outfile as outfile
-from simfs.fuse import holders
+from simfs.fuse import holders, requestloop
 from simfs.errors import ImageWriteError, OutputError
 from simfs.fuse.checks import (
     UnsafeOutput, UsageError, _check_outside, check_distinct, _path_options, _unescape_mountinfo, check_image,
@@ -217,7 +218,8 @@ def serve(image: str, mnt: str, mopts, *, log_path: str | None, ready=None, reco
                 nursery.start_soon(commits)
             if ready is not None:
                 ready(vol.warnings)
-            await pyfuse3.main(min_tasks=1, max_tasks=1)
+            with requestloop.installed(pyfuse3, trio):     # (one reader task: max_tasks=1)
+                await pyfuse3.main(min_tasks=1, max_tasks=1)
             nursery.cancel_scope.cancel()
 
     rc = 0

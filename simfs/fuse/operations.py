@@ -385,9 +385,11 @@ class Operations(XattrHandlers, pyfuse3.Operations):
             return self.vol.write_direct(fh & INO_MASK, off, buf)
         return self.vol.write(fh & INO_MASK, off, buf)
 
-    @_handler
-    def flush(self, fh):
-        return None
+    # No FLUSH handler: pyfuse3 answers ENOSYS and the kernel stops asking (fc->no_flush), as
+    # for any server without one (pyfuse3's passthrough example among them): one round trip
+    # less per close(). simfs has nothing to do there (no server-side locks; every WRITE is
+    # already in the volume), so nothing the volume sees changes; the in-process kernel model
+    # (simfs.inprocess.kernel) sends no FLUSH either.
 
     @_handler
     def release(self, fh):
