@@ -89,7 +89,10 @@ def write(out: str, run: dict, rows: list[dict]) -> None:
                        _score(r["clean_layout"]), str(r["free_extents"]),
                        f"{r['mean_free_extent_blocks']:,.1f}", _pct(r.get("used_pct"))] for r in rows])
     with open(os.path.join(out, "summary.md"), "w") as f:
-        f.write(f"# Aging: {run['pulls']} pulls of {run['history']}\n\n{_about(run, rows)}\n\n{table}\n"
+        segs = run.get("segments") or []
+        done = segs[-1]["last"] if segs else run["pulls"]
+        pulls = f"{run['pulls']} pulls" if done >= run["pulls"] else f"{done} of {run['pulls']} pulls (recorded so far)"
+        f.write(f"# Aging: {pulls} of {run['history']}\n\n{_about(run, rows)}\n\n{table}\n"
                 + _rates_section(run))
 
 
@@ -182,5 +185,7 @@ def _about(run: dict, rows: list[dict] = ()) -> str:
             f"copy (`cp -a` onto a fresh image of the same configuration). The pulls ran as real "
             f"git on a simfs mount with alloc={run['mounted']}; the other configurations replayed "
             f"its op log in-process. Profile {run.get('profile', 'ext2')}, disk {run['disk']}, "
-            f"image {run['size'] >> 20} MiB, block size {run['block_size']}.{_fill(run, rows)}{stopped} Real time: "
-            + ", ".join(f"{k} {v:,.0f} s" for k, v in run.get("wall", {}).items()) + ".")
+            f"image {run['size'] >> 20} MiB, block size {run['block_size']}.{_fill(run, rows)}{stopped}"
+            + (" Real time: " + ", ".join(f"{k} {v:,.0f} s" for k, v in run["wall"].items()) + "."
+               if run.get("wall") else "")
+            + (" Real time per mount: below." if run.get("segment") else ""))

@@ -51,6 +51,11 @@ def test_a_segmented_runs_summary_gives_each_mounts_rates(tmp_path):
     assert "replay cg_s" not in got[1]
     write(str(tmp_path), run, [])
     text = (tmp_path / "summary.md").read_text()
+    assert text.startswith("# Aging: 10 pulls of h") and "Real time per mount: below." in text
+    write(str(tmp_path), {**run, "pulls": 20}, [])
+    assert (tmp_path / "summary.md").read_text().startswith("# Aging: 10 of 20 pulls (recorded so far) of h")
+    write(str(tmp_path), run, [])
+    text = (tmp_path / "summary.md").read_text()
     assert "| 0..5 |" in text and "| 100 | 12.0 |" in text
     assert "| 12.0 | 2.00 | 0.500 | 0.200 | 1.0, 2.5 | 0.4 | 3.0 | 0.500 | 0.400 |" in text
     assert text.rstrip().endswith("| — | 10.0 | 2.00 | — | — | 2.0, 2.0 | — | — | — | — |")
