@@ -3,10 +3,11 @@
 
 A request that carries a RequestContext belongs to ctx.pid. READ, WRITE, FLUSH, RELEASE and
 FSYNC carry none in pyfuse3: they belong to the process that opened the handle (OPEN, CREATE;
-OPENDIR for READDIR, RELEASEDIR, FSYNCDIR). A file's handle is its inode and access mode
-(simfs.fuse.operations), so two processes holding the same file open the same way share one
-handle: its requests go to the later opener. FORGET, and a handle nobody is known to have
-opened, go to the process of the previous request. Requests on the control directory run at
+OPENDIR for READDIR, RELEASEDIR, FSYNCDIR). The handlers' file handle is the inode and access
+mode (simfs.fuse.operations), the same for two processes that open a file the same way, so
+each open gets a handle of its own for the kernel (from HANDLE_BASE up), turned back into the
+handlers' one on the way in. FORGET, and a handle nobody is known to have opened, go to the
+process of the previous request. Requests on the control directory run at
 the mount's latest time (what `simfs stats` reads, where a phase is marked), and the process
 that asked waits for them. The clock bookkeeping itself is simfs.blockio.clock.ProcessClocks;
 this module reads the process tree from /proc.
@@ -15,11 +16,16 @@ this module reads the process tree from /proc.
 from __future__ import annotations
 
 from simfs.blockio.clock import ProcessClocks
+from simfs.fuse import control
 
 #: requests whose first argument is a file handle from OPEN/CREATE
 FILE_OPS = frozenset(("read", "write", "flush", "release", "fsync"))
 #: requests whose first argument is a directory handle from OPENDIR
 DIR_OPS = frozenset(("readdir", "releasedir", "fsyncdir"))
+#: the handles given to the kernel for files: above the handlers' WRITER and DIRECT bits, below
+#: the control directory's numbers (control.BASE), so that a request on one is not taken for
+#: the control directory's before it is turned back
+HANDLE_BASE = 1 << 44
 
 
 def proc_stat(pid: int) -> tuple[int, int] | None:
@@ -53,8 +59,9 @@ class RequestClocks:
 
     def __init__(self, clock, probe=proc_stat):
         self.clocks = ProcessClocks(clock, probe)
-        self.files: dict[int, list] = {}     # file handle -> [opener's Proc, opens]
+        self.files: dict[int, tuple] = {}    # the kernel's file handle -> (opener's Proc, the handlers')
         self.dirs: dict[int, object] = {}    # directory handle -> opener's Proc
+        self.next_handle = HANDLE_BASE
 
     def owner(self, op: str, args: tuple):
         """The Proc a request belongs to (see the module docstring)."""
@@ -67,32 +74,35 @@ class RequestClocks:
         return self.clocks.process(pid) if isinstance(pid, int) else self.clocks.last
 
     def call(self, fn, ops, op: str, args: tuple, ctl: bool):
-        """Serve the request on its process's clock; note the handles it opens and closes."""
+        """Serve the request on its process's clock, with the handlers' own file handle; give
+        each open its own handle for the kernel, and forget it at the release."""
         p = self.owner(op, args)
+        kernel_fh = None
+        if op in FILE_OPS or op == "setattr":
+            at = 3 if op == "setattr" else 0
+            entry = self.files.get(args[at])
+            if entry is not None:
+                kernel_fh = args[at]
+                args = args[:at] + (entry[1],) + args[at + 1:]
         clocks = self.clocks
         clocks.begin(p, mount=ctl)
         try:
             result = fn(ops, *args)
         finally:
             clocks.end(p)
-        if p is not None:
-            if op == "open" or op == "create":
-                fh = (result[0] if op == "create" else result).fh
-                entry = self.files.get(fh)
-                if entry is None:
-                    self.files[fh] = [p, 1]
-                else:
-                    entry[0] = p
-                    entry[1] += 1
-            elif op == "opendir":
-                self.dirs[result] = p
-        if op == "release":
-            entry = self.files.get(args[0])
-            if entry is not None:
-                entry[1] -= 1
-                if entry[1] <= 0:
-                    del self.files[args[0]]
+        if op == "open" or op == "create":
+            info = result[0] if op == "create" else result
+            fh = info.fh
+            if control.is_control(fh):      # (one per open already; requests on it are ctl's)
+                self.files[fh] = (p, fh)
+            else:
+                handle = info.fh = self.next_handle
+                self.next_handle += 1
+                self.files[handle] = (p, fh)
+        elif op == "opendir" and p is not None:
+            self.dirs[result] = p
+        elif op == "release" and kernel_fh is not None:
+            del self.files[kernel_fh]
         elif op == "releasedir":
             self.dirs.pop(args[0], None)
         return result
-

@@ -112,3 +112,20 @@ def test_two_readers_overlap_and_repeat(simfs_factory):
     assert both < one_clock                          # one clock: one after the other
     assert both < sum(alone)
     assert both >= max(alone)                        # no faster than the busier alone
+
+
+def test_tools_through_per_process_clocks(simfs_factory, tmp_path):
+    """The handles each open gets under clocks=process: two processes reading one file at once,
+    a writer and a reader of another, a copy and its comparison; the image stays clean."""
+    m = simfs_factory(f"{OPTIONS},clocks=process", size="64M", name="tools")
+    data = os.urandom(3 << 20)
+    (tmp_path / "src").write_bytes(data)
+    subprocess.run(["cp", str(tmp_path / "src"), str(m.mnt / "f")], check=True)
+    cats = [subprocess.Popen(["cat", str(m.mnt / "f")], stdout=subprocess.PIPE) for _ in range(2)]
+    outs = [c.communicate(timeout=60)[0] for c in cats]
+    assert outs == [data, data]
+    subprocess.run(f"dd if={m.mnt / 'f'} bs=64k status=none | tee {m.mnt / 'g'} | cmp - {tmp_path / 'src'}",
+                   shell=True, check=True)
+    assert (m.mnt / "g").read_bytes() == data
+    stats = m.stats()
+    assert stats["unexpected_exceptions"] == 0

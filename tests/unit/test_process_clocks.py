@@ -257,21 +257,30 @@ def _request(rc, ops, op, *args, ctl=False, reply=None, cost=1.0):
 
 
 def test_a_handles_requests_belong_to_its_opener():
+    """Two processes open the same file the same way: the handlers give one handle, the
+    kernel gets one per open, and each one's reads go to its opener's clock."""
     from types import SimpleNamespace
     from simfs.fuse.processes import RequestClocks
     clock = SimClock(make_disk("ideal"), Stats(), 8)
     rc = RequestClocks(clock, Tree(p1=(0, 1), p2=(0, 2)))
     ops = FakeOps(clock)
+    seen = []
+    ops.charge = lambda reply=None, cost=1.0, fh=None: (seen.append(fh), clock.cpu(cost), reply)[2]
     ctx1, ctx2 = SimpleNamespace(pid=1), SimpleNamespace(pid=2)
-    _request(rc, ops, "open", 5, 0, ctx1, reply=77)         # pid 1: 0 .. 1
-    _request(rc, ops, "open", 6, 0, ctx2, reply=88, cost=5.0)   # pid 2: 1 .. 6 (unknown parents: latest)
-    _request(rc, ops, "read", 77, 0, 4096)                  # pid 1's handle: 1 .. 2
+    h1 = rc.call(lambda o, *a: o.charge(SimpleNamespace(fh=77)), ops, "open", (5, 0, ctx1), False).fh
+    h2 = rc.call(lambda o, *a: o.charge(SimpleNamespace(fh=77), 5.0), ops, "open", (5, 0, ctx2), False).fh
+    assert h1 != h2 and 77 not in (h1, h2)         # pid 1: 0 .. 1; pid 2: 1 .. 6
+    read = lambda o, fh, *a: o.charge(fh=fh)        # noqa: E731
+    rc.call(read, ops, "read", (h1, 0, 4096), False)   # pid 1's open: 1 .. 2
     procs = rc.clocks.procs
     assert procs[1].t == 2.0 and procs[2].t == 6.0
-    _request(rc, ops, "release", 77)
-    assert 77 not in rc.files and procs[1].t == 3.0
-    _request(rc, ops, "read", 77, 0, 4096)                  # a handle nobody holds: the last one's
-    assert procs[1].t == 4.0
+    rc.call(read, ops, "read", (h2, 0, 4096), False)   # pid 2's: 6 .. 7
+    assert procs[1].t == 2.0 and procs[2].t == 7.0
+    assert seen[-2:] == [77, 77]                    # the handlers see their own handle
+    rc.call(read, ops, "release", (h1,), False)
+    assert h1 not in rc.files and h2 in rc.files and procs[1].t == 3.0
+    rc.call(read, ops, "read", (h1, 0, 4096), False)   # a handle nobody holds: the last one's
+    assert procs[1].t == 4.0 and seen[-1] == h1
 
 
 def test_a_control_request_runs_at_the_mounts_time_and_its_caller_waits():
