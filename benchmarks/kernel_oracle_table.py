@@ -95,7 +95,8 @@ def render(res: dict) -> str:
             "|---|---|---|---|---|"] + hist
     opts = f", simfs -o {res['simfs_options']}" if res.get("simfs_options") else ""
     vs = render_verdicts(res.get("verdicts", []))
-    return (f"{res['experiment']} (quick) on kernel {res['kernel']}{opts}, k = the kernel's stream replayed, "
+    size = "quick" if res.get("quick", True) else f"--files {res.get('files')}"
+    return (f"{res['experiment']} ({size}) on kernel {res['kernel']}{opts}, k = the kernel's stream replayed, "
             f"s = simfs\n\n" + "\n".join(lines + hist) + "\n" + ("\n" + "\n".join(f"[{i}] {n}" for i, n in enumerate(notes, 1)) + "\n" if notes else "")
             + ("\n" + vs if vs else ""))
 

@@ -226,3 +226,9 @@ def test_simfs_side_starts_as_cold_as_the_kernel_side(monkeypatch, tmp_path):
                          ("run", "find .")], order
     assert (mnt / ".simfs" / "drop_caches").read_text() == "1" and (mnt / ".simfs" / "mark").read_text() == "find"
     assert seconds == 2.0
+
+
+def test_render_names_the_size():
+    res = {"experiment": "readdir-order", "kernel": "6.18", "rows": []}
+    assert table.render(res).startswith("readdir-order (quick) on kernel")
+    assert table.render({**res, "quick": False, "files": 10000}).startswith("readdir-order (--files 10000) on kernel")
