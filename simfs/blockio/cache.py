@@ -105,9 +105,7 @@ class BufferCache:
         self.bs = block_size
         self.capacity = max(64, capacity_blocks)
         self.stats = stats
-        self.clock = clock
-        if not hasattr(clock, "latest"):    # a clock of one time only (SimClock's `latest`: 0)
-            clock.latest = 0.0
+        self.clock = clock            # SimClock: `now`, and `latest` (0 with one clock)
         self.writeback = writeback    # the write-back mode (policies.writeback)
         self.maxio = max(1, maxio_blocks)
         self.sync_interval = sync_interval

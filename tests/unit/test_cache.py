@@ -55,6 +55,7 @@ class RecClock:
 
     def __init__(self):
         self.now = 0.0
+        self.latest = 0.0               # one clock (SimClock's, under ProcessClocks the mount's time)
         self.busy = 0.0
         self.ios: list[tuple] = []       # (op, blkno, nblocks, kind, ino, wait)
         self.drains = 0
