@@ -126,6 +126,7 @@ class BufferCache:
         # evicted or re-keyed while its write is in flight
         self.locked_until: dict[int, float] = {}
         self._lock_prune = 1024
+        self.held: set[int] = set()          # read at mount and held for its life (`hold`)
         self._resolving = False
         self.deps = DepTracker()             # soft-updates dependencies (empty for most modes)
         # the mode's answers per operation name (they depend on the name only: the contract)
@@ -451,11 +452,21 @@ class BufferCache:
         maxio blocks. Returns (finish time, blocks) per request."""
         return self._write_back(sorted(k for k in keys if self.is_dirty(k)), wait=False)
 
+    def hold(self, blkno: int, count: int, kind: str) -> None:
+        """Read a run at mount and hold its buffers for the mount's life: the superblock and
+        the group descriptors, which Linux's ext4 and ext2 keep referenced from mount to
+        unmount (sbi->s_sbh, sbi->s_group_desc[]: fs/ext4/super.c ext4_load_super and
+        ext4_group_desc_init), so that neither eviction nor drop_caches frees them."""
+        self.read_run(blkno, count, kind, 0, wait=True)
+        self.held.update(range(blkno, blkno + count))
+
     def drop_clean(self) -> None:
-        """Drop every clean buffer, and the drive's read buffer below (drop_caches: the caller
-        wrote the dirty ones back first, so cold means cold down to the platters)."""
+        """Drop every clean buffer but the held ones, and the drive's read buffer below
+        (drop_caches: the caller wrote the dirty ones back first, so cold means cold down to
+        the platters)."""
         self.hq.flush()
-        for b in [b for b, buf in self.buffers.items() if not buf.dirty]:
+        held = self.held
+        for b in [b for b, buf in self.buffers.items() if not buf.dirty and b not in held]:
             del self.buffers[b]
         self.clock.drop_drive_buffer()
 
@@ -531,10 +542,12 @@ class BufferCache:
         """Evict least recently used buffers; dirty ones are written back first, as one batch."""
         excess = len(self.buffers) - self.capacity
         victims = []
+        held = self.held
         for b in self.buffers:
             if len(victims) >= max(excess, self.capacity // 16):
                 break
-            victims.append(b)
+            if b not in held:
+                victims.append(b)
         self._write_back(sorted(b for b in victims if self.buffers[b].dirty), wait=False)
         for b in victims:                 # delayed pages were re-keyed when placed; a victim
             buf = self.buffers.get(b)     # placing them dirtied (a map, a bitmap) stays

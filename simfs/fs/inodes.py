@@ -215,15 +215,18 @@ class InodeTable:
         self.pinned.pop(ino, None)
         self.pins.pop(ino, None)
 
-    def drop_all(self) -> None:
+    def drop_all(self, keep: tuple[int, ...] = ()) -> None:
         """drop_caches: forget every in-core inode not pinned; a pinned one (held by the host
         kernel, or open) stays in core for its allocator state, but is cold: its next `get`
         reads its block again, as the first access after a fresh mount does, and its file's
         read-ahead starts afresh (the host kernel keeps what it references whatever simfs
-        drops, so its references must not keep the model warm)."""
+        drops, so its references must not keep the model warm). Those in `keep` stay in core
+        and warm: what the modelled kernel itself holds (the mount's root)."""
         self.pack()
+        kept = [(ino, self.lru[ino]) for ino in keep if ino in self.lru]
         self.lru.clear()
-        self.cold = set(self.pinned)
+        self.lru.update(kept)
+        self.cold = set(self.pinned).difference(keep)
         for inode in self.pinned.values():       # and the read-ahead window the file had built
             if inode.incore:                     # (simfs.fs.fileio: it starts again at 4 blocks)
                 inode.incore.pop("ra", None)

@@ -147,6 +147,11 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
                                  if options.max_sectors_kb else None)
         self.ops = OperationCharger(self.clock, self.cache, self.stats, self.cpu_op,
                                     None if cpu_era is None else cpucost.KernelCharge(cpu_era))
+        # the superblock's block and the descriptor table, read as the mount reads them and
+        # held to the unmount (ext4_load_super's s_sbh, ext4_group_desc_init's s_group_desc[];
+        # Linux's ext2 and FreeBSD's ext2fs also keep them from mount on): never read again
+        self.cache.hold(geo.first_data_block, 1, "super")
+        self.cache.hold(geo.first_data_block + 1, geo.gdt_blocks, "gdt")
         gdt = self.cache.peek(geo.first_data_block + 1, geo.gdt_blocks)
         self.descs = unpack_table(gdt, geo.groups)
         self._check_descs()
@@ -164,6 +169,8 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
         root = self.inodes.peek(ROOT_INO)
         if root.bad or not (root.is_dir and root.blocks and root.size and root.links):     # ext2_fill_super refuses it so
             raise ImageError(f"{self.path}: corrupt root inode: run `simfs fsck --repair {self.path}`")
+        self.inodes.pin(ROOT_INO)           # read at mount and held by the mount's root dentry
+        self.inodes.get(ROOT_INO)           # (ext4_fill_super's ext4_iget, sb->s_root) to the end
         self.filemap = FileMap(geo, self.cache, self.space, self.placement, self.inodes)
         self.hasher = DirHasher.from_superblock(sb.def_hash_version, sb.flags, sb.hash_seed)
         filetype = bool(sb.feature_incompat & INCOMPAT_FILETYPE)
@@ -445,10 +452,12 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
     # control (the /.simfs/ directory) --------------------------------------------------------
     def drop_caches(self) -> None:
         """Write back, then forget every cached block, inode and directory index, and what the
-        drive's buffer holds: cold cache."""
+        drive's buffer holds: cold cache, but for what the kernel's drop_caches cannot free
+        either: the superblock and descriptor buffers the mount holds (`BufferCache.hold`) and
+        the root inode, which the mount's root dentry (sb->s_root) keeps in core."""
         self.sync()
         self.cache.drop_clean()                # and, through the clock, the drive's buffer
-        self.inodes.drop_all()                 # (held inodes too: read again at next use)
+        self.inodes.drop_all(keep=(self.root_ino,))   # (held inodes too: read again at next use)
         self.dirs.indexes.clear()
         self.dirs.indexed_entries = 0
 

@@ -365,6 +365,21 @@ def test_drop_clean_keeps_dirty_buffers():
 
 
 # forget and rekey --------------------------------------------------------------------------------
+def test_held_buffers_outlive_eviction_and_drop_clean():
+    """The superblock's and descriptors' buffers the mount holds (s_sbh, s_group_desc[]):
+    neither the LRU nor drop_caches frees them, so they are never read twice."""
+    c, clock, stats, _ = make(capacity=64)
+    c.hold(0, 2, "gdt")
+    assert [io[:3] for io in clock.ios] == [("R", 0, 2)]
+    for b in range(10, 10 + 64 * 3):                       # the least recent by far: evicted
+        c.bread(b, "data")                                 # if they were not held
+    c.drop_clean()
+    clock.ios.clear()
+    c.bread(0, "gdt")
+    c.bread(1, "gdt")
+    assert clock.ios == [] and sorted(c.buffers) == [0, 1]
+
+
 def test_forget_drops_a_dirty_block_unwritten():
     c, clock, stats, image = make(writeback="sync")
     c.begin_op("create")          # under sync: writes its inodes, directories ...
