@@ -63,12 +63,13 @@ class SimClock:
 class Proc:
     """One process's clock: `t` is when its last request finished (its next starts there),
     `start` its identity beside the pid (the kernel's start time: a reused pid is another
-    process), `children` the records of the processes it started that are being tracked."""
+    process), `children` the records of the processes it started that are being tracked,
+    `n` the record's number (0, 1, ... in order of appearance: what an op log names it by)."""
 
-    __slots__ = ("pid", "t", "start", "children")
+    __slots__ = ("pid", "t", "start", "children", "n")
 
-    def __init__(self, pid: int, t: float, start):
-        self.pid, self.t, self.start = pid, t, start
+    def __init__(self, pid: int, t: float, start, n: int = 0):
+        self.pid, self.t, self.start, self.n = pid, t, start, n
         self.children: list[Proc] = []
 
     def __repr__(self) -> str:
@@ -95,17 +96,39 @@ class ProcessClocks:
     keeps the finish as the process's time, raises `latest`, and leaves the clock at `latest`
     between requests, where statistics, marks and unmount read it. Requests with no process
     (FORGET) belong to the process of the previous request, so that one process alone is
-    timed exactly as one clock times it."""
+    timed exactly as one clock times it.
+
+    `note(kind, a, b)`, if given, is told of every change to the clocks that is not a request
+    (what an op log records, so that a replay makes the same; simfs.inprocess.processlog):
+    ("process", p, parent) when record `p` is made at `parent`'s clock (None: the latest time),
+    ("exited", c, p) when `p`'s clock is raised to exited child `c`'s."""
 
     SWEEP = 4096
 
-    def __init__(self, clock, probe):
+    def __init__(self, clock, probe, note=None):
         self.clock = clock
         self.probe = probe
+        self.note = note
         self.procs: dict[int, Proc] = {}
         self.last: Proc | None = None
         self.sweep_at = self.SWEEP
+        self.made = 0                   # records made so far (the next one's number)
         clock.latest = max(clock.now, clock.latest)
+
+    def make(self, pid: int, parent: "Proc | None", start) -> Proc:
+        """A new record for `pid`, at `parent`'s clock (None: the mount's latest time)."""
+        p = Proc(pid, parent.t if parent is not None else self.clock.latest, start, self.made)
+        self.made += 1
+        if self.note is not None:
+            self.note("process", p, parent)
+        return p
+
+    def exited(self, c: Proc, p: Proc) -> None:
+        """Child `c` has exited: `p`'s clock is at least its last finish."""
+        if self.note is not None:
+            self.note("exited", c, p)
+        if c.t > p.t:
+            p.t = c.t
 
     def process(self, pid: int) -> Proc | None:
         """The record of process `pid` (its exited children reaped first); made at its first
@@ -120,7 +143,6 @@ class ProcessClocks:
         return p
 
     def _new(self, pid: int) -> Proc:
-        latest = self.clock.latest
         info = self.probe(pid)
         parent = None
         if info is not None and info[0] > 1:
@@ -129,10 +151,10 @@ class ProcessClocks:
             if parent is None:
                 pinfo = self.probe(ppid)
                 if pinfo is not None:
-                    parent = self.procs[ppid] = Proc(ppid, latest, pinfo[1])
+                    parent = self.procs[ppid] = self.make(ppid, None, pinfo[1])
             elif parent.children:
                 self._reap(parent)
-        p = Proc(pid, parent.t if parent is not None else latest, None if info is None else info[1])
+        p = self.make(pid, parent, None if info is None else info[1])
         self.procs[pid] = p
         if parent is not None:
             parent.children.append(p)
@@ -152,8 +174,7 @@ class ProcessClocks:
             if self._exited(c):
                 if c.children:
                     self._reap(c)
-                if c.t > p.t:
-                    p.t = c.t
+                self.exited(c, p)
                 if self.procs.get(c.pid) is c:
                     del self.procs[c.pid]
             else:

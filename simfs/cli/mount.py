@@ -143,10 +143,13 @@ def _load_own_stats(path: str, load_stats) -> dict:
 
 
 def _recorder(vol, path: str):
-    """-o oplog=PATH: the volume, recording its operations into PATH (simfs.inprocess.oplog)."""
+    """-o oplog=PATH: the volume, recording its operations into PATH (simfs.inprocess.oplog);
+    with -o clocks=process also which process each ran for (the mount's RequestClocks asks
+    the volume for its recorder)."""
     from simfs import __version__
     from simfs.inprocess.oplog import RecordingVolume
-    return RecordingVolume.start(vol, path, __version__)
+    return RecordingVolume.start(vol, path, __version__,
+                                 processes=getattr(vol.options, "clocks", "mount") == "process")
 
 
 def cmd_umount(a) -> int:

@@ -10,7 +10,9 @@ handlers' one on the way in. FORGET, and a handle nobody is known to have opened
 process of the previous request. Requests on the control directory run at
 the mount's latest time (what `simfs stats` reads, where a phase is marked), and the process
 that asked waits for them. The clock bookkeeping itself is simfs.blockio.clock.ProcessClocks;
-this module reads the process tree from /proc.
+this module reads the process tree from /proc. With -o oplog= the volume's recorder (its
+`record_processes()`) is told which process each request is for and what the clocks did
+between requests, so that `simfs replay` can time the operations as the mount did.
 """
 
 from __future__ import annotations
@@ -51,14 +53,21 @@ def for_operations(ops) -> "RequestClocks | None":
     if getattr(getattr(vol, "options", None), "clocks", "mount") != "process":
         return None
     clock = getattr(vol, "clock", None)
-    return None if clock is None else RequestClocks(clock)
+    if clock is None:
+        return None
+    record = getattr(vol, "record_processes", None)      # -o oplog=: simfs.inprocess.oplog
+    return RequestClocks(clock, recorder=record() if record is not None else None)
 
 
 class RequestClocks:
-    """The FUSE side of ProcessClocks: owner of each request, and the handles' openers."""
+    """The FUSE side of ProcessClocks: owner of each request, and the handles' openers.
+    `recorder` (an op log's; None without one): told of each request's process
+    (`request(proc, ctl)`, `request(None, False)` after it) and of the clocks' changes between
+    requests (its `note`, ProcessClocks' observer)."""
 
-    def __init__(self, clock, probe=proc_stat):
-        self.clocks = ProcessClocks(clock, probe)
+    def __init__(self, clock, probe=proc_stat, recorder=None):
+        self.recorder = recorder
+        self.clocks = ProcessClocks(clock, probe, None if recorder is None else recorder.note)
         self.files: dict[int, tuple] = {}    # the kernel's file handle -> (opener's Proc, the handlers')
         self.dirs: dict[int, object] = {}    # directory handle -> opener's Proc
         self.next_handle = HANDLE_BASE
@@ -85,11 +94,16 @@ class RequestClocks:
                 kernel_fh = args[at]
                 args = args[:at] + (entry[1],) + args[at + 1:]
         clocks = self.clocks
+        rec = self.recorder
+        if rec is not None:
+            rec.request(p, ctl)
         clocks.begin(p, mount=ctl)
         try:
             result = fn(ops, *args)
         finally:
             clocks.end(p)
+            if rec is not None:
+                rec.request(None, False)        # between requests: the mount's latest time
         if op == "open" or op == "create":
             info = result[0] if op == "create" else result
             fh = info.fh

@@ -2,10 +2,18 @@
 
 Format (JSON lines, gzip-compressed when the path ends in .gz; the reader sniffs gzip itself):
 
-  line 1   the header: {"format": "simfs-oplog", "version": 2, "simfs": VERSION,
+  line 1   the header: {"format": "simfs-oplog", "version": 3, "simfs": VERSION,
            "image": {"uuid", "block_size", "blocks_count", "inodes_count"},
-           "options": the mount's VolumeOptions}
-  line 2+  one operation each: [OP, RESULT, ARGS...]
+           "options": the mount's VolumeOptions, "processes": true on a -o clocks=process mount}
+  line 2+  one operation each: [OP, RESULT, ARGS...]; with "processes", also the process
+           records ["process", null, N, PARENT], ["exited", null, N, PARENT], ["on", null, N],
+           ["ctl", null, N] (simfs.inprocess.processlog): which process each operation ran
+           for and what the mount's per-process clocks did between requests
+
+Versions: 3 added the process records (a log without "processes" holds the same lines as a
+version 2 one: a clocks=mount mount, or the in-process verbs, which drive one process); 2
+records opens as "open" (1 logged them as holds, which a replay cannot tell from a kernel
+reference: refused). This simfs reads versions 2 and 3.
 
 Inodes appear as *handles*, not the run's inode numbers: the root is 0 and every other inode
 gets the next number the first time it appears in the log (an inode an operation creates always
@@ -41,9 +49,11 @@ import os
 import simfs.outfile as outfile
 from simfs.errors import FSError
 from simfs.fs.types import RENAME_WHITEOUT
+from simfs.inprocess.processlog import ProcessRecorder
 
 FORMAT = "simfs-oplog"
-VERSION = 2                     # 2: opens recorded as "open" (1 logged them as holds)
+VERSION = 3                     # 3: process records; 2: opens recorded as "open" (1: as holds)
+READS = (2, 3)                  # the versions this simfs replays
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_LINES = 4096
 _encode = json.JSONEncoder(separators=(",", ":")).encode      # one encoder: json.dumps makes one a call
@@ -126,17 +136,34 @@ class RecordingVolume:
 
     def __init__(self, vol, log: LogWriter):
         self._vol = vol
-        self._log = log
+        self._log: LogWriter | ProcessRecorder = log
         self._handles: dict[int, int] = {vol.root_ino: 0}
         self._next_handle = 1
         self._next_sid = 0
 
     @classmethod
-    def start(cls, vol, path: str, simfs_version: str = "") -> "RecordingVolume":
-        """Open PATH (raises OSError) and write the header for `vol`."""
+    def start(cls, vol, path: str, simfs_version: str = "", processes: bool = False) -> "RecordingVolume":
+        """Open PATH (raises OSError) and write the header for `vol`. `processes`: the log will
+        hold process records (a mount with -o clocks=process; see record_processes)."""
         header = {"format": FORMAT, "version": VERSION, "simfs": simfs_version,
                   "image": image_identity(vol.sb), "options": dataclasses.asdict(vol.options)}
-        return cls(vol, LogWriter(path, header))
+        if processes:
+            header["processes"] = True
+        rv = cls(vol, LogWriter(path, header))
+        rv._processes = processes
+        return rv
+
+    _processes = False
+
+    def record_processes(self):
+        """The ProcessRecorder a mount's RequestClocks tells which process each request is for
+        (simfs.fuse.processes), every later line written through it; None unless the header
+        announced process records."""
+        if not self._processes:
+            return None
+        if not isinstance(self._log, ProcessRecorder):
+            self._log = ProcessRecorder(self._log)
+        return self._log
 
     def __getattr__(self, name):
         return getattr(self._vol, name)
@@ -358,9 +385,12 @@ def read_header(path: str) -> dict:
         raise LogError(f"{path}: not an op log (the first line is not JSON)") from None
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         raise LogError(f"{path}: not an op log (no {FORMAT} header)")
-    if head.get("version") != VERSION:
+    if head.get("version") not in READS:
         raise LogError(f"{path}: op log format version {head.get('version')!r}; this simfs reads "
-                       f"version {VERSION}")
+                       f"versions {', '.join(map(str, READS))}")
+    if head.get("processes", False) not in (True, False) or (head.get("processes") and head["version"] < 3):
+        raise LogError(f"{path}: not an op log (its header's \"processes\" is {head.get('processes')!r} "
+                       f"in a version {head['version']} log)")
     if not isinstance(head.get("image"), dict) or not isinstance(head.get("options"), dict):
         raise LogError(f"{path}: not an op log (its header lacks the image or the options)")
     from simfs.fs.types import VolumeOptions

@@ -12,9 +12,12 @@ A replay checks each outcome against the recording: an operation that fails wher
 space, or a handle the log never introduced stops it with ReplayError, naming the operation; the
 volume is still closed, so the image stays consistent.
 
-A log records no process ids, so a mount's per-process clocks (-o clocks=process) cannot be
-replayed: replay refuses that option rather than give other figures than the recording's
-(docs/concurrency.md says what recording them would take).
+A log recorded with -o clocks=process (format 3, "processes" in its header) says which process
+each operation ran for and what the clocks did between requests (simfs.inprocess.processlog):
+the replay keeps the same per-process clocks, so concurrent operations overlap as they did on
+the mount; with -o clocks=mount it times the same operations on one clock. A log without
+process records (clocks=mount, the in-process verbs, version 2) cannot be replayed with
+clocks=process: replay refuses that rather than invent processes.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import inspect
 import os
 
 from simfs.inprocess.oplog import LogError, dec, errname, image_identity, iter_ops, read_header, scan
+from simfs.inprocess.processlog import KINDS as PROCESS_RECORDS, ProcessLog, ProcessLogError
 from simfs.errors import FSError, ImageError, ImageWriteError, OutputError
 from simfs.fs.namespace import Namespace
 from simfs.fs.operation import recorded_error
@@ -253,7 +257,8 @@ class Replayer:
 
 
 #: every operation a log may hold: what the Replayer asks, and the readdir states replay() keeps
-OPS = frozenset([n[len("op_"):] for n in dir(Replayer) if n.startswith("op_")] + ["opendir", "releasedir"])
+OPS = frozenset([n[len("op_"):] for n in dir(Replayer) if n.startswith("op_")] + ["opendir", "releasedir"]) \
+    | PROCESS_RECORDS
 
 
 def replay(log: str, image: str, options, *, force: bool = False, partial: bool = False,
@@ -265,11 +270,14 @@ def replay(log: str, image: str, options, *, force: bool = False, partial: bool 
     `checked`: what check() returned for these arguments, if the caller ran it already."""
     from simfs.fs.volume import Volume
 
-    if getattr(options, "clocks", "mount") != "mount":
-        raise ReplayError("clocks=process: an op log does not record which process asked each "
-                          "operation, so a replay times them on one clock; give -o clocks=mount "
-                          "(docs/concurrency.md)")
     head, total = checked or check(log, image, force=force, partial=partial)
+    recorded = bool(head.get("processes"))
+    per_process = getattr(options, "clocks", "mount") == "process"
+    if per_process and not recorded:
+        raise ReplayError(f"clocks=process: {log} does not record which process asked each "
+                          "operation (recorded with clocks=mount, by a verb, or by a simfs before "
+                          "format 3), so a replay times them on one clock; give -o clocks=mount "
+                          "(docs/concurrency.md)")
     stats_path = options.stats
     try:
         vol = Volume.open(image, options)
@@ -279,9 +287,26 @@ def replay(log: str, image: str, options, *, force: bool = False, partial: bool 
         raise ReplayError(f"bad option value: {e}") from None
     vol.stop_when_unwritable = True
     r = Replayer(vol)
+    procs = None                # made at the first process record, as the mount's at its first request
+    records = 0                 # process records among the lines
     try:
         for lineno, rec in iter_ops(log):
-            if rec[0] == "opendir":             # [opendir, state id]
+            if rec[0] in PROCESS_RECORDS:
+                r.index += 1
+                r.op = rec[0]
+                records += 1
+                if not recorded:
+                    raise ReplayError(f"operation {r.index} (line {lineno}) is a {rec[0]!r} record "
+                                      "in a log whose header announces no process records")
+                if per_process:
+                    if procs is None:
+                        procs = ProcessLog(vol.clock)
+                    try:
+                        procs.step(rec)
+                    except ProcessLogError as e:
+                        raise ReplayError(f"operation {r.index} (line {lineno}, {rec[0]}) is "
+                                          f"malformed: {e}") from None
+            elif rec[0] == "opendir":             # [opendir, state id]
                 r.index += 1
                 r.op = "opendir"
                 r.states[rec[1]] = vol.opendir_state()
@@ -295,6 +320,8 @@ def replay(log: str, image: str, options, *, force: bool = False, partial: bool 
                 progress(r.index, total)
             if r.index >= total:
                 break
+        if procs is not None:
+            procs.finish()                      # the unmount runs at the mount's latest time
     except (ReplayError, LogError) as e:
         vol.options.stats = ""                  # no statistics file for a run that stopped
         _close(vol, str(e))
@@ -309,8 +336,9 @@ def replay(log: str, image: str, options, *, force: bool = False, partial: bool 
     _close(vol)
     if progress is not None:
         progress(r.index, total)
-    return {"operations": r.index, "time": vol.stats_snapshot(), "counters": vol.counters,
-            "stats_file": stats_path or None, "header": head}
+    return {"operations": r.index - records, "time": vol.stats_snapshot(), "counters": vol.counters,
+            "stats_file": stats_path or None, "header": head,
+            "processes": [p.t for p in procs.procs] if procs is not None else None}
 
 
 def _close(vol, why: str = "") -> None:

@@ -229,13 +229,22 @@ def test_a_process_behind_waits_for_a_block_another_read(tmp_path):
     vol.close()
 
 
-def test_replay_refuses_process_clocks():
-    """An op log has no process ids: replaying with clocks=process would not give the
-    recording's figures, so it is one clear error."""
-    from simfs.fs.volume import VolumeOptions
-    from simfs.inprocess.replay import ReplayError, replay
-    with pytest.raises(ReplayError, match="clocks=mount"):
-        replay("/nonexistent.log", "/nonexistent.img", VolumeOptions(clocks="process"))
+def test_the_observer_is_told_every_change_between_requests():
+    """What an op log records (simfs.inprocess.processlog): each record made, numbered in
+    order, with the parent whose clock it starts at (None: the latest time), and each parent
+    raised by an exited child, children's exits first."""
+    tree = Tree(p100=(1, 10), p101=(100, 20), p102=(101, 30))
+    seen = []
+    clock = SimClock(make_disk("ideal"), Stats(), 8)
+    pc = ProcessClocks(clock, tree, note=lambda kind, a, b: seen.append((kind, a.n, b and b.n)))
+    run(pc, 100, 1.0)                               # its parent (init) is none: the latest time
+    run(pc, 101, 1.0)
+    run(pc, 102, 1.0)
+    del tree.procs[102], tree.procs[101]
+    run(pc, 100, 1.0)
+    assert seen == [("process", 0, None), ("process", 1, 0), ("process", 2, 1),
+                    ("exited", 2, 1), ("exited", 1, 0)]
+    assert [p.n for p in pc.procs.values()] == [0]
 
 
 # the FUSE side: simfs.fuse.processes.RequestClocks ---------------------------------------------
