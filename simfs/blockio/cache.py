@@ -447,10 +447,13 @@ class BufferCache:
         raise RuntimeError("soft-updates write-back did not converge")
 
     def write_now(self, keys: list[int]) -> list[tuple[float, int]]:
-        """Start writing these dirty buffers now without waiting (a page cache's writepage;
-        delayed pages are placed first): contiguous blocks go as one request of at most
+        """Start writing these dirty buffers now without waiting, in the order given (a page
+        cache's writepages, an O_DIRECT write: file order, as write_cache_pages submits under
+        its plug; the host queue's scheduler orders them, as Linux's elevator does). Delayed
+        pages are placed first; blocks contiguous in that order go as one request of at most
         maxio blocks. Returns (finish time, blocks) per request."""
-        return self._write_back(sorted(k for k in keys if self.is_dirty(k)), wait=False)
+        return self._write_back(list(dict.fromkeys(k for k in keys if self.is_dirty(k))), wait=False,
+                                in_order=True)
 
     def hold(self, blkno: int, count: int, kind: str) -> None:
         """Read a run at mount and hold its buffers for the mount's life: the superblock and
@@ -563,17 +566,21 @@ class BufferCache:
         finally:
             self._resolving = False
 
-    def _write_back(self, blknos: list[int], wait: bool) -> list[tuple[float, int]]:
-        """Write sorted dirty blocks back (in the model): contiguous runs up to maxio blocks
-        become one bio, all of them under one plug (the host queue may merge them further).
-        Delayed blocks (negative keys) are placed first. Returns (finish time, blocks) per
-        bio."""
+    def _write_back(self, blknos: list[int], wait: bool, in_order: bool = False) -> list[tuple[float, int]]:
+        """Write dirty blocks back (in the model), sorted by block (this cache's own batches)
+        or, `in_order`, in the order given: runs contiguous in that order, up to maxio blocks,
+        become one bio each, all of them under one plug (the host queue may merge them further;
+        its scheduler orders them). Delayed blocks (negative keys) are placed first; in order,
+        the placed ones follow the others as the placer placed them (inode by inode, page
+        order). Returns (finish time, blocks) per bio."""
         requests = []
         plugged = []                    # runs whose finish the plug's flush will tell
-        if blknos and blknos[0] < 0:
+        if blknos and (blknos[0] < 0 or in_order and min(blknos) < 0):
             placed = self.place([k for k in blknos if k < 0])
-            blknos = sorted(b for b in [b for b in blknos if b >= 0] + list(placed.values())
-                            if b in self.buffers and self.buffers[b].dirty)   # a placed file may be gone
+            blknos = [b for b in blknos if b >= 0] + list(placed.values())
+            if not in_order:
+                blknos.sort()
+            blknos = [b for b in blknos if b in self.buffers and self.buffers[b].dirty]   # a placed file may be gone
         i = 0
         while i < len(blknos):
             j = i + 1

@@ -22,13 +22,29 @@ decides the order in which the requests go to the drive. Modelled from Linux's c
 * **The scheduler** orders the requests of a flush (`none`/`noop`: as submitted;
   `deadline`/`mq-deadline`: by sector in one-way sweeps, reads before writes, with expiry
   times; `cfq`: the request nearest the head, reads first, the fifo once a slice), picking the
-  next request when the drive has finished the previous one.
+  next request when the drive has finished the previous one. It is the only thing that orders
+  a batch: the file system submits a read window in file order (read_pages) and the cache a
+  write-back batch as it builds it.
+* **No sort at the flush**, as in the kernels modelled (2.6.18-2.6.38 for noop, deadline and
+  cfq; 6.13 on for none and mq-deadline). Linux sorted the plug list only in between:
+  2.6.39 (73c101011926, the per-task plug) list_sort()ed it by queue alone (plug_rq_cmp), 3.8
+  (975927b942c9) by queue and sector until the legacy path went in 5.0; blk-mq's
+  blk_mq_flush_plug_list sorted by software queue and sector (plug_ctx_cmp; 3110fc79606f in
+  4.20), from 5.0 only when the plug held several queues' requests (ce5b009cff19); 5.16
+  (bc490f81731e, the singly linked plug list) dropped the sort. From 5.16 to 6.12 that list
+  was LIFO and `none` issued a plug newest first (liburing issue #1000) until e70c301faece
+  ("block: don't reorder requests in blk_add_rq_to_plug", 6.13); the elevator path was
+  reversed from 26fed4ac4eab until 34e0a279a993 (6.3). Before 2.6.39 bios went into the
+  elevator as they came (the queue plugged itself, blk_plug_device): noop kept that order.
 
-Simplification (stated in docs/host-queue.md): the queue empties at each flush - a later
+Simplifications (stated in docs/host-queue.md): the queue empties at each flush - a later
 plug's requests do not overtake requests of an earlier flush that the drive has not started
 (exact when the drive takes requests as fast as they come; for a one-command drive Linux could
 still reorder them). Requests are issued to the drive at the flush; the drive's queue time
-holds their wait.
+holds their wait. 6.x's plug also flushes itself at BLK_MAX_REQUEST_COUNT (32 since 5.16,
+16 before) requests or behind a request of BLK_PLUG_FLUSH_SIZE (128 KiB; blk_add_rq_to_plug);
+here only nr_requests flushes a plug early - with the queue kept between flushes the scheduler
+would see those requests together anyway.
 
 Deterministic: no wall clock; the order depends only on the bios, their order and the finish
 times the drive model returns.
@@ -46,10 +62,11 @@ PENDING = math.inf
 #:          made adjacent by a merge merged, elevator insert merge, dispatch order)
 #: none         blk-mq without a scheduler (6.x; the default of NVMe, and of every blk-mq device
 #:              with `none`): plug merge with the newest request only (5.16 on: Axboe's "remove
-#:              plug based merging" left the one-hit merge), dispatched in plug order
-#:              (blk_mq_flush_plug_list)
+#:              plug based merging" left the one-hit merge), dispatched in plug order, unsorted
+#:              (blk_mq_flush_plug_list -> blk_mq_plug_issue_direct; 6.13 on, see above)
 #: noop         2.6's noop elevator: a bio back-merges into any queued request (elv_merge: the
-#:              request hash; noop has no front-merge function), FIFO dispatch
+#:              request hash; noop has no front-merge function), FIFO dispatch in submission
+#:              order (before 2.6.39 nothing sorted on the way in)
 #: deadline     2.6's deadline (deadline-iosched.c): back and front merges (front_merges=1),
 #:              and requests made adjacent by a merge are merged (elv_merged_request ->
 #:              attempt_back_merge/attempt_front_merge); dispatch as below with next_rq

@@ -95,8 +95,10 @@ class FileIO:
     def _read_runs(self, inode, first: int, last: int, phys: list[int], i: int) -> None:
         """Request phys[i:] (blocks first + i ...) as physically contiguous runs of at most maxio;
         blocks past `last` are read-ahead (not waited for). With `read_batch` every run goes
-        at once in sector order and nobody waits here: read() waits for each block as it
-        copies it (the buffers' ready times)."""
+        at once, in file order as mpage_readpages/read_pages builds its bios, into the host
+        queue's plug, and nobody waits here: read() waits for each block as it copies it (the
+        buffers' ready times). The order the drive sees is the host queue's (its scheduler;
+        docs/host-queue.md), not this function's."""
         maxio = self.cache.maxio
         runs = []
         while i < len(phys):
@@ -108,12 +110,9 @@ class FileIO:
                 j += 1
             runs.append((phys[i], j - i, first + i <= last))
             i = j
-        if self.options.read_batch:
-            for p, n, needed in sorted(runs):
-                self.cache.read_run(p, n, "data", inode.ino, wait=False, needed=needed)
-            return
+        waits = not self.options.read_batch
         for p, n, needed in runs:
-            self.cache.read_run(p, n, "data", inode.ino, wait=needed)
+            self.cache.read_run(p, n, "data", inode.ino, wait=waits and needed, needed=needed)
 
     @operation
     def write(self, ino: int, offset: int, data: bytes) -> int:
@@ -274,7 +273,7 @@ class FileIO:
             for lblk in range(off // bs, (off + n - 1) // bs + 1):
                 phys = self.filemap.bmap(inode, lblk)
                 keys.append(phys if phys else vkey(ino, lblk))
-        return [(finish, max(1, n * bs // PAGE_SIZE)) for finish, n in self.cache.write_now(sorted(set(keys)))]
+        return [(finish, max(1, n * bs // PAGE_SIZE)) for finish, n in self.cache.write_now(keys)]   # page order
 
     def _cluster_write(self, inode, lblk: int, phys: int) -> int:
         """FFS cluster_write: a block appended out of line with its predecessor offers the

@@ -103,8 +103,10 @@ class VolumeOptions:
     force: bool = option(False, "mount read-write although not cleanly unmounted")
     read_batch: bool = option(False, (
         "submit a file read's whole window (the blocks asked for and the read-ahead) at once, in "
-        "sector order, as Linux's mpage_readpages under a plug and its elevator do; off: one "
-        "request after another in file order, waiting for those asked for (FreeBSD's cluster_read)"))
+        "file order under the plug, as Linux's mpage_readpages does; the order the drive sees is "
+        "iosched's (none: file order; name the era's scheduler: cfq for 2.6, mq-deadline for a 6.x "
+        "disk); off: one request after another in file order, waiting for those asked for "
+        "(FreeBSD's cluster_read)"))
     # the host's request queue (simfs.blockio.hostqueue; docs/host-queue.md): names as sysfs's
     # /sys/block/DEV/queue/{scheduler,nr_requests,max_sectors_kb}
     iosched: str = option("none", (
