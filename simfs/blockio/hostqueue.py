@@ -22,9 +22,10 @@ decides the order in which the requests go to the drive. Modelled from Linux's c
 * **The scheduler** orders the requests of a flush (`none`/`noop`: as submitted;
   `deadline`/`mq-deadline`: by sector in one-way sweeps, reads before writes, with expiry
   times; `cfq`: the request nearest the head, reads first, the fifo once a slice), picking the
-  next request when the drive has finished the previous one. It is the only thing that orders
-  a batch: the file system submits a read window in file order (read_pages) and the cache a
-  write-back batch as it builds it.
+  next request when the drive has finished the previous one. The file system submits a read
+  window in file order (read_pages) and a page cache's writepages in page order, for the
+  scheduler to order; the buffer cache's own write-back batches come sorted by block (the
+  cache builds its runs from that order; docs/host-queue.md, "Write-back").
 * **No sort at the flush**, as in the kernels modelled (2.6.18-2.6.38 for noop, deadline and
   cfq; 6.13 on for none and mq-deadline). Linux sorted the plug list only in between:
   2.6.39 (73c101011926, the per-task plug) list_sort()ed it by queue alone (plug_rq_cmp), 3.8
