@@ -102,7 +102,8 @@ def test_the_hosts_dirty_settings_change_nothing(tmp_path):
 
 
 def test_read_batch_reads_the_same_bytes_sooner_on_a_scattered_file(tmp_path):
-    """read_batch (Linux's whole-window submission in sector order) changes when blocks arrive,
+    """read_batch (Linux's whole-window submission under the plug; the scheduler orders it) changes
+    when blocks arrive,
     never what a read returns or how many blocks it asks for."""
     import random
     img = tmp_path / "r.img"
