@@ -103,8 +103,7 @@ def test_the_hosts_dirty_settings_change_nothing(tmp_path):
 
 def test_read_batch_reads_the_same_bytes_sooner_on_a_scattered_file(tmp_path):
     """read_batch (Linux's whole-window submission under the plug; the scheduler orders it) changes
-    when blocks arrive,
-    never what a read returns or how many blocks it asks for."""
+    when blocks arrive, never what a read returns or how many blocks it asks for."""
     import random
     img = tmp_path / "r.img"
     mkfs(str(img), 128 * MiB, block_size=4096, uuid="00000000-0000-0000-0000-000000000005",
