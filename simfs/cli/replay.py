@@ -22,7 +22,9 @@ def register(sub) -> None:
                     "The volume options are the recorded mount's unless -o changes them. On an "
                     "identical copy of the recorded image with the same options the statistics "
                     "are the recorded run's, field for field; with another allocator, write-back "
-                    "mode or disk they are that configuration's for the same operations. File "
+                    "mode or disk they are that configuration's for the same operations. A log "
+                    "recorded with -o clocks=process replays each operation on its process's "
+                    "clock, as the mount timed it (-o clocks=mount: on one clock). File "
                     "data is not recorded: replay writes zeros of the recorded lengths.",
         epilog="examples:\n"
                "  cp --sparse=always disk.img copy.img; cp --sparse=always disk.img copy2.img\n"

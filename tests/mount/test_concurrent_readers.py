@@ -11,12 +11,17 @@ the same way (the drive's rotational position follows absolute simulated time).
 
 Checked: the phase's figures repeat over three runs; with a clock per process it takes less
 than one clock says for the same requests (-o clocks=mount: one after the other) and less than
-the two readers alone, and not less than the busier reader alone.
+the two readers alone, and not less than the busier reader alone. The first of the three runs
+is recorded (-o oplog=, format 3: each operation's process): `simfs replay` of its log on a
+copy of the image gives the mount's statistics field for field (the phase's overlap kept), and
+with -o clocks=mount the one clock's phase.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -89,9 +94,15 @@ def _phase(m, names) -> dict:
     return {"elapsed": phase["elapsed"], "counters": phase["counters"], "disk_time": phase["disk_time"]}
 
 
-def _run(simfs_factory, name, clocks, *phases) -> list[dict]:
-    """A fresh mount with files a and b; the record of each phase (its readers) in turn."""
+def _run(simfs_factory, name, clocks, *phases, record=None) -> list[dict]:
+    """A fresh mount with files a and b; the record of each phase (its readers) in turn.
+    `record`: a directory for the mount's op log and statistics (run.log, run.json) and a copy
+    of the image from before it (copy.img; the factory's first mount is undone for it)."""
     m = simfs_factory(f"{OPTIONS},clocks={clocks}", size="64M", name=name)
+    if record is not None:
+        m.umount()
+        shutil.copyfile(m.image, record / "copy.img")
+        m.mount(f"{OPTIONS},clocks={clocks},oplog={record / 'run.log'},stats={record / 'run.json'}")
     for f in ("a", "b"):
         with open(m.mnt / f, "wb") as out:
             for _ in range(SIZE // (1 << 20)):
@@ -101,11 +112,21 @@ def _run(simfs_factory, name, clocks, *phases) -> list[dict]:
     return out
 
 
-def test_two_readers_overlap_and_repeat(simfs_factory):
-    runs = [_run(simfs_factory, f"both{i}", "process", ["a", "b"])[0] for i in range(3)]
+def test_two_readers_overlap_and_repeat(simfs_factory, tmp_path):
+    runs = [_run(simfs_factory, f"both{i}", "process", ["a", "b"], record=tmp_path if i == 0 else None)[0]
+            for i in range(3)]
     assert runs[0] == runs[1] == runs[2]            # the same interleaving, the same figures
     both = runs[0]["elapsed"]
-    one_clock = _run(simfs_factory, "serial", "mount", ["a", "b"])[0]["elapsed"]
+    serial = _run(simfs_factory, "serial", "mount", ["a", "b"])[0]
+    one_clock = serial["elapsed"]
+    # the recorded run replayed: the mount's statistics, the overlap kept; on one clock, serial's
+    recorded = json.loads((tmp_path / "run.json").read_text())
+    shutil.copyfile(tmp_path / "copy.img", tmp_path / "copy2.img")
+    run_simfs("replay", tmp_path / "run.log", tmp_path / "copy.img", "--stats", tmp_path / "again.json")
+    assert json.loads((tmp_path / "again.json").read_text()) == recorded
+    r = run_simfs("replay", tmp_path / "run.log", tmp_path / "copy2.img", "-o", "clocks=mount", "--json")
+    phase = [p for p in json.loads(r.stdout)["time"]["phases"] if p["name"] == "readers"][-1]
+    assert phase["elapsed"] == one_clock and phase["counters"] == serial["counters"]
     # b first: its phase starts when the others' did (a's reads are CPU only: any time will do)
     alone = [p["elapsed"] for p in _run(simfs_factory, "alone", "process", ["b"], ["a"])]
     assert runs[0]["counters"]["disk_reads"] > 0
