@@ -12,7 +12,11 @@ empty directory beside the image — and times on each, with the host's caches d
 every phase: `tar -xf` of a tarball of SOURCE, a cold `tar -cf - | cat >/dev/null` (every byte
 read back) and `rm -rf`. Printed: the median real seconds of each phase on each, simfs's over
 the example's (the issue's targets: untar at most 1.2x, the whole cycle at most 1.0x), and every
-cycle's own ratio. Real time on a shared host is noisy: only a ratio measured side by side counts.
+cycle's own ratio; then the same for the daemons' CPU seconds (user + system, from /proc), and
+the host's load average before and after. Real time on a shared host is noisy: only a ratio
+measured side by side counts, and the load says how busy the host was. (On a busy host tar and
+the daemon take turns on one CPU and real time follows the daemon's CPU; on an idle one each
+request also pays the wake-ups of two CPUs.)
 """
 
 from __future__ import annotations
@@ -37,11 +41,27 @@ PHASES = ("untar", "cold tar", "rm -rf")
 SIMFS = [sys.executable, "-m", "simfs.cli"]
 
 
-def cycle(mnt: Path, tarball: Path) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/PID/stat; 0.0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")     # utime, stime
+
+
+def cycle(mnt: Path, tarball: Path, pid: int) -> dict:
+    """Each phase's real seconds, and in "daemon_cpu" the daemon's (`pid`) CPU seconds in it."""
     m, t = shlex.quote(str(mnt)), shlex.quote(str(tarball))
-    return {"untar": timed(f"tar -xf {t} -C {m}"),
-            "cold tar": timed(f"tar -cf - -C {m} . | cat >/dev/null"),
-            "rm -rf": timed(f"rm -rf {m}/*")}
+    out: dict = {"daemon_cpu": {}}
+    for phase, cmd in (("untar", f"tar -xf {t} -C {m}"),
+                       ("cold tar", f"tar -cf - -C {m} . | cat >/dev/null"),
+                       ("rm -rf", f"rm -rf {m}/*")):
+        before = cpu_seconds(pid)
+        out[phase] = timed(cmd)
+        out["daemon_cpu"][phase] = cpu_seconds(pid) - before
+    return out
 
 
 def wait_mounted(mnt: Path, proc: subprocess.Popen, timeout: float = 30.0) -> None:
@@ -60,7 +80,8 @@ def run_simfs(work: Path, mnt: Path, tarball: Path, options: str) -> dict[str, f
     subprocess.run(SIMFS + ["mount", str(image), str(mnt), "-o", f"{options},stats={stats}"],
                    check=True, **quiet)
     try:
-        out = cycle(mnt, tarball)
+        pid = json.loads((mnt / ".simfs" / "info").read_text())["pid"]
+        out = cycle(mnt, tarball, pid)
     finally:
         subprocess.run(SIMFS + ["umount", str(mnt)], check=True, **quiet)
     final = json.loads(stats.read_text())
@@ -77,7 +98,7 @@ def run_passthrough(work: Path, mnt: Path, tarball: Path) -> dict[str, float]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         wait_mounted(mnt, proc)
-        out = cycle(mnt, tarball)
+        out = cycle(mnt, tarball, proc.pid)
     finally:
         subprocess.run(["fusermount3", "-u", str(mnt)])
         try:
@@ -102,14 +123,18 @@ def measure(source: Path, cycles: int, options: str, progress=print) -> dict:
                 r = (run_simfs(work, mnt, tarball, options) if side == "simfs"
                      else run_passthrough(work, mnt, tarball))
                 runs[side].append(r)
-                progress(f"cycle {c + 1} {side}: " + ", ".join(f"{p} {r[p]:.2f} s" for p in PHASES))
+                progress(f"cycle {c + 1} {side}: " + ", ".join(
+                    f"{p} {r[p]:.2f} s (daemon CPU {r['daemon_cpu'][p]:.2f} s)" for p in PHASES))
     return runs
 
 
-def summarise(runs: dict) -> list[dict]:
+def summarise(runs: dict, cpu: bool = False) -> list[dict]:
+    """Per phase: the medians of each side and their ratio, and each cycle's ratio; of real
+    seconds, or (`cpu`) of the daemons' CPU seconds."""
     rows = []
     for phase in PHASES + ("whole cycle",):
         def value(r):
+            r = r["daemon_cpu"] if cpu else r
             return sum(r[p] for p in PHASES) if phase == "whole cycle" else r[phase]
         s = [value(r) for r in runs["simfs"]]
         p = [value(r) for r in runs["passthrough"]]
@@ -144,17 +169,24 @@ def main(argv=None) -> int:
     if problem:
         print(f"bench_passthrough: {problem}", file=sys.stderr)
         return 2
+    load = [os.getloadavg()]
     runs = measure(source, a.cycles, a.options, progress=lambda m: print(m, file=sys.stderr))
-    rows = summarise(runs)
+    load.append(os.getloadavg())
+    rows, cpu_rows = summarise(runs), summarise(runs, cpu=True)
     sim = [r["simulated"] for r in runs["simfs"]]
     if a.json:
-        print(json.dumps({"source": str(source), "options": a.options, "rows": rows, "runs": runs,
+        print(json.dumps({"source": str(source), "options": a.options, "rows": rows, "cpu_rows": cpu_rows,
+                          "runs": runs, "load_before": load[0], "load_after": load[1],
                           "python": sys.version}, indent=1))
         return 0
     print(f"{source}, simfs -o {a.options} against passthroughfs.py (pyfuse3 3.5.0's example), "
           f"{sys.executable} {sys.version.split()[0]}, median of {a.cycles} cycles round-robin, "
-          f"caches dropped before each phase; simfs's simulated time {', '.join(f'{x:.3f}' for x in sim)} s\n")
+          f"caches dropped before each phase; simfs's simulated time {', '.join(f'{x:.3f}' for x in sim)} s; "
+          f"load average {' '.join(f'{x:.2f}' for x in load[0])} before, "
+          f"{' '.join(f'{x:.2f}' for x in load[1])} after\n")
     print(table(rows))
+    print("\nThe daemons' CPU seconds (user + system) in each phase:\n")
+    print(table(cpu_rows))
     return 0
 
 

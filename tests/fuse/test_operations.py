@@ -313,6 +313,26 @@ def test_fs_errors_become_fuse_errors_and_are_counted(ops_vol):
     call(ops, "forget", list(vol.holds.items()))
 
 
+def test_the_inline_fast_paths_map_the_root_and_keep_control_requests_apart(ops_vol):
+    """GETATTR, LOOKUP, GETXATTR, READ, WRITE and RELEASE test a control number and map node 1
+    to inode 2 inline (no call each): the same answers and counts as the helpers give."""
+    ops, vol = ops_vol
+    call(ops, "setxattr", FUSE_ROOT, b"user.k", b"v", ROOT_CTX)
+    assert call(ops, "getxattr", FUSE_ROOT, b"user.k", ROOT_CTX) == b"v"     # node 1 is inode 2
+    assert vol.getxattr(vol.root_ino, b"user.k") == b"v"
+    assert fuse_errno(ops, "getxattr", FUSE_ROOT, b"security.capability", ROOT_CTX) == errno.ENODATA
+    assert call(ops, "getattr", FUSE_ROOT, ROOT_CTX).st_ino == FUSE_ROOT
+    assert call(ops, "lookup", FUSE_ROOT, b".", ROOT_CTX).st_ino == FUSE_ROOT
+    counted = Counter(ops.ops)
+    stats_ino = ctl_ino(ops, b"stats")
+    assert fuse_errno(ops, "getxattr", stats_ino, b"security.capability", ROOT_CTX) == pyfuse3.ENOATTR
+    assert call(ops, "getattr", stats_ino, ROOT_CTX).st_ino == stats_ino
+    assert json.loads(read_ctl(ops, b"stats"))["ops"]["getxattr"] == 2
+    assert ops.ops == counted and ops.ctl_ops["getxattr"] == 1 and ops.ctl_ops["read"] >= 1
+    assert ops.errors == Counter(ENODATA=2)                               # (ENOATTR is ENODATA)
+    call(ops, "forget", list(vol.holds.items()))
+
+
 def test_forget_answers_nothing_even_on_an_error(ops_vol, monkeypatch):
     ops, vol = ops_vol
     call(ops, "lookup", FUSE_ROOT, b"lost+found", ROOT_CTX)
