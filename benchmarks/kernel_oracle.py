@@ -177,12 +177,11 @@ def find_kernel(img: Path, mnt: Path, capture: Path) -> float:
 
 def cold_mark(mnt: Path, phase: str) -> None:
     """Start simfs's phase `phase` as cold as the kernel's, whose caches are dropped after its
-    mount: what the mount (the root's inode, the superblock) and a phase's untimed preparation
-    read or dirtied is written back and forgotten with the drive's buffer (`.simfs/drop_caches`,
-    whose own superblock write falls before the phase), then the phase is marked through a
-    descriptor opened before the drop: a path walk between the two would have the host ask
-    for the root's attributes and simfs read the root's inode (and, with inode-table read-ahead,
-    the blocks after it) before the phase."""
+    mount: what a phase's untimed preparation read or dirtied is written back and forgotten with
+    the drive's buffer (`.simfs/drop_caches`, whose own superblock write falls before the
+    phase); what the kernel's drop keeps, simfs's keeps too (the superblock and descriptor
+    buffers, the root inode). The phase is marked through a descriptor opened before the drop,
+    so that no path walk of the host's (lookups, attributes) falls between the two."""
     fd = os.open(mnt / ".simfs" / "mark", os.O_WRONLY)
     try:
         (mnt / ".simfs" / "drop_caches").write_text("1")

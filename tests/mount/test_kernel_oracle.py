@@ -54,7 +54,24 @@ def test_readdir_order_hash_phases_kernel_beside_simfs(tmp_path):
     assert s["reads"] == s["requests"] and k["reads"] == k["requests"]
     for f in ("mib", "seconds"):
         assert s[f] == pytest.approx(k[f], rel=0.10), (f, s[f], k[f])
+    for name, x in rows.items():          # the replay checked against the model before it judges
+        got = _replayed_own_stream(keep / f"dirorder-hash-{name}.simfs.trace", name, x)   # the kernel
+        assert got == pytest.approx(x["simfs"]["seconds"], rel=0.01), (name, got, x["simfs"]["seconds"])
     assert "simfs-kernel-oracle" not in " ".join(p.name for p in Path("/sys/fs/cgroup/memory").iterdir())
+
+
+def _replayed_own_stream(trace: Path, phase: str, row: dict) -> float:
+    """simfs's own stream of a mounted phase (its rows up to the phase's simulated end, without
+    the unmount's) replayed with its waits and gaps on the row's drive: simulated seconds."""
+    from disk_models import make_disk
+    from simfs.blockio.trace import read_trace
+    from simfs.blockio.tracereplay import replay
+    c = read_trace(trace)
+    idx = [i for i, p in enumerate(c["phase"]) if p == phase]
+    end = c["issue"][idx[0]] + row["simfs"]["seconds"]        # (cpu_op_us=0: the phase starts with I/O)
+    cols = {k: [v[i] for i in idx if c["issue"][i] < end] for k, v in c.items()}
+    assert len(cols["op"]) == row["simfs"]["requests"]
+    return replay(cols, make_disk(row["disk"]), 1.0, {})["elapsed"]
 
 
 def test_alignment_phases_kernel_beside_simfs(tmp_path):
