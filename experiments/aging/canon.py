@@ -10,6 +10,15 @@ of the same length (`tmp_obj_000007`: same directory-entry sizes, so the same la
 linear directories), each such time the fixed date of gitenv, and the header's output paths
 their base names. On a hash-ordered directory a temporary name's hash could place a directory
 block differently from the recording: the mounted figures keep git's own names.
+
+What no stand-in can undo is the host reclaiming the mount's inodes (`echo 2 >
+/proc/sys/vm/drop_caches` by anyone, or memory pressure): the kernel forgets inodes it would
+otherwise have kept (extra FORGETs, which release the volume's holds and an allocator's
+reservations, as an evicted ext4 inode would) and asks again when it needs one (a LOOKUP, and a
+GETATTR of the inode it made anew). Those requests were served and charged on the mount, so the
+log keeps them; `Evictions` counts them (an inode asked for again after the kernel forgot it,
+which a quiet host never does within one mount), so a recording says whether it is the quiet
+host's.
 """
 
 from __future__ import annotations
@@ -98,7 +107,55 @@ MOVED = {"drop", "release"}        # sent by the host after the inode's last use
 LOOKBACK = 1 << 16
 
 
-def canonicalize(path: str) -> int:
+class Evictions:
+    """Inodes the host evicted during the recording and the kernel then asked for again: a
+    handle whose holds a FORGET took to zero and that a later LOOKUP returned (canonicalize
+    feeds it; `scan` reads a log)."""
+
+    def __init__(self):
+        self.held: dict[int, int] = {}
+        self.forgotten: set[int] = set()
+        self.count = 0
+
+    def hold(self, h: int, n: int) -> None:
+        self.held[h] = self.held.get(h, 0) + n
+
+    def drop(self, h: int, n: int) -> None:
+        left = self.held.get(h, 0) - n
+        if left > 0:
+            self.held[h] = left
+        else:
+            self.held.pop(h, None)
+            self.forgotten.add(h)
+
+    def lookup(self, res) -> None:
+        if res in self.forgotten:
+            self.forgotten.discard(res)
+            self.count += 1
+
+    def feed(self, op: str, h: int, res, line: bytes) -> None:
+        if op == "hold" or op == "drop":
+            n = int(line.rstrip().rstrip(b"]").rpartition(b",")[2])
+            (self.hold if op == "hold" else self.drop)(h, n)
+        elif op == "lookup" and isinstance(res, int):
+            self.lookup(res)
+
+    @classmethod
+    def scan(cls, path: str) -> int:
+        """The evictions in the gzip op log at PATH (canonical or not)."""
+        ev = cls()
+        with gzip.open(path, "rb") as src:
+            src.readline()
+            for line in src:
+                m = FAST.match(line)
+                if m is not None:
+                    res = m.group(2)
+                    ev.feed(m.group(1).decode(), int(m.group(3)),
+                            int(res) if res[:1] not in (b"n", b'"') else None, line)
+        return ev.count
+
+
+def canonicalize(path: str, evictions: Evictions | None = None) -> int:
     """Rewrite the gzip op log at PATH in place; returns how many names got stand-ins.
 
     Besides the names and times: the host sends FORGET ("drop") when its forget batching lets
@@ -110,7 +167,8 @@ def canonicalize(path: str) -> int:
     order, one inode's in the order they came (a release before its inode's drop). (The volume's
     choices do not hang on a drop's exact place: simfs.fs.namespace's REUSE_AFTER; a release
     is placed where a synchronous close would be.) One further from its inode's last mention
-    (the host evicting under memory pressure) stays where it came."""
+    (the host evicting under memory pressure) stays where it came. EVICTIONS, if given, is fed
+    every hold, drop and lookup (see `Evictions`)."""
     c = Canon()
     tmp = path + ".canon"
     lines: deque[bytes] = deque()        # the window: lines[i] is record base + i
@@ -137,9 +195,13 @@ def canonicalize(path: str) -> int:
                     rec = c.op(json.loads(line))
                     line = _encode(rec).encode() + b"\n"
                     op, named = rec[0], handles(rec)
+                    if evictions is not None and op == "lookup" and len(rec) > 2:
+                        evictions.lookup(rec[1])
                 else:
                     op, res, h = m.group(1).decode(), m.group(2), int(m.group(3))
                     named = [h, int(res)] if op in MADE and res[:1] not in (b"n", b'"') else [h]
+                    if evictions is not None:
+                        evictions.feed(op, h, named[1] if len(named) > 1 else None, line)
                 if op in MOVED and last.get(named[0], -1) >= base:
                     moved += 1
                     after.setdefault(last[named[0]], []).append((named[0], moved, line))

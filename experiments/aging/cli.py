@@ -13,7 +13,7 @@ import time
 from simfs.cli.progress import Bar
 from simfs.fuse import mountopts
 
-from .canon import canonicalize
+from .canon import Evictions, canonicalize
 from .history import AgingError, History, first_parent, make_quick, need_bytes, select
 from .mounted import Config, age
 from .replayed import replay, steps
@@ -361,12 +361,21 @@ def canonicalize_all(plan: dict) -> None:
         if seg.get("canon") and plan.get("segment") and "ops" not in seg:
             seg["ops"] = log_ops(log_path(plan, j))
             save(plan)
+        if seg.get("canon") and "evictions" not in seg and os.path.exists(log_path(plan, j)):
+            seg["evictions"] = Evictions.scan(log_path(plan, j))
+            save(plan)
         if not seg.get("canon"):
-            t = time.monotonic()
-            canonicalize(log_path(plan, j))     # git's random names and utime times: stand-ins
-            seg["canon"], seg["canon_s"] = True, round(time.monotonic() - t, 1)
+            t, ev = time.monotonic(), Evictions()
+            canonicalize(log_path(plan, j), ev)     # git's random names and utime times: stand-ins
+            seg["canon"], seg["canon_s"], seg["evictions"] = True, round(time.monotonic() - t, 1), ev.count
             if plan.get("segment"):
                 seg["ops"] = log_ops(log_path(plan, j))
+            save(plan)
+        if seg.get("evictions") and not seg.get("evictions_said"):
+            print(f"aging: log {j} (pulls {seg['first']}..{seg['last']}): the host evicted {seg['evictions']} "
+                  "of the mount's inodes that git then needed again (its FORGETs and LOOKUPs are the host's "
+                  "as well as the history's: experiments.aging.canon.Evictions)", file=sys.stderr)
+            seg["evictions_said"] = True
             save(plan)
 
 

@@ -113,7 +113,8 @@ def rates(run: dict) -> list[dict]:
              "record_s": seg["wall"], "record_s_per_pull": seg["wall"] / n, "load": seg.get("load"),
              "canon_s": seg.get("canon_s"), "ops_per_pull": seg["ops"] / n if seg.get("ops") else None,
              "daemon_cpu_per_pull": seg["daemon_cpu"] / n if seg.get("daemon_cpu") is not None else None,
-             "tools_cpu_per_pull": seg["tools_cpu"] / n if seg.get("tools_cpu") is not None else None}
+             "tools_cpu_per_pull": seg["tools_cpu"] / n if seg.get("tools_cpu") is not None else None,
+             "evictions": seg.get("evictions")}
         for alloc, walls in replayed.items():
             if str(j) in walls:
                 r[f"replay {alloc}_s"] = walls[str(j)]
@@ -134,7 +135,7 @@ def _rates_section(run: dict) -> str:
         return ""
     allocs = sorted(run.get("replayed", {}))
     head = ["pulls", "files after", "operations per pull", "recording (s)", "s/pull", "daemon CPU s/pull",
-            "git etc. CPU s/pull", "load (start, end)", "stand-ins (s)"]
+            "git etc. CPU s/pull", "load (start, end)", "stand-ins (s)", "host evictions"]
     head += [x for a in allocs for x in (f"replay {a} (s)", "s/pull", "CPU s/pull")]
     body = []
     for r in rs:
@@ -142,7 +143,8 @@ def _rates_section(run: dict) -> str:
                 "—" if r["ops_per_pull"] is None else f"{r['ops_per_pull']:,.0f}", f"{r['record_s']:,.1f}",
                 f"{r['record_s_per_pull']:.2f}", _per(r["daemon_cpu_per_pull"]), _per(r["tools_cpu_per_pull"]),
                 ", ".join(f"{x:.1f}" for x in r["load"] or ()),
-                "—" if r["canon_s"] is None else f"{r['canon_s']:,.1f}"]
+                "—" if r["canon_s"] is None else f"{r['canon_s']:,.1f}",
+                "—" if r["evictions"] is None else f"{r['evictions']:,}"]
         for a in allocs:
             w = r.get(f"replay {a}_s")
             line += (["—", "—", "—"] if w is None else
@@ -154,7 +156,9 @@ def _rates_section(run: dict) -> str:
             f"(from /proc), git and the other tools the recording ran (not the clean copies' "
             f"daemons), the replay's process: what the wall-clock figures cost on an idle core. "
             f"Stand-ins: giving the "
-            f"log git's random names' stand-ins (experiments.aging.canon), once.\n\n{markdown(head, body)}\n")
+            f"log git's random names' stand-ins (experiments.aging.canon), once. Host evictions: inodes the "
+            f"host's reclaim made the kernel forget and then ask for again (0 on a quiet host; otherwise "
+            f"the log's FORGETs and LOOKUPs depend on the host too).\n\n{markdown(head, body)}\n")
 
 
 def _count(x) -> str:

@@ -96,17 +96,41 @@ def again(runs, tmp_path_factory):
     return out
 
 
+def same_recording(a: bytes, b: bytes, logs) -> bool:
+    """Two canonical op logs are the same recording: byte for byte (True), or, when the host
+    evicted some of the mount's inodes during either (experiments.aging.canon.Evictions: its
+    reclaim, not the history), the same once what reclaim adds is set aside - the FORGETs, and
+    the GETATTR the kernel repeats of an inode it made anew (False). Anything else fails."""
+    if a == b:
+        return True
+    from experiments.aging.canon import Evictions
+    evicted = [Evictions.scan(str(p)) for p in logs]
+    assert any(evicted), f"{logs[0].name}: the logs differ and the host evicted none of the inodes"
+
+    def quiet(log: bytes) -> list[bytes]:
+        out = []
+        for line in log.split(b"\n")[1:]:
+            if not line.startswith(b'["drop"') and not (line.startswith(b'["getattr"') and out and out[-1] == line):
+                out.append(line)
+        return out
+    assert quiet(a) == quiet(b), f"{logs[0].name}: the logs differ beyond the host's evictions ({evicted})"
+    return False
+
+
 def test_two_recordings_of_a_history_are_byte_identical(runs, again):
     """A recording is a function of the history: the same pulls of the same history give the
     same op log, byte for byte (experiments.aging.gitenv: single-threaded packs, a fixed
     identity, no FETCH_HEAD, the index dated at the epoch; canon: git's random temporary names
-    and utime times given stand-ins), and so the same figures."""
+    and utime times given stand-ins), and so the same figures - on a quiet host: where the
+    host's reclaim evicted the mount's inodes, the logs may differ by what that adds, and only
+    by that (same_recording)."""
     import gzip
     _, cg = runs
-    first, second = (gzip.decompress((d / "work" / "aged.oplog.gz").read_bytes()) for d in (cg, again))
+    logs = [d / "work" / "aged.oplog.gz" for d in (cg, again)]
+    first, second = (gzip.decompress(p.read_bytes()) for p in logs)
     assert first.count(b"\n") > 1000
-    assert first == second
-    assert figures(rows(cg, "mounted")) == figures(rows(again, "mounted"))
+    if same_recording(first, second, logs):
+        assert figures(rows(cg, "mounted")) == figures(rows(again, "mounted"))
 
 
 def test_aged_layout_below_clean(runs):
@@ -370,7 +394,8 @@ def segmented(tmp_path_factory):
 @pytest.mark.long                       # four more mounted runs of the quick history: about 40 s
 def test_a_segmented_recording_goes_on_in_slices_and_extends_to_the_same_logs(segmented):
     """--segment: one mount (and op log) per 5 pulls; recorded in slices and extended from a
-    shorter run, the logs are byte for byte those of one run, and so are every figure; the
+    shorter run, the logs are byte for byte those of one run, and so are every figure (on a
+    quiet host: same_recording); the
     replay of the remounts (the volume closed and opened at each log's end) gives the mounted
     figures, and a replay resumed after the extension those of the replay in one go."""
     import gzip
@@ -378,12 +403,17 @@ def test_a_segmented_recording_goes_on_in_slices_and_extends_to_the_same_logs(se
     names = sorted(p.name for p in (whole / "work").glob("aged-*.oplog.gz"))
     assert names == [f"aged-{j:04d}.oplog.gz" for j in range(4)]
     assert sorted(p.name for p in (sliced / "work").glob("aged-*.oplog.gz")) == names
+    quiet = True
     for name in names:
-        a, b = (gzip.decompress((d / "work" / name).read_bytes()) for d in (whole, sliced))
-        assert a.count(b"\n") > 100 and a == b, name
-    for engine in ("mounted", "replayed"):
-        assert figures(rows(whole, engine)) == figures(rows(sliced, engine))
-    assert figures(rows(whole, "mounted")) == figures(rows(whole, "replayed"))
+        logs = [d / "work" / name for d in (whole, sliced)]
+        a, b = (gzip.decompress(p.read_bytes()) for p in logs)
+        assert a.count(b"\n") > 100
+        quiet &= same_recording(a, b, logs)
+    if quiet:                           # (the host's reclaim moves the figures too)
+        for engine in ("mounted", "replayed"):
+            assert figures(rows(whole, engine)) == figures(rows(sliced, engine))
+    for d in (whole, sliced):
+        assert figures(rows(d, "mounted")) == figures(rows(d, "replayed"))
     assert [r["pulls"] for r in halfway if r["engine"] == "replayed"] == [10]
     plan = json.loads((sliced / "run.json").read_text())
     assert [(s["first"], s["last"]) for s in plan["segments"]] == [(0, 5), (6, 10), (11, 15), (16, 20)]

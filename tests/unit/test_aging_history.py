@@ -158,6 +158,30 @@ def test_canon_gives_gits_random_names_and_times_stand_ins(tmp_path):
     assert json.loads(a.splitlines()[0])["options"] == {"stats": "aged.oplog.gz.stats.json", "alloc": "ext2"}
 
 
+def test_evictions_count_inodes_the_host_forgot_and_git_needed_again(tmp_path):
+    """experiments.aging.canon.Evictions: an inode whose holds a FORGET took to zero and that a
+    later LOOKUP returned is one the host evicted (reclaim: a quiet host keeps a mount's inodes);
+    a FORGET of an inode not asked for again, or one that leaves a hold, is not; canonicalize
+    counts what a scan of the log counts, before and after its rewrite."""
+    import gzip
+    import json
+    from experiments.aging.canon import Evictions, canonicalize
+    ops = [["lookup", 1, 0, "tree"], ["hold", None, 1, 1], ["lookup", 2, 1, "a.c"], ["hold", None, 2, 1],
+           ["lookup", 3, 1, "b.c"], ["hold", None, 3, 2], ["lookup", 4, 1, "tmp_obj_atdCaO"], ["hold", None, 4, 1],
+           ["drop", None, 2, 1],                 # evicted...
+           ["drop", None, 3, 1],                 # one of two lookups forgotten: still held
+           ["drop", None, 4, 1],                 # forgotten, never asked for again
+           ["getattr", None, 1], ["lookup", 2, 1, "a.c"], ["hold", None, 2, 1],     # ...and needed again
+           ["getattr", None, 2], ["getattr", None, 2], ["lookup", 3, 1, "b.c"], ["hold", None, 3, 1]]
+    path = tmp_path / "aged.oplog.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(json.dumps(x, separators=(",", ":")) for x in [{"format": "simfs-oplog"}] + ops) + "\n")
+    assert Evictions.scan(str(path)) == 1
+    ev = Evictions()
+    canonicalize(str(path), ev)
+    assert ev.count == 1 and Evictions.scan(str(path)) == 1
+
+
 def test_aging_draws_a_progress_bar_for_the_pulls_and_each_replay(tmp_path, monkeypatch):
     """issue 51, item 15: the mounted run counts its pulls, each replay its operations, on
     simfs.cli.progress.Bar (rich's, as `simfs run` draws it; only on a terminal), while the
@@ -197,7 +221,7 @@ def test_aging_draws_a_progress_bar_for_the_pulls_and_each_replay(tmp_path, monk
     monkeypatch.setattr(cli, "Bar", Bar)
     monkeypatch.setattr(cli, "age", age)
     monkeypatch.setattr(cli, "replay", replay)
-    monkeypatch.setattr(cli, "canonicalize", lambda log: 0)
+    monkeypatch.setattr(cli, "canonicalize", lambda log, evictions=None: 0)
     monkeypatch.setattr(cli, "replay_steps", lambda log: 7)
     plan = {"out": str(tmp_path), "history": "h", "repo": str(tmp_path), "commits": ["a", "b", "c"],
             "pulls": 2, "every": 2, "mounted": "ext2", "replay": ["cg", "ext2"], "disk": "sata7200",
@@ -247,7 +271,7 @@ def test_a_segmented_recording_mounts_per_segment_stops_for_a_slice_and_extends(
 
     monkeypatch.setattr(cli, "age", age)
     monkeypatch.setattr(cli, "replay", replay)
-    monkeypatch.setattr(cli, "canonicalize", lambda log: 0)
+    monkeypatch.setattr(cli, "canonicalize", lambda log, evictions=None: 0)
     monkeypatch.setattr(cli, "replay_steps", lambda log: 1)
     monkeypatch.setattr(cli, "first_parent", lambda repo: [f"c{i}" for i in range(41)])
     plan = {"out": str(tmp_path), "history": "h", "repo": str(tmp_path), "commits": [f"c{i}" for i in range(13)],

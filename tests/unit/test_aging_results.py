@@ -35,13 +35,14 @@ def test_file_counts_are_the_measured_commits(tmp_path):
 def test_a_segmented_runs_summary_gives_each_mounts_rates(tmp_path):
     """A --segment run's summary.md has a row per mount: its pulls, the tree's files after them
     (git ls-tree of its last commit), the recording's and each replay's seconds and per pull,
-    the load average; a log not yet replayed shows a dash."""
+    the load average, the inodes the host evicted (a log not yet given stand-ins: unknown); a
+    log not yet replayed shows a dash."""
     from experiments.aging.results import rates
     h = make_quick(str(tmp_path / "repo"), 11)
     run = {"pulls": 10, "every": 5, "history": "h", "repo": h.repo, "commits": h.commits, "mounted": "ext2",
            "disk": "sata7200", "size": 64 << 20, "block_size": 4096, "segment": 5, "wall": {},
            "segments": [{"first": 0, "last": 5, "wall": 12.0, "load": [1.0, 2.5], "canon_s": 0.4,
-                         "ops": 600, "daemon_cpu": 3.0, "tools_cpu": 1.2},
+                         "ops": 600, "daemon_cpu": 3.0, "tools_cpu": 1.2, "evictions": 0},
                         {"first": 6, "last": 10, "wall": 10.0, "load": [2.0, 2.0]}],
            "replayed": {"cg": {"0": 3.0}}, "replayed_cpu": {"cg": {"0": 2.4}}}
     got = rates(run)
@@ -57,5 +58,5 @@ def test_a_segmented_runs_summary_gives_each_mounts_rates(tmp_path):
     write(str(tmp_path), run, [])
     text = (tmp_path / "summary.md").read_text()
     assert "| 0..5 |" in text and "| 100 | 12.0 |" in text
-    assert "| 12.0 | 2.00 | 0.500 | 0.200 | 1.0, 2.5 | 0.4 | 3.0 | 0.500 | 0.400 |" in text
-    assert text.rstrip().endswith("| — | 10.0 | 2.00 | — | — | 2.0, 2.0 | — | — | — | — |")
+    assert "| 12.0 | 2.00 | 0.500 | 0.200 | 1.0, 2.5 | 0.4 | 0 | 3.0 | 0.500 | 0.400 |" in text
+    assert text.rstrip().endswith("| — | 10.0 | 2.00 | — | — | 2.0, 2.0 | — | — | — | — | — |")
