@@ -2,10 +2,13 @@
 without a pass through trio's scheduler, an idle mount and a long stream still let the
 daemon's other tasks run, and pyfuse3 gets trio back afterwards."""
 
+import inspect
 import os
+import threading
 import time
 
 import pyfuse3
+import pytest
 import trio
 
 from simfs.fuse import requestloop
@@ -114,3 +117,56 @@ def test_installed_swaps_pyfuse3s_trio_and_restores_it():
     with requestloop.installed(pyfuse3, trio) as view:
         assert pyfuse3.trio is view and isinstance(view, TrioView)
     assert pyfuse3.trio is trio
+
+
+def _request_after(w: int, delay: float) -> threading.Thread:
+    t = threading.Thread(target=lambda: (time.sleep(delay), os.write(w, b"x")))
+    t.start()
+    return t
+
+
+def test_a_request_that_comes_while_the_loop_spins_is_taken_without_sleeping_or_trio():
+    """SPIN: after a request the loop looks for the next one without sleeping; one that comes
+    meanwhile is served at once (no blocking poll: idle=0 here), without trio."""
+    r, w = _pipe()
+
+    async def serve(view, delay):
+        os.write(w, b"x")
+        await view.lowlevel.wait_readable(r)            # the first wait goes through trio
+        os.read(r, 1)
+        t = _request_after(w, delay)
+        await view.lowlevel.wait_readable(r)
+        t.join()
+        os.read(r, 1)
+    try:
+        spinning = TrioView(trio, idle=0, slice_=60.0, spin=5.0)
+        trio.run(serve, spinning, 0.05)
+        assert (spinning.lowlevel.spun, spinning.lowlevel.polled, spinning.lowlevel.yielded) == (1, 1, 1)
+        still = TrioView(trio, idle=0, slice_=60.0, spin=0)
+        trio.run(serve, still, 0.05)
+        assert (still.lowlevel.spun, still.lowlevel.polled, still.lowlevel.yielded) == (0, 0, 2)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_the_loops_awaitables_are_done_at_once():
+    """The lock's enter and exit and a request already there are awaited without a coroutine."""
+    view = TrioView(trio, idle=0, slice_=60.0, spin=0)
+    lock = view.Lock()
+    for awaitable in (lock.__aenter__(), lock.__aexit__(None, None, None)):
+        assert not inspect.iscoroutine(awaitable)
+        with pytest.raises(StopIteration):
+            next(awaitable.__await__())
+    r, w = _pipe()
+    try:
+        view.lowlevel._until = time.monotonic() + 60
+        os.write(w, b"x")
+        awaitable = view.lowlevel.wait_readable(r)
+        assert not inspect.iscoroutine(awaitable)
+        with pytest.raises(StopIteration):
+            next(awaitable.__await__())
+        assert view.lowlevel.polled == 1
+    finally:
+        os.close(r)
+        os.close(w)
