@@ -323,3 +323,20 @@ def test_resume_refuses_a_slice_or_an_extension_of_a_one_mount_recording(tmp_pat
     for extra, words in ((["--slice", "60"], "records in one mount"), (["--pulls", "9"], "recorded in one mount")):
         assert cli.main(["--resume", str(tmp_path), *extra]) == 2
         assert words in capsys.readouterr().err
+
+
+def test_pullprofile_refuses_what_it_cannot_sample(tmp_path, capsys):
+    """python -m experiments.aging.pullprofile: a directory that is no aging run, a run recorded in
+    one mount, one stopped inside a mount, one fully recorded, and --pulls 0 are one line each and
+    exit status 2, nothing mounted."""
+    import json
+    from experiments.aging.pullprofile import main
+    assert main([str(tmp_path)]) == 2
+    assert "not an aging run" in capsys.readouterr().err
+    plan = {"pulls": 10, "segment": 5, "segments": [{"first": 0, "last": 5}], "wall": {}}
+    for change, words in (({"segment": None}, "--segment run"), ({"recording": {"first": 6, "last": 10}}, "--segment run"),
+                          ({"pulls": 5}, "every pull is recorded"), ({}, "--pulls 0")):
+        (tmp_path / "run.json").write_text(json.dumps({**plan, **change}))
+        assert main([str(tmp_path)] + (["--pulls", "0"] if not change else [])) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and words in err, err
