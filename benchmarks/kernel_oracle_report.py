@@ -27,6 +27,8 @@ def compares_of(name: str) -> list:
     from experiments.spec import Compare
     from benchmarks.kernel_oracle_seeds import SEEDS
     seed = SEEDS.get(name)
+    if seed and seed.runner is not None:      # no job file (git-aging): its ratio is the run's own
+        return []
     job = jobfile.load(seed.job) if seed and seed.job else catalog.load(name)
     out = []
     for r in job.doc.get("ratio", []):
@@ -41,7 +43,7 @@ def runs(doc: dict) -> dict:
 
 
 SEED = {"readdir-order": "001", "readdir-order-ext4": "001 ext4", "ext2fs-2010": "000", "writeback": "002",
-        "alignment": "003", "mmap-fragmentation": "004"}
+        "alignment": "003", "mmap-fragmentation": "004", "git-aging": "aging"}
 
 
 def compact(doc: dict, titles: list[str] | None = None) -> str:
@@ -55,7 +57,7 @@ def compact(doc: dict, titles: list[str] | None = None) -> str:
             continue
         for r in res["rows"]:
             k, s = r.get("kernel"), r.get("simfs") or {}
-            if not k:
+            if not k or not s:            # simfs alone, or the kernel alone (git-aging's kernel-aged rows)
                 continue
             d = differ(k["seconds"], s["seconds"])
             out.append(f"| {SEED.get(res['experiment'], res['experiment'])} {r['config']} | {r['phase']} | "

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from benchmarks import kernel_oracle_aging as aging
 from benchmarks.kernel_layout import Failed, sh
 from benchmarks.kernel_oracle_sides import (CGROUP, BDI, MemCgroup, kernel_phase, kernel_stream, kernel_time,
                                             simfs_phase, simfs_volume)
@@ -82,6 +83,10 @@ class Seed:
     volume: dict = field(default_factory=dict)         # in-process phase name -> KernelSide
     note: Callable = lambda cfg, phase: ""             # why a row's kernel side is not the seed's mechanism
     notes: list = field(default_factory=list)
+    runner: Callable | None = None     # an experiment without a job file runs its own rows (run_seed's signature)
+    phases: tuple = ()                 # its phases (a job file's experiment: read from the job)
+    sized: bool = True                 # whether it takes --files
+    tools: tuple = ()                  # programs its phases need beyond the harness's
 
 
 def _writeback_options(cfg) -> str:
@@ -187,6 +192,8 @@ SEEDS = {
                                "readdir-order-ext4.toml", note=_ext4_note,
                                notes=["the ext4 profile's image (flex_bg, extents, htree, 256-byte inodes) "
                                       "as simfs's mkfs makes it, on both sides; inode-table read-ahead 32 on both"]),
+    "git-aging": Seed(aging.CONFIGS, runner=aging.run_aging, phases=aging.PHASES, sized=False,
+                       tools=("git", "grep", "cp")),
 }
 
 
@@ -205,15 +212,19 @@ def refusal(name: str | None, config: str | None = None, files: int | None = Non
         return (f"--experiment {name}: kernel rows exist for {', '.join(sorted(SEEDS))}"
                 + (f" ({', '.join(known)} not yet)" if name in known else " (not an experiment)"))
     seed = SEEDS[name]
+    if files is not None and not seed.sized:
+        return f"--files {files}: {name}'s workload is its generated history (no --files)"
     if phases is not None:
         from experiments import catalog
-        known = _job_phases(seed.job or catalog.path(name))
+        known = list(seed.phases) or _job_phases(seed.job or catalog.path(name))
         bad = [p for p in phases.split(",") if p not in known]
         if bad or not phases:
             return f"--phases {phases}: {name}'s phases are {', '.join(known)}"
     if config and not fnmatch.filter(seed.configs, config):
         return (f"--config {config}: no kernel-row configuration of {name} matches "
                 f"(they are: {', '.join(seed.configs)})")
+    if missing := [t for t in seed.tools if shutil.which(t) is None]:
+        return f"{missing[0]} is not installed ({name}'s phases run it)"
     if not (CGROUP / "memory.limit_in_bytes").exists():
         return f"no cgroup v1 memory controller at {CGROUP} (the kernel's page cache cannot be limited)"
     if "dirorder=inode" in seed.configs:
@@ -297,6 +308,8 @@ def run_seed(name: str, work: Path, disk: str | None, step=print, keep: Path | N
     from experiments.runner import MKFS_HASH_SEED, MKFS_NOW, MKFS_UUID
     from simfs.inprocess.timed_mkfs import timed_mkfs
     seed = SEEDS[name]
+    if seed.runner is not None:
+        return seed.runner(name, work, disk, step, keep, config, simfs_options, files, phases)
     exp, wl = load_experiment(name, work, files)
     configs = [c for c in exp.configs if c.name in seed.configs and fnmatch.fnmatch(c.name, config or "*")]
     preload = build_spd(work) if any(c.mount.get("dirorder") == "inode" for c in configs) else None

@@ -84,9 +84,13 @@ def render(res: dict) -> str:
             body.append([r["config"], r["phase"], r["kind"].split()[0], "— / " + _n(s.get("requests")), "—", "—",
                          "— / " + (f"{s['seconds']:.3f}" if "seconds" in s else "—"), "—", note])
             continue
-        body.append([r["config"], r["phase"], r["kind"].split()[0], f"{k['requests']:,} / {s['requests']:,}",
-                     f"{k['mib']:.1f} / {s['mib']:.1f}", f"{k['readahead_share']:.0%} / {s['readahead_share']:.0%}",
-                     f"{k['seconds']:.3f} / {s['seconds']:.3f}", _pct(differ(k['seconds'], s['seconds'])), note])
+        if not s:                         # the kernel alone (git-aging's kernel-aged rows)
+            s = {"requests": None, "mib": math.nan, "readahead_share": math.nan, "seconds": math.nan,
+                 "size_hist": "—", "seek_hist": "—"}
+        body.append([r["config"], r["phase"], r["kind"].split()[0], f"{k['requests']:,} / {_n(s['requests'])}",
+                     f"{k['mib']:.1f} / {_f(s['mib'], '.1f')}",
+                     f"{k['readahead_share']:.0%} / {_f(s['readahead_share'], '.0%')}",
+                     f"{k['seconds']:.3f} / {_f(s['seconds'], '.3f')}", _pct(differ(k['seconds'], s['seconds'])), note])
         hist.append(f"| {r['config']} | {r['phase']} | {k['size_hist']} / {s['size_hist']} | "
                     f"{k['seek_hist']} / {s['seek_hist']} | {_share(k)} / {_share(s)} |")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -94,7 +98,7 @@ def render(res: dict) -> str:
     hist = ["", "| config | phase | sizes KiB <=4,8,16,32,64,128,more k / s | seeks KiB 0,64,1M,16M,256M,more k / s | 4K-aligned k / s |",
             "|---|---|---|---|---|"] + hist
     opts = f", simfs -o {res['simfs_options']}" if res.get("simfs_options") else ""
-    vs = render_verdicts(res.get("verdicts", []))
+    vs = render_verdicts(res.get("verdicts", [])) + render_ratios(res.get("ratios", {}))
     size = "quick" if res.get("quick", True) else f"--files {res.get('files')}"
     return (f"{res['experiment']} ({size}) on kernel {res['kernel']}{opts}, k = the kernel's stream replayed, "
             f"s = simfs\n\n" + "\n".join(lines + hist) + "\n" + ("\n" + "\n".join(f"[{i}] {n}" for i, n in enumerate(notes, 1)) + "\n" if notes else "")
@@ -104,6 +108,10 @@ def render(res: dict) -> str:
 def _share(side: dict) -> str:
     """The 4 KiB-aligned share, "—" for a run saved before it was counted."""
     return f"{side['aligned_4k']:.0%}" if "aligned_4k" in side else "—"
+
+
+def _f(x: float, spec: str) -> str:
+    return "—" if math.isnan(x) else format(x, spec)
 
 
 def _n(x) -> str:
@@ -167,4 +175,14 @@ def render_verdicts(vs: list) -> str:
     f = lambda x: "—" if x is None else f"{x:.2f}x"            # noqa: E731
     lines = ["| seed ratio | seed | simfs (this run) | kernel-driven | kernel vs seed |", "|---|--:|--:|--:|---|"]
     lines += [f"| {v['label']} | {v['seed']:.2f}x | {f(v['simfs'])} | {f(v['kernel'])} | {v['verdict']} |" for v in vs]
+    return "\n".join(lines) + "\n"
+
+
+def render_ratios(ratios: dict) -> str:
+    """A run's own ratios (git-aging's aged/clean grep) on each side, as a Markdown table."""
+    if not ratios:
+        return ""
+    f = lambda x: "—" if x is None else f"{x:.2f}x"            # noqa: E731
+    lines = ["| ratio | kernel-driven | simfs (cpu_op_us=0) | simfs's recording (its CPU charge) |", "|---|--:|--:|--:|"]
+    lines += [f"| {k} | {f(v.get('kernel'))} | {f(v.get('simfs'))} | {f(v.get('recording'))} |" for k, v in ratios.items()]
     return "\n".join(lines) + "\n"

@@ -97,3 +97,34 @@ def test_alignment_phases_kernel_beside_simfs(tmp_path):
     assert s["mib"] == pytest.approx(k["mib"], rel=0.10)
     assert k["aligned_4k"] == s["aligned_4k"] == 1.0
     assert not any(p.name.startswith("simfs-kernel-oracle") for p in Path("/sys/fs/cgroup/memory").iterdir())
+
+
+def test_git_aging_greps_kernel_beside_simfs(tmp_path):
+    """--experiment git-aging (about 30 s here; long as the whole module): the pulls are simfs's
+    row alone (the kernel-aged configuration's the kernel's alone); each grep (the aged tree, the clean copy) has both streams, reads only, and on
+    byte copies of one image the kernel reads every block simfs reads (it adds only its
+    inode-table read-ahead); the aged tree is slower to grep than the clean copy on both sides."""
+    from simfs.blockio.trace import read_trace
+    why = can_loop_mount()
+    assert why is None, why
+    keep = tmp_path / "keep"
+    r = subprocess.run([sys.executable, "-m", "benchmarks.kernel_oracle", "--experiment", "git-aging",
+                        "--keep", str(keep), "--json"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout)
+    rows = {x["phase"]: x for x in res["rows"] if x["config"] == "ext2"}
+    assert list(rows) == ["pulls", "aged-grep", "clean-grep"] and rows["pulls"]["kernel"] is None
+    own = {x["phase"]: x for x in res["rows"] if x["config"] == "kernel-aged"}
+    assert list(own) == ["pulls", "aged-grep", "clean-grep"] and not any(x["simfs"] for x in own.values())
+    assert own["pulls"]["kernel"]["requests"] > own["pulls"]["kernel"]["reads"]       # it wrote the history
+    for name in ("aged-grep", "clean-grep"):
+        k, s = rows[name]["kernel"], rows[name]["simfs"]
+        assert k["reads"] == k["requests"] > 10 and s["reads"] == s["requests"] > 10, name
+        kc, sc = (read_trace(keep / f"ext2-{name}.{side}.trace") for side in ("kernel", "simfs"))
+        blocks = lambda c, idx: {b for i in idx for b in range(c["lba"][i] // 8, (c["lba"][i] + c["sectors"][i]) // 8)}  # noqa: E731
+        kb = blocks(kc, range(len(kc["op"])))
+        sb = blocks(sc, [i for i, p in enumerate(sc["phase"]) if p == name and sc["op"][i] == "R"])
+        assert sb and sb <= kb, (name, sorted(sb - kb)[:10])
+    ratio = res["ratios"]["aged/clean grep"]
+    assert ratio["kernel"] > 2 and ratio["simfs"] > 2, ratio
+    assert res["ratios"]["aged/clean grep, the kernel's own aging"]["kernel"] > 0
