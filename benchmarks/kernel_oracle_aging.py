@@ -41,8 +41,8 @@ CONFIGS = ("ext2", "kernel-aged")
 PHASES = ("pulls", "aged-grep", "clean-grep")
 #: (phase, the recording's image of it, the phase the recording measured it in)
 IMAGES = (("aged-grep", "aged-{alloc}.img", "aged"), ("clean-grep", "clean-mounted-{alloc}.img", "clean"))
-PULLS_NOTE = ("git's pulls on simfs mounted (the recording, experiments.aging --quick): the kernel does not "
-              "age an image here; its rows read simfs's aged and clean images")
+PULLS_NOTE = ("git's pulls on simfs mounted (the recording, experiments.aging --quick; no figure: it charges "
+              "simfs's CPU per request); the kernel's pulls are the kernel-aged configuration's")
 READ_NOTE = ("the kernel's ext4 driver reads a byte copy of simfs's image at the last measurement (ext2 "
              "profile, linear directories: the driver's order without dir_index)")
 
