@@ -85,25 +85,17 @@ class CompiledFinder(importlib.abc.MetaPathFinder):
     def __init__(self, modules: dict, root: Path = ROOT, build: Path = BUILD):
         self.modules, self.root, self.build = modules, root, build
 
-    def current(self, name: str, _within: frozenset = frozenset()) -> Path | None:
-        """The compiled file for `name`, if built from the source as it is now, and every
-        module whose declarations it cimported (`requires`) runs compiled from the very
-        source it was built against (else the two would disagree on a type's layout)."""
+    def current(self, name: str) -> Path | None:
+        """The compiled file for `name`, if built from the source as it is now."""
         entry = self.modules.get(name)
         if entry is None:
             return None
         so = self.build / entry["file"]
-        fresh = so.is_file() and self._hash(entry["source"]) == entry["sha256"]
-        for other, sha in entry.get("requires", {}).items():
-            fresh = fresh and self.modules.get(other, {}).get("sha256") == sha and \
-                (other in _within or self.current(other, _within | {name}) is not None)
-        return so if fresh else None
-
-    def _hash(self, source: str) -> str | None:
         try:
-            return _sha256(self.root / source)
+            fresh = so.is_file() and _sha256(self.root / entry["source"]) == entry["sha256"]
         except OSError:
-            return None
+            fresh = False
+        return so if fresh else None
 
     def find_spec(self, fullname, path=None, target=None):
         so = self.current(fullname)
@@ -132,11 +124,10 @@ def install() -> CompiledFinder | None:
 
 def state() -> dict[str, str]:
     """module -> "compiled" (built from the source as it is), "stale" (source edited since the
-    build, or that of a module whose declarations it cimports: runs as Python), "not built", or
-    "pure" (SIMFS_PURE names it: runs as Python)."""
+    build: runs as Python), "not built", or "pure" (SIMFS_PURE names it: runs as Python)."""
     modules = _manifest()
+    finder = CompiledFinder(modules)
     pure = _pure()
-    finder = CompiledFinder({k: v for k, v in modules.items() if pure is not None and k not in pure})
     return {name: ("not built" if name not in modules else
                    "pure" if pure is None or name in pure else
                    "compiled" if finder.current(name) else "stale") for name in sources()}

@@ -42,11 +42,7 @@ def build(jobs: int = os.cpu_count() or 1) -> None:
         if built.get(name, {}).get("sha256") != before[name]:         # (whatever the file times say)
             (BUILD / "c" / path.relative_to(ROOT)).with_suffix(".c").unlink(missing_ok=True)
             _so(name, suffix).unlink(missing_ok=True)
-    requires = slots.write(mods, BUILD / "pxd")
-    for name, path in mods.items():   # built against another module's old declarations: again
-        if built.get(name, {}).get("requires", {}) != {r: before[r] for r in sorted(requires[name])}:
-            (BUILD / "c" / path.relative_to(ROOT)).with_suffix(".c").unlink(missing_ok=True)
-            _so(name, suffix).unlink(missing_ok=True)
+    slots.write(mods, BUILD / "pxd")
     exts = [Extension(name, [str(path.relative_to(ROOT))]) for name, path in mods.items()]
     cwd = os.getcwd()
     os.chdir(ROOT)                                  # relative paths: the C files name the sources so
@@ -60,11 +56,9 @@ def build(jobs: int = os.cpu_count() or 1) -> None:
         os.chdir(cwd)
     modules = {}
     for name, path in mods.items():
-        if _so(name, suffix).is_file() and _sha256(path) == before[name] \
-                and all(_sha256(mods[r]) == before[r] for r in requires[name]):
+        if _so(name, suffix).is_file() and _sha256(path) == before[name]:
             modules[name] = {"source": str(path.relative_to(ROOT)), "sha256": before[name],
-                             "file": str(_so(name, suffix).relative_to(BUILD)),
-                             "requires": {r: before[r] for r in sorted(requires[name])}}
+                             "file": str(_so(name, suffix).relative_to(BUILD))}
     tmp = MANIFEST.with_suffix(".tmp")
     tmp.write_text(json.dumps({"suffix": suffix, "python": sys.version, "config": config,
                                "modules": modules}, indent=1, sort_keys=True))

@@ -43,43 +43,6 @@ def test_an_edited_module_is_not_loaded_from_its_build(tmp_path):
     assert finder.find_spec("simfs.cli.main") is None            # not compiled at all
 
 
-def test_a_module_is_not_loaded_apart_from_the_declarations_it_was_built_against(tmp_path):
-    """A module compiled against another's declarations (a typed attribute: slots.TYPED) is
-    loaded only while that one is loaded compiled from the very source it was built against:
-    edited, rebuilt from other source, or left to Python (SIMFS_PURE), it takes this one along."""
-    mods = compiled._manifest()
-    user = next((n for n, e in mods.items() if e.get("requires")), None)
-    assert user is not None, "no compiled module cimports another's declarations (slots.TYPED)"
-    (dep, sha), = mods[user]["requires"].items()
-    entries = {n: dict(mods[n]) for n in (user, dep)}
-    for e in entries.values():
-        src = tmp_path / e["source"]
-        src.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / e["source"], src)
-    finder = compiled.CompiledFinder(entries, root=tmp_path)
-    assert finder.current(user) == compiled.BUILD / entries[user]["file"] and finder.current(dep)
-    assert compiled.CompiledFinder({user: entries[user]}, root=tmp_path).current(user) is None
-    rebuilt = dict(entries, **{dep: dict(entries[dep], sha256="0" * 64)})
-    assert compiled.CompiledFinder(rebuilt, root=tmp_path).current(user) is None
-    dep_src = tmp_path / entries[dep]["source"]
-    dep_src.write_text(dep_src.read_text() + "\nEDITED = True\n")
-    assert finder.current(dep) is None and finder.current(user) is None
-    assert finder.find_spec(user) is None
-
-
-def test_simfs_pure_naming_a_module_leaves_its_dependents_to_python(monkeypatch):
-    mods = compiled._manifest()
-    user = next(n for n, e in mods.items() if e.get("requires"))
-    dep = next(iter(mods[user]["requires"]))
-    monkeypatch.setenv("SIMFS_PURE", dep)
-    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path
-                                           if not isinstance(f, compiled.CompiledFinder)])
-    finder = compiled.install()
-    assert finder.current(dep) is None and finder.current(user) is None
-    states = compiled.state()
-    assert states[dep] == "pure" and states[user] == "stale"     # runs as Python, and says so
-
-
 @pytest.mark.parametrize("key, other", [("suffix", ".cpython-39-x86_64-linux-gnu.so"),
                                         ("python", "3.11.7 (main, Jan  1 2024, 00:00:00) [GCC 12.2.0]")])
 def test_a_build_for_another_python_is_not_used(tmp_path, monkeypatch, key, other):

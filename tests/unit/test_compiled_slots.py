@@ -53,8 +53,6 @@ SOURCE = textwrap.dedent('''
 def test_a_plain_class_declares_what_its_methods_assign_and_keeps_its_dict():
     pxd = slots.declarations(SOURCE)
     plain = pxd.split("cdef class Plain:\n")[1].split("\n\n")[0].splitlines()
-    assert plain[-1] == "    cpdef grow(self)"                    # (the property stays Python)
-    plain = plain[:-1]
     assert [line.split()[-1] for line in plain] == ["_c", "a", "b", "n", "__dict__", "__weakref__"]
     assert all(line.startswith("    cdef public object ") for line in plain[:4])
 
@@ -117,100 +115,3 @@ def test_no_class_of_the_data_path_has_two_bases_with_slots():
     bad = [(m, cls, [b for b in bases if b in slotted]) for m, cls, bases in multi
            if len([b for b in bases if b in slotted]) > 1]
     assert not bad, f"classes whose bases would each have slots: {bad}"
-
-
-CALLS = textwrap.dedent('''
-    class Calls:
-        def __init__(self, a):
-            self.a = a
-        def plain(self, x, y=1):
-            return [v for v in x if v > self.a] + [y]
-        def star(self, *args):
-            return args
-        def keywords(self, x, *, y=2):
-            return x
-        def closure(self, x):
-            return sorted(x, key=lambda v: -v)
-        def genexpr(self, x):
-            return sum(v for v in x)
-        def gen(self):
-            yield self.a
-        @property
-        def prop(self):
-            return self.a
-        def twice(self):
-            return 1
-        twice = twice
-        def include(self):
-            return 0
-        def _private(self, cdef):
-            return cdef
-''')
-
-
-def test_methods_cython_can_compile_so_are_declared_cpdef():
-    pxd = slots.declarations(CALLS)
-    cpdefs = [line.strip() for line in pxd.splitlines() if "cpdef" in line]
-    assert cpdefs == ["cpdef plain(self, x, y=*)"]
-    assert slots.declarations("class Empty:\n    def f(self):\n        return 1\n") == ""
-
-
-def test_typed_attributes_only_while_their_class_is_compiled(monkeypatch):
-    src = "class Holder:\n    def __init__(self, t):\n        self.t = t\n        self.u = t\n"
-    monkeypatch.setattr(slots, "TYPED", {"pkg.m.Holder.t": "pkg.other.Target"})
-    pxd = slots.declarations(src, "pkg.m", {"pkg.other": {"Target": set()}})
-    assert pxd.startswith("from pkg.other cimport Target\n")
-    assert "    cdef public Target t\n" in pxd and "    cdef public object u\n" in pxd
-    for compiled in ({"pkg.other": {}}, {}):        # not an extension type (or not built): object
-        pxd = slots.declarations(src, "pkg.m", compiled)
-        assert "cimport" not in pxd and "    cdef public object t\n" in pxd
-
-
-def test_write_says_which_modules_declarations_each_one_cimports(tmp_path, monkeypatch):
-    """Directly or through another's: m's code reaches q's type through o's attribute."""
-    (tmp_path / "m.py").write_text("class Holder:\n    def __init__(self, t):\n        self.t = t\n")
-    (tmp_path / "o.py").write_text("class Target:\n    def __init__(self):\n        self.v = 0\n")
-    (tmp_path / "q.py").write_text("class Leaf:\n    def __init__(self):\n        self.w = 0\n")
-    monkeypatch.setattr(slots, "TYPED", {"pkg.m.Holder.t": "pkg.o.Target", "pkg.o.Target.v": "pkg.q.Leaf"})
-    requires = slots.write({n: tmp_path / f"{n[-1]}.py" for n in ("pkg.m", "pkg.o", "pkg.q")},
-                           tmp_path / "pxd")
-    assert requires == {"pkg.m": {"pkg.o", "pkg.q"}, "pkg.o": {"pkg.q"}, "pkg.q": set()}
-    assert "cimport Target" in (tmp_path / "pxd" / "pkg" / "m.pxd").read_text()
-
-
-@pytest.mark.skipif(os.environ.get("SIMFS_PURE") in ("1", "all"), reason="SIMFS_PURE=1: all source")
-def test_compiled_calls_keep_pythons_overrides():
-    """A `cpdef` method called from the compiled class itself still finds a Python subclass's
-    override and an instance attribute of the same name; a TYPED attribute takes only its type."""
-    import simfs.compiled as compiled
-    from simfs.blockio.stats import Phase, Stats
-    assert compiled.state()["simfs.blockio.stats"] == "compiled"
-    assert "cpdef fold(self)" in slots.declarations(compiled.sources()[Phase.__module__].read_text())
-
-    class Counting(Phase):
-        folds = 0
-
-        def fold(self):
-            self.folds += 1
-            super().fold()
-    p = Counting("x", 0.0)
-    p.latency()
-    assert p.folds == 1                           # latency() calls self.fold(): the override
-    q = Phase("y", 0.0)
-    q.fold = lambda: (_ for _ in ()).throw(RuntimeError("instance attribute called"))
-    with pytest.raises(RuntimeError, match="instance attribute called"):
-        q.latency()
-    with pytest.raises(TypeError):
-        Stats().phase = object()                  # simfs.blockio.stats.Stats.phase: a Phase
-
-
-def test_an_attribute_whose_method_is_taken_uncalled_stays_object(monkeypatch):
-    """Cython turns `self.t.m` (a cpdef method of a typed attribute, not called) into an
-    unbound C function: such an attribute is left `object`; reading a field through it is fine."""
-    monkeypatch.setattr(slots, "TYPED", {"pkg.m.Holder.t": "pkg.o.Target"})
-    compiled = {"pkg.o": {"Target": {"m"}}}
-    src = "class Holder:\n    def __init__(self, t):\n        self.t = t\n    def f(self):\n        return {}\n"
-    for body, typed in (("self.t.m()", True), ("self.t.v", True), ("self.t.m", False),
-                        ("self.t.v.m", False), ("self.t.v.w", True)):
-        pxd = slots.declarations(src.format(body).replace("{}", body), "pkg.m", compiled)
-        assert ("cdef public Target t" in pxd) is typed, body
