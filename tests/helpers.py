@@ -216,3 +216,26 @@ def run_job_sims(job, out, cache) -> dict:
     assert r.returncode == 0, r.stderr[-3000:]
     return {(x["config"], x["rep"], x["phase"]): x["sim"] for x in json.loads((out / "results.json").read_text())["records"]
             if x["phase"] != "mkfs"}
+
+
+class ProcessTable:
+    """A process tree a test writes, as simfs.fuse.processes asks /proc for it: pid -> (ppid,
+    start time); the shell 10 and its two children 11 and 12 to begin with."""
+
+    def __init__(self):
+        self.procs = {10: (1, 100), 11: (10, 101), 12: (10, 102)}
+
+    def __call__(self, pid):
+        return self.procs.get(pid)
+
+
+def fuse_ctx(pid):
+    """The request context pyfuse3 hands a handler, for process `pid` as root."""
+    from types import SimpleNamespace
+    return SimpleNamespace(uid=0, gid=0, pid=pid, umask=0o022)
+
+
+def run_op(ops, name, *args):
+    """Run one pyfuse3 handler of `ops` to its end, outside a mount."""
+    import trio
+    return trio.run(getattr(ops, name), *args)

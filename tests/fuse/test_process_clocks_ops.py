@@ -13,34 +13,20 @@ figures repeat run for run. One process alone gives the statistics one clock giv
 from __future__ import annotations
 
 import os
-from types import SimpleNamespace
 
-import trio
 
 from simfs.fs.volume import Volume, VolumeOptions
 from simfs.fuse.operations import FUSE_ROOT, Operations
 from simfs.fuse.processes import RequestClocks
 from simfs.ondisk.mkfs import mkfs
+from tests.helpers import ProcessTable, fuse_ctx, run_op
 
 SIZE = 4 << 20
 CHUNK = 128 << 10
 SHELL, A, B = 10, 11, 12
 
 
-def ctx(pid):
-    return SimpleNamespace(uid=0, gid=0, pid=pid, umask=0o022)
-
-
-def call(ops, name, *args):
-    return trio.run(getattr(ops, name), *args)
-
-
-class Tree:
-    def __init__(self):
-        self.procs = {SHELL: (1, 100), A: (SHELL, 101), B: (SHELL, 102)}
-
-    def __call__(self, pid):
-        return self.procs.get(pid)
+ctx, call, Tree = fuse_ctx, run_op, ProcessTable
 
 
 def _mounted(tmp_path, name, clocks, tree, warm=(), **opts):

@@ -18,10 +18,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from types import SimpleNamespace
 
 import pytest
-import trio
 
 from simfs.cli.main import main
 from simfs.fs.volume import Volume, VolumeOptions
@@ -31,6 +29,7 @@ from simfs.fuse.processes import RequestClocks
 from simfs.inprocess.oplog import RecordingVolume, read_header
 from simfs.inprocess.replay import ReplayError, replay
 from simfs.ondisk.mkfs import mkfs
+from tests.helpers import ProcessTable, fuse_ctx, run_op
 
 SIZE = 2 << 20
 CHUNK = 128 << 10
@@ -38,20 +37,7 @@ SHELL, A, B, CTL, HELPER = 10, 11, 12, 13, 14
 OPTS = dict(disk="sata7200", cpu="flat", cpu_op_us=1000.0)
 
 
-def ctx(pid):
-    return SimpleNamespace(uid=0, gid=0, pid=pid, umask=0o022)
-
-
-def call(ops, name, *args):
-    return trio.run(getattr(ops, name), *args)
-
-
-class Tree:
-    def __init__(self):
-        self.procs = {SHELL: (1, 100), A: (SHELL, 101), B: (SHELL, 102)}
-
-    def __call__(self, pid):
-        return self.procs.get(pid)
+ctx, call, Tree = fuse_ctx, run_op, ProcessTable
 
 
 def _session(ops, vol_outside, tree) -> dict:
