@@ -48,11 +48,6 @@ WRITER = 1 << 40
 INO_MASK = WRITER - 1
 #: a handle opened O_DIRECT: its reads and writes go to the drive (Volume.read_direct/write_direct)
 DIRECT = 1 << 41
-# The handlers of the commonest requests (GETATTR, LOOKUP, GETXATTR, WRITE, READ, RELEASE: nine
-# in ten of an untar's) test a control number and map the root node inline, with these
-# (control.is_control and handler.vino, without a call each).
-_CTL = control.BASE
-_CTL_NAME = control.NAME
 
 
 class Operations(XattrHandlers, pyfuse3.Operations):
@@ -102,8 +97,7 @@ class Operations(XattrHandlers, pyfuse3.Operations):
 
     def _entry(self, a) -> pyfuse3.EntryAttributes:
         e = pyfuse3.EntryAttributes()
-        ino = a.st_ino
-        e.st_ino = FUSE_ROOT if ino == self.root else ino
+        e.st_ino = self._fuse_ino(a.st_ino)
         e.generation = getattr(a, "generation", 0)
         e.entry_timeout = 0
         e.attr_timeout = 0
@@ -221,22 +215,15 @@ class Operations(XattrHandlers, pyfuse3.Operations):
     # namespace ----------------------------------------------------------------------------------
     @_handler
     def lookup(self, parent, name, ctx=None):
-        if parent == FUSE_ROOT:
-            if name == _CTL_NAME:
-                return self._entry(self.ctl.getattr(control.DIR_INO))
-            vparent = 2
-        elif parent >= _CTL:
+        if parent == FUSE_ROOT and name == control.NAME:
+            return self._entry(self.ctl.getattr(control.DIR_INO))
+        if control.is_control(parent):
             a = self.ctl.lookup(parent, name)
             return self._held(self.vol.getattr(self.root)) if a is None else self._entry(a)
-        else:
-            vparent = parent
         if name == b".":
-            return self._held(self._by_handle(vparent))
-        if len(name) > NAME_MAX:
-            raise FSError(errno.ENAMETOOLONG)
-        a = self.vol.lookup(vparent, name)
-        self.vol.hold(a.st_ino)
-        return self._entry(a)
+            return self._held(self._by_handle(_vino(parent)))
+        self._check_name(name)
+        return self._held(self.vol.lookup(_vino(parent), name))
 
     def _by_handle(self, vino: int):
         """LOOKUP(node, "."): how the kernel finds a node from a file handle
@@ -256,9 +243,9 @@ class Operations(XattrHandlers, pyfuse3.Operations):
 
     @_handler
     def getattr(self, ino, ctx=None):
-        if ino >= _CTL:
+        if control.is_control(ino):
             return self._entry(self.ctl.getattr(ino))
-        return self._entry(self.vol.getattr(2 if ino == FUSE_ROOT else ino))
+        return self._entry(self.vol.getattr(_vino(ino)))
 
     @_handler
     def setattr(self, ino, attr, fields, fh, ctx):
@@ -384,7 +371,7 @@ class Operations(XattrHandlers, pyfuse3.Operations):
 
     @_handler
     def read(self, fh, off, size):
-        if fh >= _CTL:
+        if control.is_control(fh):
             return self.ctl.read(fh, off, size)
         if fh & DIRECT:
             return self.vol.read_direct(fh & INO_MASK, off, size)
@@ -392,7 +379,7 @@ class Operations(XattrHandlers, pyfuse3.Operations):
 
     @_handler
     def write(self, fh, off, buf):
-        if fh >= _CTL:
+        if control.is_control(fh):
             return self.ctl.write(fh, off, buf)
         if fh & DIRECT:
             return self.vol.write_direct(fh & INO_MASK, off, buf)
@@ -406,7 +393,7 @@ class Operations(XattrHandlers, pyfuse3.Operations):
 
     @_handler
     def release(self, fh):
-        if fh >= _CTL:
+        if control.is_control(fh):
             self.ctl.release(fh)
         else:
             self.vol.release_file(fh & INO_MASK, bool(fh & WRITER))

@@ -28,13 +28,11 @@ from simfs.errors import FSError
 from simfs.fs.inspection import PAGED_LISTS
 from simfs.fs.types import ACL_ACCESS, ACL_DEFAULT, XATTR_ACL_KILL_SGID
 from simfs.fuse import control
-from simfs.fuse.handler import FUSE_ROOT, caller_in_group, handler, vino
+from simfs.fuse.handler import caller_in_group, handler, vino
 
 VIRTUAL_XATTR_PREFIX = b"user.simfs."
 EXTENTS_XATTR = b"user.simfs.extents"
 EXTENTS_PER_PAGE = 512
-_ACL_NAMES = (ACL_ACCESS, ACL_DEFAULT)
-_CTL = control.BASE
 
 
 def extents_page(ext: dict, page: int) -> bytes:
@@ -86,15 +84,12 @@ class XattrHandlers:
 
     @handler
     def getxattr(self, ino, name, ctx=None):
-        # (the kernel asks security.capability before every WRITE: 27,200 an untar of
-        # /usr/include, nearly all ENODATA; so the tests below are inline, not calls)
-        if ino >= _CTL:
+        if control.is_control(ino):
             raise FSError(pyfuse3.ENOATTR)
         if name.startswith(VIRTUAL_XATTR_PREFIX):
             return self._virtual_xattr(vino(ino), name)
-        if name in _ACL_NAMES and not self.enable_acl:
-            raise FSError(errno.EOPNOTSUPP)             # (as _no_acl)
-        return self.vol.getxattr(2 if ino == FUSE_ROOT else ino, name)
+        self._no_acl(name)
+        return self.vol.getxattr(vino(ino), name)
 
     @handler
     def listxattr(self, ino, ctx=None):
