@@ -61,7 +61,7 @@ def handler(fn):
     The wrapper runs once per request (265,000 for an untar of /usr/include), so it is kept
     short: the op's control test is chosen here, once (most ops: is the first argument a
     control number), and an error answer (FSError: the 35,000 ENODATA and ENOENT of an
-    untar) is caught first, its errno's name looked up in a table."""
+    untar) is caught first."""
     op = fn.__name__
     ctl_test = _CTL_TESTS.get(op)
     forget = op == "forget"
@@ -86,7 +86,7 @@ def handler(fn):
                 return fn(self, *args)
             return clocks.call(fn, self, op, args, ctl)
         except _FSErrors as e:          # (ImageWriteError: the image's host full, not the fs's fault)
-            self.errors[_ERRNAMES.get(e.errno) or _errname(e.errno)] += 1
+            self.errors[_errname(e.errno)] += 1
             if forget:
                 return None
             raise pyfuse3.FUSEError(e.errno or errno.EIO) from None
@@ -110,7 +110,6 @@ def handler(fn):
 
 
 _FSErrors = (FSError, ImageWriteError)
-_ERRNAMES = dict(errno.errorcode)
 
 
 def _brief(args: tuple) -> tuple:
