@@ -171,7 +171,8 @@ def write_parv(data: str, stem: str, kind: str, depth: int, policy: str, request
 
 def run_disksim(src: str, parv: str):
     """DiskSim on `parv`: (per-generator request lists [(op, lba, sectors)], response times in
-    seconds in completion order at the device driver, the last completion time, wall seconds)."""
+    seconds in completion order at the device driver, the last completion time, wall seconds,
+    per generator the time in seconds its first request reached the drive's queue)."""
     env = dict(os.environ, DQ_TRACE="1")
     t0 = time.perf_counter()
     r = subprocess.run([os.path.join(src, "disksim"), parv, parv[:-5] + ".outv", "ascii", "0", "1"],
@@ -188,40 +189,82 @@ def run_disksim(src: str, parv: str):
             g, blk, cnt, rd = (int(x) for x in line.split()[1:])
             gens.setdefault(g, []).append(("R" if rd else "W", blk, cnt))
         elif line.startswith("dq-done "):
-            q, arr, fin = line.split()[1:4]
+            q, arr, fin, blk = line.split()[1:5]
             if q not in done:
                 done[q] = []
                 order.append(q)
-            done[q].append((float(arr), float(fin)))
+            done[q].append((float(arr), float(fin), int(blk)))
     if not gens or not done:
         fail(f"{src}/disksim prints no dq- lines: build it with this script")
-    # the driver's queue is the outer one: it sees each request arrive first and finish last
-    drv = max(order, key=lambda q: sum(f - a for a, f in done[q]))
-    resp = np.array([(f - a) * 1e-3 for a, f in done[drv]])
-    end = max(f for _, f in done[drv]) * 1e-3
-    return [gens[g] for g in sorted(gens)], resp, end, wall
+    # the driver's queue is the outer one: it sees each request arrive first and finish last;
+    # the drive's is the inner one. The generators' first requests, all made at time 0, reach
+    # the drive one after another (the bus carries one command at a time); later ones arrive
+    # as the completion they follow is reported
+    drv = max(order, key=lambda q: sum(f - a for a, f, _ in done[q]))
+    disk = min(order, key=lambda q: sum(f - a for a, f, _ in done[q]))
+    resp = np.array([(f - a) * 1e-3 for a, f, _ in done[drv]])
+    end = max(f for _, f, _ in done[drv]) * 1e-3
+    streams = [gens[g] for g in sorted(gens)]
+    arrived = {}
+    for a, _, blk in done[disk]:
+        arrived.setdefault(blk, a * 1e-3)
+    starts = [arrived.get(s[0][1], 0.0) for s in streams]
+    return streams, resp, end, wall, starts
 
 
-def run_simfs(preset: str, streams: list, depth: int, policy: str, count: int | None = None):
+def simfs_policy(policy: str, variant: str) -> str:
+    """simfs's scheduler for DiskSim's `policy`: the same name, or with --simfs now its -now
+    variant (sptf, spctf ranked from where the head is at the pick)."""
+    return policy + "-now" if variant == "now" and policy in ("sptf", "spctf") else policy
+
+
+def run_simfs(preset: str, streams: list, depth: int, policy: str, count: int | None = None,
+              starts: list | None = None):
     """The same generators, closed-loop, through DriveQueue: (response times s of the first
     `count` completions - DiskSim stops when the last request is generated, so its last
-    depth - 1 never complete -, the last of their finish times s, CPU seconds)."""
+    depth - 1 never complete -, the last of their finish times s, CPU seconds). `starts`: when
+    each generator's first request reaches the drive (DiskSim's; default 0): its response time
+    counts from 0, as DiskSim's driver counts it."""
     from disk_models import make_disk
     from disk_models.queue import DriveQueue
 
-    disk = make_disk(f"{preset},queue_depth={depth},scheduler={policy}")
-    q = DriveQueue(disk)
+    disk = make_disk(f"{preset},queue_depth={depth}")
+    q = DriveQueue(disk, depth, policy)
     nxt = [0] * len(streams)
+    starts = starts or [0.0] * len(streams)
     c0 = time.process_time()
-    for g, s in enumerate(streams):
-        op, lba, n = s[0]
-        q.submit(op, lba, n, 0.0, tag=g)
-        nxt[g] = 1
+    # the first requests in order of arrival; each submitted before the drive's first decision
+    # or completion after it (DriveQueue's rule), a completion's follow-up on the completion
+    pending = sorted(range(len(streams)), key=lambda g: (starts[g], g))
+    pending.reverse()
+    first = set(range(len(streams)))
     resp, end = [], 0.0
-    while q.outstanding and (count is None or len(resp) < count):
+
+    def arrive(limit):
+        while pending and (limit is None or starts[pending[-1]] <= limit):
+            g = pending.pop()
+            op, lba, n = streams[g][0]
+            q.submit(op, lba, n, starts[g], tag=g)
+            nxt[g] = 1
+
+    while True:
+        while pending:
+            np_ = q.next_pick
+            lim = np_ if np_ is not None else q.peek()
+            t0 = starts[pending[-1]]
+            if lim is not None and t0 > lim:
+                break
+            arrive(t0)
+        if not q.outstanding or (count is not None and len(resp) >= count):
+            break
         g, r = q.pop()
-        resp.append(r.total)
+        if g in first:
+            first.discard(g)
+            resp.append(r.finish)
+        else:
+            resp.append(r.total)
         end = r.finish
+        arrive(r.finish)
         s = streams[g]
         if nxt[g] < len(s):
             op, lba, n = s[nxt[g]]
@@ -242,6 +285,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated (default: all eight)")
     ap.add_argument("--depths", default="1,4,16,32")
     ap.add_argument("--schedulers", default="sptf,clook")
+    ap.add_argument("--simfs", choices=("disksim", "now"), default="disksim",
+                    help="simfs's side of sptf/spctf rows: DiskSim's definition (default) or sptf-now/spctf-now")
     ap.add_argument("--requests", type=int, default=2000, help="per run (default %(default)s)")
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args(argv)
@@ -287,11 +332,12 @@ def main(argv=None) -> int:
                     for depth in depths:
                         parv = write_parv(runs, stem, kind, depth, policy, a.requests, cap)
                         try:
-                            streams, ds, ds_end, _ = run_disksim(src, parv)
+                            streams, ds, ds_end, _, starts = run_disksim(src, parv)
                         except DiskSimFailed as e:
                             rows.append((stem, kind, policy, depth, str(e), None, None, None))
                             continue
-                        sm, sm_end, _ = run_simfs(DRIVES[stem], streams, depth, policy, len(ds))
+                        sm, sm_end, _ = run_simfs(DRIVES[stem], streams, depth, simfs_policy(policy, a.simfs),
+                                                  len(ds), starts)
                         rows.append((stem, kind, policy, depth, ds, ds_end, sm, sm_end))
     finally:
         if not a.work:
@@ -346,7 +392,7 @@ def print_shape(rows, drives, depths, policies, requests: int, markdown: bool) -
     print("\none sequential read stream with N requests outstanding (simfs; IOPS):")
     for stem in drives:
         for kind in ("seq-read-4k", "seq-read-64k"):
-            for policy in ("spctf", "sptf", "clook"):
+            for policy in ("spctf", "spctf-now", "sptf", "clook"):
                 got = [f"{d}: {one_stream(DRIVES[stem], kind, d, policy, requests):.0f}" for d in depths]
                 print(f"{bullet}{stem} {kind} {policy}: " + "; ".join(got))
 

@@ -9,8 +9,17 @@ order the firmware's scheduler picks (DiskSim's ioqueue definitions), completion
 Why a layer over the model and not inside it: the mechanism still serves one command at a time
 (one actuator), so the model's `submit` stays the one place a request is timed; the queue only
 decides *which* waiting command the drive takes next and *when* (when the drive is free, among
-the commands that have arrived). With depth 1, or FCFS, every request is submitted to the model
-with its own arrival time, exactly as a one-at-a-time caller would: the same results, bit for bit.
+the commands that have arrived). With depth 1 every request is submitted to the model with its
+own arrival time, exactly as a one-at-a-time caller would: the same results, bit for bit.
+
+When the drive picks, and what a waiting command has done (DiskSim's drive, disksim_diskctlr.c):
+  - A drive that was busy picks as it reports the last command (disk_completion ->
+    disk_check_hda): a request arriving at that very instant - one the host sends on that
+    completion - is not yet among the candidates. An idle drive takes what arrives.
+  - A command's overhead counts from its arrival at the drive (DiskSim's overhead_done): the
+    queue tells the model (its `waited` attribute, when it has one) how long the command waited
+    in the drive before the pick, and the model charges only the rest. FCFS at depth > 1 keeps
+    the order but not depth 1's times.
 
 The caller's rule (what makes this event-driven and exact): before `pop` or `peek`, submit every
 request that arrives at or before `next_pick` (the time the drive chooses its next command). A
@@ -25,15 +34,28 @@ Schedulers (disksim_ioqueue.c, names as in DiskSim's manual):
   clook  CYCLE_LBN (3), C-LOOK: the first waiting request at or above the start of the last one
          started, in block order; none: wrap to the lowest.
   sptf   SPTF_OPT (8): the least positioning time (seek + rotational wait, no transfer, the cache
-         not consulted) from where the head is when the drive picks; ties: the earliest arrival.
-         Needs the model's `positioning` (a model without it - `queueing` False - is served FIFO,
-         as depth 1). Not consulting the buffer, it takes a stream's later requests (ahead of
-         the head) before the next one the read-ahead has just passed: one sequential stream
-         with several requests outstanding loses under it.
-  spctf  SPCTF_OPT (9): SPTF with the buffer consulted - a read the buffer holds or the
-         read-ahead in progress is bringing in costs 0 (DiskSim ranks its hits by small
-         constants), one partly held positions to where its media read would start. What drive
-         firmware does: a sequential stream does not lose.
+         not consulted) as DiskSim estimates it (ioqueue_get_request_from_opt_sptf_queue ->
+         disk_buffer_estimate_servtime): from the mechanism's state DiskSim last recorded - the
+         track of the last sector transferred and the platter's angle when it passed under the
+         head (mech_state, updated only as sectors pass: disk_buffer_sector_done) - not advanced
+         to the pick. DiskSim picks when the drive reports the last command, after its bus
+         transfer and completion overhead, so the angle it ranks by is that long out of date
+         (0.65 ms for a 4 KiB read on the IBM 18ES, 8 % of a revolution). Ties: the earliest
+         arrival (a strict `<` over the queue in arrival order). Needs the model's `positioning`
+         (a model without it - `queueing` False - is served FIFO, as depth 1; one whose
+         `positioning` does not take `recorded` is ranked as sptf-now). Not consulting the
+         buffer, it takes a stream's later requests (ahead of the head) before the next one the
+         read-ahead has just passed: one sequential stream with several requests outstanding
+         loses under it.
+  spctf  SPCTF_OPT (9): SPTF with the buffer consulted (DiskSim's key likewise) - a read the
+         buffer holds or the read-ahead in progress is bringing in costs 0, one partly held 1e-9
+         ms (DiskSim's BUFFER_WHOLE_SERVTIME and BUFFER_PARTIAL_SERVTIME). A sequential stream
+         does not lose.
+  sptf-now, spctf-now   not DiskSim's: the same keys from where the head is when the drive
+         would start the command - the true angle at the pick plus the command overhead, the
+         read-ahead in progress stopped where it has got to. What a drive's firmware, which
+         knows the angle, can do (rotational position ordering): it gains more with depth than
+         DiskSim's SPTF (results/summary/drive-queue/section.md).
 """
 
 from __future__ import annotations
@@ -42,7 +64,7 @@ from collections import deque
 
 from .base import DiskResult
 
-SCHEDULERS = ("fcfs", "sstf", "clook", "sptf", "spctf")
+SCHEDULERS = ("fcfs", "sstf", "clook", "sptf", "spctf", "sptf-now", "spctf-now")
 
 
 class _Req:
@@ -71,7 +93,11 @@ class DriveQueue:
             depth, scheduler = 1, "fcfs"          # a model of the one-at-a-time kind
         self.depth = depth
         self.scheduler = scheduler
-        self._pick = getattr(self, "_pick_" + scheduler)
+        self._pick = getattr(self, "_pick_" + scheduler.replace("-", "_"))
+        # DiskSim's SPTF key, if the model can give it (else the key from the pick)
+        self._recorded = bool(getattr(disk, "positioning_recorded", False))
+        # the model takes `waited` (a queued command's overhead overlapped: _start)
+        self._overlap = hasattr(disk, "waited")
         self.picks: list | None = None
         self.reset_queue()
 
@@ -167,8 +193,15 @@ class DriveQueue:
             tpick = free if free > r.entered else r.entered
         else:
             first = min(x.entered for x in w)
-            tpick = free if free > first else first
-            cands = [x for x in w if x.entered <= tpick]
+            if free > first:
+                # the drive picks as it reports the last command: one the host sends on that
+                # completion, arriving at the same instant, is not yet there (DiskSim's
+                # disk_completion chooses the next before the completion reaches the host)
+                tpick = free
+                cands = [x for x in w if x.entered < free]
+            else:
+                tpick = first
+                cands = [x for x in w if x.entered <= first]
             if len(cands) > 1:
                 cands.sort(key=_seq)
                 r = self._pick(cands, tpick)
@@ -179,13 +212,26 @@ class DriveQueue:
         w.remove(r)
         self._last_start = r.lba
         self._last_end = r.lba + r.sectors
-        if r.entered <= (free if free > r.arrival else r.arrival):
-            # the model starts it at max(busy_until, arrival) = tpick itself (it waited for the
-            # drive, not for a tag): the result is the one a one-at-a-time caller gets, bit for bit
-            res = self.disk.submit(r.op, r.lba, r.sectors, r.arrival, r.sync)
-        else:
-            res = self.disk.submit(r.op, r.lba, r.sectors, tpick, r.sync)
-            res = _waited(res, r.arrival)
+        disk = self.disk
+        # it waited in the drive from `entered` to the pick: its command overhead ran meanwhile
+        # (DiskSim: overhead_done = arrival + overhead; the seek starts at max(pick,
+        # overhead_done)), so the model charges only the rest. 0 at depth 1: a command enters
+        # the drive when the one before it is reported, and is taken at once
+        overlap = self._overlap and tpick > r.entered
+        if overlap:
+            disk.waited = tpick - r.entered
+        try:
+            if r.entered <= (free if free > r.arrival else r.arrival):
+                # the model starts it at max(busy_until, arrival) = tpick itself (it waited for
+                # the drive, not for a tag); without overlap the result is the one a one-at-a-time
+                # caller gets, bit for bit
+                res = disk.submit(r.op, r.lba, r.sectors, r.arrival, r.sync)
+            else:
+                res = disk.submit(r.op, r.lba, r.sectors, tpick, r.sync)
+                res = _waited(res, r.arrival)
+        finally:
+            if overlap:
+                disk.waited = 0.0
         self._current = (r.tag, res)
         return True
 
@@ -221,6 +267,20 @@ class DriveQueue:
         return top if up < down else bottom
 
     def _pick_sptf(self, cands, t, cache=False):
+        if not self._recorded:
+            return self._pick_sptf_now(cands, t, cache)
+        pos = self.disk.positioning
+        best, key = None, 0.0
+        for r in cands:
+            k = pos(r.op, r.lba, r.sectors, t, cache, r.sync, recorded=True)
+            if best is None or k < key:
+                best, key = r, k
+        return best
+
+    def _pick_spctf(self, cands, t):
+        return self._pick_sptf(cands, t, True)
+
+    def _pick_sptf_now(self, cands, t, cache=False):
         pos = self.disk.positioning
         best, key = None, 0.0
         for r in cands:
@@ -229,8 +289,8 @@ class DriveQueue:
                 best, key = r, k
         return best
 
-    def _pick_spctf(self, cands, t):
-        return self._pick_sptf(cands, t, True)
+    def _pick_spctf_now(self, cands, t):
+        return self._pick_sptf_now(cands, t, True)
 
 
 def _seq(r: _Req) -> int:

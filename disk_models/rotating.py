@@ -109,6 +109,15 @@ class RotatingDrive(DiskModel):
         self._ra_lba0 = 0                 # a sector of the stream ...
         self._ra_t0 = 0.0                 # ... and when it started under the head
         self._ra_tend = 0.0               # when read-ahead reaches the segment's end
+        # the mechanism's state as DiskSim records it (mech_state): the track of the last sector
+        # transferred and when it passed (positioning(..., recorded=True))
+        self._rec_t = 0.0
+        self._rec_cyl = 0
+        self._rec_head = 0
+        #: set by disk_models.queue for the command it starts: how long it waited in the drive
+        #: before the drive took it; its command overhead ran meanwhile (DiskSim: overhead_done
+        #: = arrival + overhead, disk_read_arrive / disk_write_arrive), so only the rest is paid
+        self.waited = 0.0
         self.work_counters = dict.fromkeys(WORK_COUNTERS, 0)    # destaging: see DiskModel
         self.work_time = dict.fromkeys(WORK_TIMES, 0.0)
 
@@ -166,6 +175,8 @@ class RotatingDrive(DiskModel):
         else:
             tav = 0.0
         ovh = self.ovh_hit
+        if self.waited:
+            ovh = ovh - self.waited if ovh > self.waited else 0.0
         ifc = (b - a) * self.iface
         ready = ts + ovh + ifc
         if tav > ready:
@@ -191,6 +202,8 @@ class RotatingDrive(DiskModel):
         if seg is not None:
             self._segs.touch(seg)
         ovh = self.ovh_hit
+        if self.waited:
+            ovh = ovh - self.waited if ovh > self.waited else 0.0
         ifc = (b - a) * self.iface
         finish = ts + ovh + ifc
         self._host_free = finish
@@ -209,6 +222,8 @@ class RotatingDrive(DiskModel):
         self._m0 = m0
         L = self.layout
         ovh = self.ovh
+        if self.waited:
+            ovh = ovh - self.waited if ovh > self.waited else 0.0
         tw = ts + ovh
         self._stop_ra(tw)
         if self._mech_free > tw:
@@ -222,6 +237,7 @@ class RotatingDrive(DiskModel):
             extra = 0.0
         finish = t2 + extra
         self._cyl, self._head = L.track(b - 1)
+        self._rec_t, self._rec_cyl, self._rec_head = t2, self._cyl, self._head
         self._cursor = b
         self._mech_free = t2
         self._host_free = finish
@@ -251,6 +267,8 @@ class RotatingDrive(DiskModel):
         if self.wc_on and not sync and n <= wc.capacity:
             # write-back: the command ends when the data is in the buffer
             ovh = self.ovh_hit
+            if self.waited:
+                ovh = ovh - self.waited if ovh > self.waited else 0.0
             tw = ts + ovh
             if wc.dirty + n > wc.capacity:
                 while wc.dirty + n > wc.capacity:
@@ -271,6 +289,8 @@ class RotatingDrive(DiskModel):
             return DiskResult(t, start, finish, start - t, ovh, 0.0, 0.0, 0.0, ifc, 0.0, True)
         # write-through (cache off) or FUA
         ovh = self.ovh
+        if self.waited:
+            ovh = ovh - self.waited if ovh > self.waited else 0.0
         tw = ts + ovh
         self._stop_ra(tw)
         if self._mech_free > tw:
@@ -278,6 +298,7 @@ class RotatingDrive(DiskModel):
         if wc.dirty:
             wc.discard(a, b)
         seek, rot, xfer, rmw, t2 = self._media_write(a, b, tw)
+        self._rec_t, self._rec_cyl, self._rec_head = t2, self._cyl, self._head
         extra = tw + n * self.iface - t2
         if extra < 0.0:
             extra = 0.0
@@ -302,18 +323,28 @@ class RotatingDrive(DiskModel):
 
     # -- the command queue's view (disk_models.queue) --------------------------------------
     queueing = True
+    #: `positioning` takes `recorded` (DiskSim's SPTF key: disk_models.queue)
+    positioning_recorded = True
 
     def _target(self, lba: int) -> int:
         """The first media sector a request for partition-relative `lba` positions to."""
         return lba + self.offset
 
-    def positioning(self, op, lba, sectors, t, cache=False, sync=False):
-        """Seek + rotational wait if the drive took this request at t: after the command
-        overhead, once the mechanism is free, from where the head is then (read-ahead in
-        progress stops where it has got to). `cache` False: the buffer is not consulted
-        (DiskSim's SPTF); True (SPCTF): a read the buffer holds, or that the read-ahead in
+    def positioning(self, op, lba, sectors, t, cache=False, sync=False, recorded=False):
+        """Seek + rotational wait if the drive took this request at t. `cache` False: the buffer
+        is not consulted (SPTF); True (SPCTF): a read the buffer holds, or that the read-ahead in
         progress is bringing in, costs 0, one partly held positions to where the media read
-        would start.
+        would start (with `recorded`: costs 1e-12 s, DiskSim's BUFFER_PARTIAL_SERVTIME).
+
+        `recorded` False (the schedulers sptf-now, spctf-now): from where the head is when the
+        drive would start it - after the command overhead, once the mechanism is free, read-ahead
+        in progress stopped where it has got to. True (sptf, spctf: DiskSim's definition,
+        disk_buffer_estimate_servtime): from the mechanism's state as DiskSim records it
+        (mech_state) - the track of the last sector transferred and the platter's angle when
+        that sector passed, not advanced to t (DiskSim updates the angle only as sectors pass
+        under the head, disk_buffer_sector_done), no command overhead; a read-ahead still
+        running is not counted (DiskSim reads none while another command waits,
+        disk_buffer_request_complete), one that has stopped counts to its last sector.
 
         A write the write cache takes (on, not FUA, no larger than the cache) is no media
         access: it costs 0 while the cache has room, under either key, as DiskSim takes a write's
@@ -334,19 +365,25 @@ class RotatingDrive(DiskModel):
                     return 0.0
                 if self._target(lba + sectors - 1) < seg.end:
                     return 0.0
+                if recorded:              # DiskSim: BUFFER_PARTIAL_SERVTIME, 1e-9 ms
+                    return 1e-12
                 a = seg.end
-        tw = t + self.ovh
-        if self._mech_free > tw:
-            tw = self._mech_free
         cyl, head = self._cyl, self._head
-        if self._ra_on:
-            seg = self._ra_seg
-            if tw >= self._ra_tend:
-                reached = seg.end
-            else:
-                reached = self.layout.reach(self._ra_lba0, tw - self._ra_t0)
-                reached = seg.end if reached > seg.end else seg.start if reached < seg.start else reached
-            self._cyl, self._head = self.layout.track(reached - 1 if reached > self._ra_lba0 else self._ra_lba0)
+        if recorded:
+            tw = self._rec_t
+            self._cyl, self._head = self._rec_cyl, self._rec_head
+        else:
+            tw = t + self.ovh
+            if self._mech_free > tw:
+                tw = self._mech_free
+            if self._ra_on:
+                seg = self._ra_seg
+                if tw >= self._ra_tend:
+                    reached = seg.end
+                else:
+                    reached = self.layout.reach(self._ra_lba0, tw - self._ra_t0)
+                    reached = seg.end if reached > seg.end else seg.start if reached < seg.start else reached
+                self._cyl, self._head = self.layout.track(reached - 1 if reached > self._ra_lba0 else self._ra_lba0)
         try:
             seek, rot = self._position(tw, a, op == "W")
         finally:
@@ -403,6 +440,9 @@ class RotatingDrive(DiskModel):
             seg.start = reached - self.seg_sectors
         last = reached - 1 if reached > self._ra_lba0 else self._ra_lba0
         self._cyl, self._head = self.layout.track(last)
+        if reached > self._ra_lba0:       # it read on: when its last sector passed
+            self._rec_t = tend if tend == self._ra_tend else self._ra_t0 + self.layout.stream_time(self._ra_lba0, reached)
+            self._rec_cyl, self._rec_head = self._cyl, self._head
         self._cursor = reached
         if tend > self._mech_free:
             self._mech_free = tend
@@ -461,6 +501,7 @@ class RotatingDrive(DiskModel):
             spent["destage_rmw"] += self._mech_free - t
             return
         seek, rot, xfer, rmw, t2 = self._media_write(a, b, t)
+        self._rec_t, self._rec_cyl, self._rec_head = t2, self._cyl, self._head
         wc.remove_head(i, b)
         self._mech_free = t2
         done = self.work_counters

@@ -109,8 +109,17 @@ class Watched(DriveQueue):
         self._real_submit, disk.submit = real, submit
 
     def _pick_sptf(self, cands, t, cache=False):
-        keys = {id(r): self.disk.positioning(r.op, r.lba, r.sectors, t, cache, r.sync) for r in cands}
+        # DiskSim's key (sptf, spctf): from the mechanism's recorded state
+        keys = {id(r): self.disk.positioning(r.op, r.lba, r.sectors, t, cache, r.sync, recorded=True)
+                for r in cands}
         chosen = super()._pick_sptf(cands, t, cache)
+        self.seen.append((keys[id(chosen)], min(keys.values())))
+        return chosen
+
+    def _pick_sptf_now(self, cands, t, cache=False):
+        # sptf-now, spctf-now: from where the head is at the pick
+        keys = {id(r): self.disk.positioning(r.op, r.lba, r.sectors, t, cache, r.sync) for r in cands}
+        chosen = super()._pick_sptf_now(cands, t, cache)
         self.seen.append((keys[id(chosen)], min(keys.values())))
         return chosen
 
@@ -126,8 +135,10 @@ class Watched(DriveQueue):
 
 @settings(max_examples=50, **SETTINGS)
 @given(spec=st.sampled_from(SPECS[:5]), stream=streams, depth=st.sampled_from([2, 4, 32]),
-       sched=st.sampled_from(["sptf", "spctf"]))
+       sched=st.sampled_from(["sptf", "spctf", "sptf-now", "spctf-now"]))
 def test_sptf_never_picks_a_longer_positioning_time(spec, stream, depth, sched):
+    """At every pick, no waiting request has a smaller positioning time than the one chosen,
+    each scheduler's key by its own definition (DiskSim's recorded state, or the head now)."""
     disk = disk_for(spec)
     disk.reset()
     q = Watched(disk, depth, sched)
@@ -206,9 +217,81 @@ def test_sptf_gains_on_random_reads_and_fcfs_does_not():
         return q.drain()[-1][1].finish
 
     one = last_finish(1, "fcfs")
-    assert last_finish(32, "fcfs") == one
+    # FCFS keeps the order; only the overheads of commands waiting in the drive overlap
+    assert 0.95 * one < last_finish(32, "fcfs") <= one
     assert last_finish(32, "sptf") < 0.8 * one
+    assert last_finish(32, "sptf-now") < last_finish(32, "sptf")
     assert last_finish(32, "clook") < one
+
+
+def _track_start(disk, lo=100_000):
+    """An LBA at the start of a track (its physical sector too), with the next 200 blocks
+    unslipped: (lba, sectors per track)."""
+    L, m = disk.layout, disk.lbn_map.physical
+    for lba in range(lo, lo + 100_000, 8):
+        p = m(lba)
+        z = L.zone(p)
+        if (p - L.zstart[z]) % L.zspt[z] == 0 and m(lba + 200) == p + 200:
+            return lba, L.zspt[z]
+    raise AssertionError("no track start found")
+
+
+def test_sptf_ranks_by_the_angle_disksim_recorded_sptf_now_by_the_angle_now():
+    """A hand-computed case. After read A (8 blocks from a track's start), B lies 14 sectors
+    and C 56 sectors further on the same track. DiskSim ranks from the angle at which A's last
+    sector passed (disk_buffer_estimate_servtime: mech_state, not advanced to the pick): B is
+    14 sector times away, C 56 - it takes B. The pick comes when A is reported, after its bus
+    transfer and completion overhead (about 30 sectors later on the IBM 18ES): the head has
+    passed B by then (almost a revolution to wait) but not C - sptf-now takes C."""
+    disk = make_disk("disksim-ibm18es")
+    a, spt = _track_start(disk)
+    st = disk.t_rev / spt                                 # one sector's time on this track
+    b, c = a + 8 + 14, a + 8 + 56
+    orders, keys = {}, {}
+    for sched in ("sptf", "sptf-now"):
+        disk.reset()
+        q = DriveQueue(disk, 4, sched)
+        q.submit("R", a, 8, 0.0, tag="A")
+        q.submit("R", b, 8, 1e-6, tag="B")
+        q.submit("R", c, 8, 1e-6, tag="C")
+        first = q.pop()
+        t = first[1].finish
+        keys[sched] = [disk.positioning("R", x, 8, t, recorded=sched == "sptf") for x in (b, c)]
+        orders[sched] = [first[0]] + [tag for tag, _ in q.drain()]
+    assert keys["sptf"] == pytest.approx([14 * st, 56 * st], abs=1e-9)
+    assert orders["sptf"] == ["A", "B", "C"]
+    assert keys["sptf-now"][0] > disk.t_rev / 2 > keys["sptf-now"][1]
+    assert orders["sptf-now"] == ["A", "C", "B"]
+
+
+def test_the_drive_picks_before_a_command_sent_on_the_completion_arrives():
+    """DiskSim chooses the next command when the drive reports the last (disk_completion ->
+    disk_check_hda); one the host sends on that completion arrives after the choice."""
+    disk = make_disk("sata7200,write_cache=off")
+    q = DriveQueue(disk, 4, "clook")
+    q.submit("R", 1000, 8, 0.0, tag="A")
+    q.submit("R", 5_000_000, 8, 1e-6, tag="B")
+    done = q.pop()
+    q.submit("R", 2000, 8, done[1].finish, tag="C")      # sent on A's completion
+    assert [tag for tag, _ in q.drain()] == ["B", "C"]   # C-LOOK from 1000 would take C first
+
+
+def test_a_queued_commands_overhead_overlaps_the_work_before_it():
+    """DiskSim counts a command's overhead from its arrival (overhead_done); the seek of a
+    command that waited in the drive starts when the drive picks it."""
+    disk = make_disk("sata7200,write_cache=off")
+    res = {}
+    for depth in (1, 2):
+        disk.reset()
+        q = DriveQueue(disk, depth, "fcfs")
+        q.submit("R", 1000, 8, 0.0, tag="A")
+        q.submit("R", 9_000_000, 8, 0.0, tag="B")
+        res[depth] = dict(q.drain())
+    assert res[2]["A"] == res[1]["A"]
+    assert res[1]["B"].overhead == pytest.approx(disk.ovh)
+    assert res[2]["B"].overhead == 0.0                     # it waited longer than the overhead
+    assert res[2]["B"].start == res[1]["B"].start          # the drive took it as A was reported
+    assert disk.waited == 0.0
 
 
 @pytest.mark.parametrize("spec", ["disksim-barracuda", "sata7200"])
