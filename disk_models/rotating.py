@@ -109,11 +109,11 @@ class RotatingDrive(DiskModel):
         self._ra_lba0 = 0                 # a sector of the stream ...
         self._ra_t0 = 0.0                 # ... and when it started under the head
         self._ra_tend = 0.0               # when read-ahead reaches the segment's end
-        # the mechanism's state as DiskSim records it (mech_state): the track of the last sector
-        # transferred and when it passed (positioning(..., recorded=True))
+        # the mechanism's state as DiskSim records it (mech_state): the last sector transferred
+        # (None: the track in _rec_trk) and when it passed (positioning(..., recorded=True))
         self._rec_t = 0.0
-        self._rec_cyl = 0
-        self._rec_head = 0
+        self._rec_x = None
+        self._rec_trk = (0, 0)
         #: set by disk_models.queue for the command it starts: how long it waited in the drive
         #: before the drive took it; its command overhead ran meanwhile (DiskSim: overhead_done
         #: = arrival + overhead, disk_read_arrive / disk_write_arrive), so only the rest is paid
@@ -225,7 +225,7 @@ class RotatingDrive(DiskModel):
         if self.waited:
             ovh = ovh - self.waited if ovh > self.waited else 0.0
         tw = ts + ovh
-        self._stop_ra(tw)
+        self._stop_ra(tw, False)          # the media read records the head's state
         if self._mech_free > tw:
             tw = self._mech_free
         seek, rot = self._position(tw, m0, False)
@@ -237,7 +237,8 @@ class RotatingDrive(DiskModel):
             extra = 0.0
         finish = t2 + extra
         self._cyl, self._head = L.track(b - 1)
-        self._rec_t, self._rec_cyl, self._rec_head = t2, self._cyl, self._head
+        self._rec_t = t2
+        self._rec_x = b - 1
         self._cursor = b
         self._mech_free = t2
         self._host_free = finish
@@ -292,13 +293,15 @@ class RotatingDrive(DiskModel):
         if self.waited:
             ovh = ovh - self.waited if ovh > self.waited else 0.0
         tw = ts + ovh
-        self._stop_ra(tw)
+        self._stop_ra(tw, False)
         if self._mech_free > tw:
             tw = self._mech_free
         if wc.dirty:
             wc.discard(a, b)
         seek, rot, xfer, rmw, t2 = self._media_write(a, b, tw)
-        self._rec_t, self._rec_cyl, self._rec_head = t2, self._cyl, self._head
+        self._rec_t = t2
+        self._rec_x = None                # the head's track as the write left it
+        self._rec_trk = (self._cyl, self._head)
         extra = tw + n * self.iface - t2
         if extra < 0.0:
             extra = 0.0
@@ -371,7 +374,8 @@ class RotatingDrive(DiskModel):
         cyl, head = self._cyl, self._head
         if recorded:
             tw = self._rec_t
-            self._cyl, self._head = self._rec_cyl, self._rec_head
+            x = self._rec_x
+            self._cyl, self._head = self._rec_trk if x is None else self.layout.track(x)
         else:
             tw = t + self.ovh
             if self._mech_free > tw:
@@ -420,8 +424,9 @@ class RotatingDrive(DiskModel):
         self._cursor = b
         return seek, rot, xfer, 0.0, t + seek + rot + xfer
 
-    def _stop_ra(self, t: float) -> None:
-        """The mechanism is needed at t: read-ahead stops where it has got to."""
+    def _stop_ra(self, t: float, record: bool = True) -> None:
+        """The mechanism is needed at t: read-ahead stops where it has got to (`record`: the
+        head's state DiskSim records follows it; False when a media access follows at once)."""
         if not self._ra_on:
             return
         self._ra_on = False
@@ -440,9 +445,9 @@ class RotatingDrive(DiskModel):
             seg.start = reached - self.seg_sectors
         last = reached - 1 if reached > self._ra_lba0 else self._ra_lba0
         self._cyl, self._head = self.layout.track(last)
-        if reached > self._ra_lba0:       # it read on: when its last sector passed
+        if record and reached > self._ra_lba0:        # it read on: when its last sector passed
             self._rec_t = tend if tend == self._ra_tend else self._ra_t0 + self.layout.stream_time(self._ra_lba0, reached)
-            self._rec_cyl, self._rec_head = self._cyl, self._head
+            self._rec_x = last
         self._cursor = reached
         if tend > self._mech_free:
             self._mech_free = tend
@@ -501,7 +506,9 @@ class RotatingDrive(DiskModel):
             spent["destage_rmw"] += self._mech_free - t
             return
         seek, rot, xfer, rmw, t2 = self._media_write(a, b, t)
-        self._rec_t, self._rec_cyl, self._rec_head = t2, self._cyl, self._head
+        self._rec_t = t2
+        self._rec_x = None
+        self._rec_trk = (self._cyl, self._head)
         wc.remove_head(i, b)
         self._mech_free = t2
         done = self.work_counters
