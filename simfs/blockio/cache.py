@@ -17,6 +17,10 @@ sync/fsync write until nothing is left rolled back. Delayed blocks leave when th
 (every 30 s, or as the mode's `syncer` says), when dirty buffers pass the background
 threshold (the writer keeps going) or the hard limit (the writer waits), on eviction, and on
 sync/fsync/unmount. Contiguous dirty blocks leave as one request of at most `maxio` blocks.
+The order of those batches is `writeback_order` (WRITEBACK_ORDERS): sorted by block by the
+cache (`block`, the default), or as Linux's flusher (`linux`) or FreeBSD's syncer (`freebsd`)
+issues them, for the host queue's scheduler to order; under `freebsd` only a regular file's
+data blocks cluster (vfs_bio_awrite).
 
 A block is never written twice at once: as Linux locks a buffer for its write (lock_buffer in
 submit_bh's callers) until the write completes, a block written again while its last write is
@@ -82,12 +86,34 @@ class WritebackMode(Protocol):
 
 
 class Buffer:
-    __slots__ = ("blkno", "data", "kind", "ino", "dirty", "dirtied_at", "ready_at", "used")
+    __slots__ = ("blkno", "data", "kind", "ino", "dirty", "dirtied_at", "ready_at", "used", "dseq")
 
     def __init__(self, blkno: int, data: bytearray, kind: str, ino: int):
         self.blkno, self.data, self.kind, self.ino = blkno, data, kind, ino
         self.dirty, self.dirtied_at, self.ready_at = False, 0.0, 0.0
         self.used = 0           # the cache's use count when it last moved to the LRU's end
+        self.dseq = 0           # the cache's dirtying count when it last became dirty
+
+
+#: the order of the cache's own write-back batches (`writeback_order`):
+#: block    sorted by block number by the cache itself (simfs's order before issue 53; no
+#:          kernel's flusher issues in it)
+#: linux    Linux's flusher (fs/fs-writeback.c writeback_sb_inodes / 2.6's
+#:          generic_sync_sb_inodes): inode by inode, the one dirtied first first (b_io is filled
+#:          from the oldest end of b_dirty, dirtied_when order), each inode's pages in index
+#:          order (mm/page-writeback.c write_cache_pages); metadata buffers (inode table,
+#:          bitmaps, descriptors, superblock, indirect/extent blocks, xattr blocks: sb_bread
+#:          buffers) are pages of the block device's inode, whose index is the block number
+#: freebsd  FreeBSD's syncer (kern/vfs_subr.c sched_sync -> ffs_syncvnode): vnode by vnode,
+#:          each vnode's dirty buffers in bo_dirty's order, sorted by logical block
+#:          (buf_vlist_add): its indirect blocks first (negative lbns), then its data; inode
+#:          blocks, cylinder-group blocks and the superblock are the device vnode's, by block;
+#:          the dirty thresholds' batch in the dirty queue's order (buf_daemon's flushbufqueues)
+#: eviction's batch goes in LRU order under both (`_batch`'s as_given)
+WRITEBACK_ORDERS = ("block", "linux", "freebsd")
+#: kinds whose buffers belong to the block device (Linux) or the device vnode (FreeBSD)
+DEVICE_KINDS = {"linux": frozenset({"inode", "bitmap", "gdt", "super", "indirect", "xattr"}),
+                "freebsd": frozenset({"inode", "bitmap", "gdt", "super"})}
 
 
 def _age(buf: Buffer) -> tuple:
@@ -100,7 +126,8 @@ class BufferCache:
     def __init__(self, image, block_size: int, capacity_blocks: int, stats, clock, *,
                  writeback: WritebackMode, maxio_blocks: int = 32, sync_interval: float = 30.0,
                  dirty_background: float = 0.10, dirty_limit: float = 0.40,
-                 iosched: str = "none", nr_requests: int = 128, max_request_blocks: int | None = None):
+                 iosched: str = "none", nr_requests: int = 128, max_request_blocks: int | None = None,
+                 writeback_order: str = "block"):
         self.image = image            # simfs.blockio.imagefile.ImageFile: reads, and is told of changes
         self.bs = block_size
         self.capacity = max(64, capacity_blocks)
@@ -117,6 +144,10 @@ class BufferCache:
         # buffers by `used` is ordering them as they stand in `buffers`
         self.dirty: dict[int, Buffer] = {}
         self.uses = 0
+        self.dseqs = 0                # counts buffers becoming dirty (Buffer.dseq)
+        if writeback_order not in WRITEBACK_ORDERS:
+            raise ValueError(f"write-back order {writeback_order!r}: choose one of {', '.join(WRITEBACK_ORDERS)}")
+        self.writeback_order = writeback_order
         self.op_sync: set[int] = set()       # metadata to write before the operation returns
         self.sync_kinds: tuple = ()
         self.last_syncer = 0.0
@@ -339,6 +370,8 @@ class BufferCache:
         if not buf.dirty:
             buf.dirty = True
             buf.dirtied_at = self.clock.now
+            self.dseqs += 1
+            buf.dseq = self.dseqs
             self.dirty[blkno] = buf
         self.image.note(blkno, buf.data, buf.kind)
         if self._recording:
@@ -394,7 +427,7 @@ class BufferCache:
             self._unrecorded -= 1
         if self.op_sync:
             self._write_back(sorted(b for b in self.op_sync if b in self.buffers and self.buffers[b].dirty),
-                             wait=True)
+                             wait=True, vreg_only=self.writeback_order == "freebsd")
             self.op_sync.clear()
         self.sync_kinds = ()
         clock = self.clock
@@ -439,7 +472,7 @@ class BufferCache:
         for _ in range(self.MAX_ROUNDS):
             todo = {b for b in want | self.deps.prerequisites(want & self.deps.pending.keys())
                     if b in self.buffers and self.buffers[b].dirty}
-            self._write_back(sorted(todo), wait=False)
+            self._batch(todo, wait=False)
             self.hq.flush()
             self.clock.drain()
             if not (want & self.deps.pending.keys()):
@@ -478,9 +511,9 @@ class BufferCache:
         passes = self.writeback.passes
         if passes:
             for kinds in passes:
-                self._write_back(sorted(b.blkno for b in dirty if b.kind in kinds), wait)
+                self._batch([b.blkno for b in dirty if b.kind in kinds], wait)
             dirty = [b for b in dirty if b.dirty]
-        self._write_back(sorted(b.blkno for b in dirty), wait)
+        self._batch([b.blkno for b in dirty], wait)
 
     def _flush_oldest(self, n: int, wait: bool) -> None:
         """The dirty thresholds (bufdaemon): the oldest dirty buffers. Under soft updates as
@@ -498,12 +531,12 @@ class BufferCache:
                 self.stats.count("softdep_flush_with_deps")
                 free, n = dirty, max(n // 2, 1)
                 if wait:
-                    self._write_back(sorted(b.blkno for b in free[:n]), wait)
+                    self._batch([b.blkno for b in free[:n]], wait, as_given=self.writeback_order == "freebsd")
                     self.hq.flush()
                     self.clock.cpu(self.writeback.throttle["bufdaemon_sleep"])
                     return
             dirty = free
-        self._write_back(sorted(b.blkno for b in dirty[:n]), wait)
+        self._batch([b.blkno for b in dirty[:n]], wait, as_given=self.writeback_order == "freebsd")
 
     def _syncer_ticks(self, syncer: dict, now: float) -> None:
         """A syncer that wakes every `period` seconds (FreeBSD's sched_sync): each wake-up
@@ -517,15 +550,15 @@ class BufferCache:
         delays, default = syncer["delays"], syncer["default"]
         due = [b for b in self.dirty.values() if b.dirtied_at <= now - delays.get(b.kind, default)]
         if due:
-            self._write_back(sorted(b.blkno for b in due), wait=False)
+            self._batch([b.blkno for b in due], wait=False)
 
     def _request_cleanup(self) -> None:
         """Too many dependencies (softdep's max_softdeps): the writer sleeps a few ticks
         (request_cleanup, tickdelay) while the syncer is sped up to push out the blocks
         others wait for (speedup_syncer, clear_inodedeps)."""
         self.stats.count("softdep_throttled")
-        pre = sorted(b for b in self.deps.prerequisites() if b in self.buffers and self.buffers[b].dirty)
-        self._write_back(pre, wait=False)
+        pre = [b for b in self.deps.prerequisites() if b in self.buffers and self.buffers[b].dirty]
+        self._batch(pre, wait=False)
         self.hq.flush()
         self.clock.cpu(self.writeback.throttle["wait"])
 
@@ -551,7 +584,7 @@ class BufferCache:
                 break
             if b not in held:
                 victims.append(b)
-        self._write_back(sorted(b for b in victims if self.buffers[b].dirty), wait=False)
+        self._batch([b for b in victims if self.buffers[b].dirty], wait=False, as_given=True)
         for b in victims:                 # delayed pages were re-keyed when placed; a victim
             buf = self.buffers.get(b)     # placing them dirtied (a map, a bitmap) stays
             if buf is not None and not buf.dirty:
@@ -566,13 +599,55 @@ class BufferCache:
         finally:
             self._resolving = False
 
-    def _write_back(self, blknos: list[int], wait: bool, in_order: bool = False) -> list[tuple[float, int]]:
+    def _batch(self, keys, wait: bool, as_given: bool = False) -> list[tuple[float, int]]:
+        """One of the cache's own write-back batches (the syncer, sync, the dirty thresholds,
+        eviction, fsync, the dependency cleanup) in `writeback_order`: by block number
+        (`block`), or in the order the system's flusher issues them (WRITEBACK_ORDERS), for the
+        host queue's scheduler to order. `as_given`: a batch the system issues in the order the
+        caller found the buffers, not file by file - eviction's, in LRU order (Linux's pageout
+        writes the pages reclaim reaches, one by one), and FreeBSD's buf_daemon's, in the dirty
+        queue's order (flushbufqueues)."""
+        if self.writeback_order == "block":
+            return self._write_back(sorted(keys), wait)
+        return self._write_back(list(dict.fromkeys(keys)), wait, in_order=True, flusher=not as_given,
+                                vreg_only=self.writeback_order == "freebsd")
+
+    def flusher_order(self, blknos: list[int]) -> list[int]:
+        """The blocks (dirty, cached, placed) in the order `writeback_order`'s flusher issues
+        them: file by file (the block device's or device vnode's buffers one more file), the
+        file whose oldest dirty buffer was dirtied first first, each file's blocks ascending
+        (FreeBSD: its indirect blocks first). Within a file, page order is taken as block
+        order: the cache does not know a buffer's page (the file systems modelled allocate a
+        file's blocks in page order unless it is fragmented)."""
+        bufs = self.buffers
+        device = DEVICE_KINDS[self.writeback_order]
+        bsd = self.writeback_order == "freebsd"
+        first: dict[int, tuple] = {}
+        owner_of = {}
+        for b in blknos:
+            buf = bufs[b]
+            owner = -1 if buf.kind in device else buf.ino
+            owner_of[b] = owner
+            age = (buf.dirtied_at, buf.dseq)
+            if owner not in first or age < first[owner]:
+                first[owner] = age
+
+        def key(b):
+            owner = owner_of[b]
+            return first[owner], owner, 0 if bsd and bufs[b].kind == "indirect" else 1, b
+        return sorted(blknos, key=key)
+
+    def _write_back(self, blknos: list[int], wait: bool, in_order: bool = False,
+                    flusher: bool = False, vreg_only: bool = False) -> list[tuple[float, int]]:
         """Write dirty blocks back (in the model), sorted by block (this cache's own batches)
         or, `in_order`, in the order given: runs contiguous in that order, up to maxio blocks,
         become one bio each, all of them under one plug (the host queue may merge them further;
         its scheduler orders them). Delayed blocks (negative keys) are placed first; in order,
         the placed ones follow the others as the placer placed them (inode by inode, page
-        order). Returns (finish time, blocks) per bio."""
+        order). `flusher`: after placing, in `flusher_order`. `vreg_only`: FreeBSD's clustering
+        (vfs_bio_awrite, cluster_wbuild): only a regular file's data blocks form a run, with
+        blocks of the same file; a directory's, an indirect block or a device-vnode buffer
+        (inode, cylinder group, superblock) goes alone. Returns (finish time, blocks) per bio."""
         requests = []
         plugged = []                    # runs whose finish the plug's flush will tell
         if blknos and (blknos[0] < 0 or in_order and min(blknos) < 0):
@@ -581,10 +656,14 @@ class BufferCache:
             if not in_order:
                 blknos.sort()
             blknos = [b for b in blknos if b in self.buffers and self.buffers[b].dirty]   # a placed file may be gone
+        if flusher:
+            blknos = self.flusher_order(blknos)
         i = 0
         while i < len(blknos):
             j = i + 1
             while j < len(blknos) and blknos[j] == blknos[j - 1] + 1 and j - i < self.maxio:
+                if vreg_only and not _clusters(self.buffers[blknos[j - 1]], self.buffers[blknos[j]]):
+                    break
                 j += 1
             run = [self.buffers[b] for b in blknos[i:j]]
             now = self.clock.now
@@ -650,6 +729,11 @@ class BufferCache:
             self.locked_until = {b: t for b, t in locks.items() if t > now}
             self._lock_prune = max(1024, 2 * len(self.locked_until))
         return finish if finish != PENDING else bio
+
+
+def _clusters(a: Buffer, b: Buffer) -> bool:
+    """FreeBSD's vfs_bio_awrite clusters "only to regular files": two data blocks of one file."""
+    return a.kind == "data" and b.kind == "data" and a.ino == b.ino
 
 
 def _ready(bufs: list[Buffer], finish: float) -> None:

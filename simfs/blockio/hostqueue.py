@@ -21,11 +21,13 @@ decides the order in which the requests go to the drive. Modelled from Linux's c
   So nr_requests bounds how many requests are merged and sorted together.
 * **The scheduler** orders the requests of a flush (`none`/`noop`: as submitted;
   `deadline`/`mq-deadline`: by sector in one-way sweeps, reads before writes, with expiry
-  times; `cfq`: the request nearest the head, reads first, the fifo once a slice), picking the
+  times; `cfq`: the request nearest the head, reads first, the fifo once a slice; FreeBSD's
+  `disksort`: no merging, the first request, then a one-way sweep up from it), picking the
   next request when the drive has finished the previous one. The file system submits a read
   window in file order (read_pages) and a page cache's writepages in page order, for the
-  scheduler to order; the buffer cache's own write-back batches come sorted by block (the
-  cache builds its runs from that order; docs/host-queue.md, "Write-back").
+  scheduler to order; the buffer cache's own write-back batches come in its `writeback_order`:
+  sorted by block by the cache itself (the default), or as Linux's flusher or FreeBSD's
+  syncer issues them (docs/host-queue.md, "Write-back").
 * **No sort at the flush**, as in the kernels modelled (2.6.18-2.6.38 for noop, deadline and
   cfq; 6.13 on for none and mq-deadline). Linux sorted the plug list only in between:
   2.6.39 (73c101011926, the per-task plug) list_sort()ed it by queue alone (plug_rq_cmp), 3.8
@@ -81,8 +83,17 @@ PENDING = math.inf
 #:              with the newest request, then insert merges (elv_attempt_insert_merge: a request
 #:              is appended to the queued one that ends where it begins, again while possible);
 #:              dispatch from latest_pos (deadline_from_pos), fifo head when nothing is above
+#: disksort     FreeBSD's driver queue (kern/subr_disk.c bioq_disksort, 8.0 on; the ata(4) driver's
+#:              ata_sort_queue of 5.3-8.x is the same one-way scan): no block layer, so no merging
+#:              (each bio the file system built - a cluster of at most MAXPHYS - is one command);
+#:              a one-way elevator (C-LOOK): the first request of a flush goes at once (the
+#:              queue was empty: bioq_takefirst), then each pick is the queued request at or
+#:              after the end of the last one taken (bioq->last_offset = offset + length), the
+#:              lowest when none is (the key `offset - last_offset` is unsigned); reads and writes
+#:              in one queue
 SCHEDULERS = {
     "none": ("last", True, False, False, "fifo"),
+    "disksort": (None, False, False, False, "disksort"),
     "noop": ("all", False, False, False, "fifo"),
     "deadline": ("all", True, True, False, "deadline"),
     "cfq": ("all", True, True, False, "cfq"),
@@ -223,7 +234,7 @@ class HostQueue:
             r.arrival, r.flush = t, self.flushes
         if self.insert_merge:
             reqs = self._insert_merges(reqs)
-        pick = {"fifo": self._fifo, "cfq": self._cfq}.get(self.order, self._deadline)
+        pick = {"fifo": self._fifo, "cfq": self._cfq, "disksort": self._disksort}.get(self.order, self._deadline)
         for r in pick(reqs, t):
             first = r.bios[0]
             finish = self.issue(r.op, r.start, r.n, first.kind, first.ino, any(b.wait for b in r.bios))
@@ -244,6 +255,8 @@ class HostQueue:
         """blk_attempt_plug_merge (and for the 2.6 elevators elv_merge): back, then front merge
         with a plugged request of the same direction, newest first."""
         plug = self.plug
+        if self.scan is None:                        # FreeBSD: nothing merges below the file system
+            return False
         cands = plug[-1:] if self.scan == "last" else reversed(plug)
         for r in cands:
             if r.op != bio.op or not self._fits(r, bio.n):
@@ -305,6 +318,30 @@ class HostQueue:
     # -- dispatch --------------------------------------------------------------------------------
     def _fifo(self, reqs: list[Request], t: float):
         for r in reqs:
+            if self.log is not None:
+                self.log.append((t, r, False, None))
+            yield r
+
+    def _disksort(self, reqs: list[Request], t: float):
+        """bioq_disksort's order for a flush that finds the queue empty: the first request is
+        taken at once; then, each time, the queued request with the smallest unsigned
+        `start - last_offset`, last_offset being the end of the request taken before (the
+        sorted sequence at or above the head, then the one below it)."""
+        if not reqs:
+            return
+        first, rest = reqs[0], sorted(reqs[1:], key=lambda r: (r.start, r.seq))
+        if self.log is not None:
+            self.log.append((t, first, False, None))
+        yield first
+        pos = first.end
+        starts = [r.start for r in rest]
+        while rest:
+            i = bisect.bisect_left(starts, pos)
+            if i == len(rest):                       # nothing at or above the head: wrap
+                i = 0
+            r = rest.pop(i)
+            del starts[i]
+            pos = r.end
             if self.log is not None:
                 self.log.append((t, r, False, None))
             yield r
