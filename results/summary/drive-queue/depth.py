@@ -5,13 +5,18 @@
 Every built-in experiment's quick configurations (experiments/jobs/*.toml, the [quick] sizes),
 in-process (simfs.inprocess.verbs: the tools' system calls through the kernel model; the
 mounted experiments' `tar | tar` copy is the unpack verb, `tar cf /dev/zero` tar-read), each
-phase a cold volume as the runner's remount makes it, under three drive/host settings:
+phase a cold volume as the runner's remount makes it, under these drive/host settings:
 
   preset     the experiment's own disk preset: its queue_depth and scheduler (`simfs disks show`)
   depth 1    the same drive with queue_depth=1,scheduler=fcfs (no command queue)
   era        the preset with the seed's kernel's host queue (Linux seeds 001 and 004:
              iosched=cfq,max_sectors_kb=512, 2.6.x; docs/host-queue.md). FreeBSD seeds
              000, 002, 003: no merging block layer - the defaults are the era's, not rerun.
+  era, flusher   (Linux seeds) the era's queue with the buffer cache's own write-back batches
+             in Linux's flusher order (writeback_order=linux) instead of sorted by the cache
+  disksort   (FreeBSD seeds) the preset with FreeBSD's driver sort (iosched=disksort)
+  disksort, flusher   and the write-back batches in FreeBSD's syncer order
+             (writeback_order=freebsd): the order the FreeBSD system itself would give
 
 Per phase: simulated seconds (the tool's, sim_cmd, and with the unmount's write-back), drive
 requests, and from the trace the requests the host waited for that were issued while another
@@ -62,14 +67,34 @@ TREES = {  # experiment: (seed, workload seed, files, svn tree, image MiB, [(nam
 #: the images' identity fixed (experiments.verbcheck's): the directory hash order repeats run to run
 FIXED = {}
 ERA = {"001": "iosched=cfq,max_sectors_kb=512", "004": "iosched=cfq,max_sectors_kb=512"}
+#: the flusher's order (simfs.blockio.cache WRITEBACK_ORDERS) of each seed's system, and the
+#: queue that orders it: Linux 2.6's flusher under the era's cfq; FreeBSD's syncer under its
+#: driver's bioq_disksort (the FreeBSD seeds: no merging; `disksort` alone shows the sort's
+#: part, the cache still sorting)
+FLUSHER = {"000": "freebsd", "002": "freebsd", "003": "freebsd", "001": "linux", "004": "linux"}
 
 
-def _variants(seed: str, opts: str) -> list[tuple[str, str]]:
+def _variants(seed: str, opts: str) -> list[tuple[str, str, str]]:
+    """(name, mount options, the cache's write-back order)."""
     head, _, disk = opts.partition("disk=")
-    out = [("preset", opts), ("depth 1", f"{head}disk={disk},queue_depth=1,scheduler=fcfs")]
+    out = [("preset", opts, "block"), ("depth 1", f"{head}disk={disk},queue_depth=1,scheduler=fcfs", "block")]
     if seed in ERA:
-        out.append(("era", f"{opts},{ERA[seed]}"))
+        out.append(("era", f"{opts},{ERA[seed]}", "block"))
+        out.append(("era, flusher", f"{opts},{ERA[seed]}", FLUSHER[seed]))
+    else:
+        out.append(("disksort", f"{opts},iosched=disksort", "block"))
+        out.append(("disksort, flusher", f"{opts},iosched=disksort", FLUSHER[seed]))
     return out
+
+
+def _order(order: str):
+    """The cache's write-back order for the volumes opened meanwhile (no mount option names it
+    yet: simfs.fs.volume builds the cache, the order is BufferCache's argument)."""
+    import functools
+
+    import simfs.fs.volume as volume
+    from simfs.blockio.cache import BufferCache
+    volume.BufferCache = functools.partial(BufferCache, writeback_order=order) if order != "block" else BufferCache
 
 
 def sync_behind(trace: Path, phase: str) -> tuple[int, float]:
@@ -110,7 +135,8 @@ def tree_runs(name: str, work: Path) -> list[tuple]:
     cache = max(4 * MiB, min(128 * MiB, total // 4)) // 4096 * 4096
     rows = []
     for cname, opts, bs in configs:
-        for vname, vopts in _variants(seed, f"cache={cache},{opts}"):
+        for vname, vopts, order in _variants(seed, f"cache={cache},{opts}"):
+            _order(order)
             img = work / "img"
             mkfs(img, size * MiB, block_size=bs, inode_size=256, now=NOW, uid=0, gid=0, **FIXED)
             for phase, verb, path, _ in TREE_PHASES[name]:
@@ -130,7 +156,8 @@ def mmap_runs(work: Path) -> list[tuple]:
                                         ("ext2 pwrite", "ext2", "pwrite", ",cache=768M"),
                                         ("delayed pwrite", "delayed", "pwrite", ",cache=768M")):
         opts = f"alloc={alloc},writeback=async,dataless=true,read_batch=true{extra},disk=sata7200"
-        for vname, vopts in _variants("004", opts):
+        for vname, vopts, order in _variants("004", opts):
+            _order(order)
             img = work / "img"
             mkfs(img, 512 * MiB, block_size=4096, inode_size=256, now=NOW, uid=0, gid=0, **FIXED)
             kw = {"pagecache": "linux-2.6.29,ram=384M"} if writes == "mmap" else {}
