@@ -296,3 +296,42 @@ def test_the_defaults_are_the_caches_sort_and_none():
     simfs sent before the flusher orders (docs/host-queue.md)."""
     c = BufferCache(MemImage(), 64, 1024, Stats(), FastClock(), writeback=make_writeback("async"))
     assert c.writeback_order == "block" and c.hq.scheduler == "none"
+
+
+def test_a_volumes_sync_goes_file_by_file_under_linux_and_none(tmp_path, monkeypatch):
+    """In-process, an ext2 volume: file b re-dirtied before file a, whose blocks lie lower.
+    Linux's flusher writes b's pages, then the block device's (superblock, inode table: dirtied
+    after b's data), then a's; `none` sends that order; the cache's sort sends it by block;
+    cfq orders the flusher's batch itself (nearest the head: the same requests)."""
+    import functools
+    import shutil
+
+    import simfs.fs.volume as volume
+    from simfs.fs.types import VolumeOptions
+    from simfs.ondisk.mkfs import mkfs
+    img = tmp_path / "v.img"
+    mkfs(str(img), 32 << 20, block_size=4096, uuid="00000000-0000-0000-0000-000000000053",
+         hash_seed="00000000-0000-0000-0000-00000000a53e", now=1262304000)
+    sent = {}
+    for order, iosched in (("linux", "none"), ("block", "none"), ("linux", "cfq")):
+        monkeypatch.setattr(volume, "BufferCache", functools.partial(BufferCache, writeback_order=order))
+        shutil.copyfile(img, tmp_path / "w.img")
+        with volume.Volume.open(str(tmp_path / "w.img"), VolumeOptions(alloc="ext2", disk="sata7200",
+                                                                         iosched=iosched)) as vol:
+            assert vol.cache.writeback_order == order
+            a = vol.create(vol.root_ino, b"a", 0o644, 0, 0).st_ino
+            b = vol.create(vol.root_ino, b"b", 0o644, 0, 0).st_ino
+            vol.write(a, 0, bytes(8 * 4096))
+            vol.write(b, 0, bytes(8 * 4096))
+            vol.sync()
+            vol.write(b, 0, b"x" * 4 * 4096)
+            vol.write(a, 0, b"y" * 4 * 4096)
+            vol.cache.hq.log = []
+            vol.sync()
+            sent[order, iosched] = [(r.start, r.n, r.bios[0].kind, r.bios[0].ino) for _, r, *_ in vol.cache.hq.log]
+    linux = sent["linux", "none"]
+    assert [(k, i) for _, _, k, i in linux] == [("data", b), ("super", 0), ("inode", a), ("data", a)]
+    a_start, b_start = linux[3][0], linux[0][0]
+    assert a_start < b_start                                  # a's blocks lie lower: the sort puts a first
+    assert sent["block", "none"] == sorted(linux)
+    assert sorted(sent["linux", "cfq"]) == sorted(linux)
