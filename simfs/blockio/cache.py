@@ -20,7 +20,8 @@ sync/fsync/unmount. Contiguous dirty blocks leave as one request of at most `max
 The order of those batches is `writeback_order` (WRITEBACK_ORDERS): sorted by block by the
 cache (`block`, the default), or as Linux's flusher (`linux`) or FreeBSD's syncer (`freebsd`)
 issues them, for the host queue's scheduler to order; under `freebsd` only a regular file's
-data blocks cluster (vfs_bio_awrite).
+data blocks cluster (vfs_bio_awrite). A buffer's place in its file (`lblk`: a delayed page's
+own, or as `mark_dirty`/`write` are told) orders a file's pages; unknown, its block does.
 
 A block is never written twice at once: as Linux locks a buffer for its write (lock_buffer in
 submit_bh's callers) until the write completes, a block written again while its last write is
@@ -86,13 +87,14 @@ class WritebackMode(Protocol):
 
 
 class Buffer:
-    __slots__ = ("blkno", "data", "kind", "ino", "dirty", "dirtied_at", "ready_at", "used", "dseq")
+    __slots__ = ("blkno", "data", "kind", "ino", "dirty", "dirtied_at", "ready_at", "used", "dseq", "lblk")
 
     def __init__(self, blkno: int, data: bytearray, kind: str, ino: int):
         self.blkno, self.data, self.kind, self.ino = blkno, data, kind, ino
         self.dirty, self.dirtied_at, self.ready_at = False, 0.0, 0.0
         self.used = 0           # the cache's use count when it last moved to the LRU's end
         self.dseq = 0           # the cache's dirtying count when it last became dirty
+        self.lblk = -1          # its block in its file, if the file system said (-1: unknown)
 
 
 #: the order of the cache's own write-back batches (`writeback_order`):
@@ -292,7 +294,7 @@ class BufferCache:
         if buf is not None:
             self._use(buf)
             buf.data[:] = bytes(self.bs)
-            buf.kind, buf.ino, buf.ready_at = kind, ino, 0.0
+            buf.kind, buf.ino, buf.ready_at, buf.lblk = kind, ino, 0.0, -1
             return buf.data
         buf = Buffer(blkno, bytearray(self.bs), kind, ino)
         self._insert(buf)
@@ -307,6 +309,7 @@ class BufferCache:
             self._use(buf)
             return buf.data
         buf = Buffer(key, bytearray(self.bs), kind, ino)
+        buf.lblk = (-key - 1) & 0xFFFFFFFF if key < 0 else -1   # vkey's page: kept when placed
         self.buffers[key] = buf     # no eviction here: it could place this very page meanwhile;
         self._use(buf)              # the dirty thresholds at the end of the operation bound these
         return buf.data
@@ -355,8 +358,10 @@ class BufferCache:
         return bytes(out)
 
     # writing -------------------------------------------------------------------------------
-    def mark_dirty(self, blkno: int, data: bytearray, kind: str | None = None, ino: int | None = None) -> None:
-        """Mark a buffer dirty; `data` is re-attached if the buffer was evicted meanwhile."""
+    def mark_dirty(self, blkno: int, data: bytearray, kind: str | None = None, ino: int | None = None,
+                   lblk: int | None = None) -> None:
+        """Mark a buffer dirty; `data` is re-attached if the buffer was evicted meanwhile.
+        `lblk`: the block's place in its file, for the flusher's page order (optional)."""
         buf = self.buffers.get(blkno)
         if buf is None or buf.data is not data:
             if buf is not None and buf.dirty:
@@ -365,8 +370,10 @@ class BufferCache:
             self._insert(buf)
         if kind is not None:
             buf.kind = kind
-        if ino is not None:
-            buf.ino = ino
+        if ino is not None and ino != buf.ino:
+            buf.ino, buf.lblk = ino, -1     # another file's block now: its page is not known
+        if lblk is not None:
+            buf.lblk = lblk
         if not buf.dirty:
             buf.dirty = True
             buf.dirtied_at = self.clock.now
@@ -379,11 +386,11 @@ class BufferCache:
         if buf.kind in self.sync_kinds:
             self.op_sync.add(blkno)
 
-    def write(self, blkno: int, data: bytes, kind: str, ino: int = 0) -> None:
+    def write(self, blkno: int, data: bytes, kind: str, ino: int = 0, lblk: int | None = None) -> None:
         """Replace a whole block's contents and mark it dirty."""
         buf = self.getblk(blkno, kind, ino)
         buf[:] = data
-        self.mark_dirty(blkno, buf)
+        self.mark_dirty(blkno, buf, lblk=lblk)
 
     def in_use(self, blkno: int, used: bool) -> None:
         """The file system took (used) or freed the block: the image writes a block that was
@@ -615,15 +622,17 @@ class BufferCache:
     def flusher_order(self, blknos: list[int]) -> list[int]:
         """The blocks (dirty, cached, placed) in the order `writeback_order`'s flusher issues
         them: file by file (the block device's or device vnode's buffers one more file), the
-        file whose oldest dirty buffer was dirtied first first, each file's blocks ascending
-        (FreeBSD: its indirect blocks first). Within a file, page order is taken as block
-        order: the cache does not know a buffer's page (the file systems modelled allocate a
-        file's blocks in page order unless it is fragmented)."""
+        file whose oldest dirty buffer was dirtied first first, each file's pages ascending
+        (FreeBSD: its indirect blocks first). A file's page is its buffers' `lblk` when the
+        cache knows it for every one of the batch's buffers of that file (delayed pages, and
+        buffers marked dirty with it); else its blocks go in block order (the file systems
+        modelled allocate a file's blocks in page order unless it is fragmented)."""
         bufs = self.buffers
         device = DEVICE_KINDS[self.writeback_order]
         bsd = self.writeback_order == "freebsd"
         first: dict[int, tuple] = {}
         owner_of = {}
+        by_block: set[int] = set()      # files with a buffer whose page the cache does not know
         for b in blknos:
             buf = bufs[b]
             owner = -1 if buf.kind in device else buf.ino
@@ -631,10 +640,14 @@ class BufferCache:
             age = (buf.dirtied_at, buf.dseq)
             if owner not in first or age < first[owner]:
                 first[owner] = age
+            if buf.lblk < 0:
+                by_block.add(owner)
 
         def key(b):
             owner = owner_of[b]
-            return first[owner], owner, 0 if bsd and bufs[b].kind == "indirect" else 1, b
+            buf = bufs[b]
+            page = b if owner in by_block else buf.lblk
+            return first[owner], owner, 0 if bsd and buf.kind == "indirect" else 1, page, b
         return sorted(blknos, key=key)
 
     def _write_back(self, blknos: list[int], wait: bool, in_order: bool = False,

@@ -335,3 +335,35 @@ def test_a_volumes_sync_goes_file_by_file_under_linux_and_none(tmp_path, monkeyp
     assert a_start < b_start                                  # a's blocks lie lower: the sort puts a first
     assert sent["block", "none"] == sorted(linux)
     assert sorted(sent["linux", "cfq"]) == sorted(linux)
+
+
+def test_a_files_pages_go_in_page_order_when_the_cache_knows_them():
+    """Delayed pages carry their page (vkey) through placement; a placer that gives page 0
+    the highest block leaves write_cache_pages' order page 0 first. Buffers marked dirty with
+    `lblk` likewise; one buffer of the file without it: block order for that file."""
+    from simfs.blockio.cache import vkey
+    c, clock = make("linux", "noop")
+
+    class Placer:
+        def place(self, keys):
+            out = {}
+            for i, k in enumerate(sorted(keys)):         # vkey(9, 2) < vkey(9, 1) < vkey(9, 0)
+                c.rekey(k, 300 + 2 * i)                  # page 2 -> 300, 1 -> 302, 0 -> 304
+                out[k] = 300 + 2 * i
+            return out
+    c.placer = Placer()
+    for lblk in (0, 1, 2):
+        c.mark_dirty(vkey(9, lblk), c.page(vkey(9, lblk), "data", 9))
+    c.sync()
+    assert clock.writes() == [(304, 1), (302, 1), (300, 1)]
+    for known, want in ((True, [(54, 1), (52, 1), (50, 1)]), (False, [(50, 1), (52, 1), (54, 1)])):
+        c, clock = make("linux", "noop")
+        for lblk, b in ((0, 54), (1, 52), (2, 50)):
+            c.write(b, bytes(64), "data", 7, lblk=lblk if known or lblk else None)
+        c.sync()
+        assert clock.writes() == want, known
+    # a block reused by another file forgets the page it had
+    c, clock = make("linux")
+    c.write(60, bytes(64), "data", 7, lblk=5)
+    c.getblk(60, "data", 8)
+    assert c.buffers[60].lblk == -1
