@@ -3,7 +3,7 @@ outstanding depths 1, 4, 16 and 32, DiskSim's SPTF and C-LOOK at the drive.
 
     .venv/bin/python -m benchmarks.bench_disksim_queue [--drives ibm18es,barracuda,cheetah9LP]
         [--requests N] [--depths 1,4,16,32] [--schedulers sptf,clook] [--workloads ...]
-        [--tarball PATH | --disksim-src DIR] [--work DIR] [--markdown]
+        [--tarball PATH | --disksim-src DIR] [--work DIR] [--simfs disksim|now] [--markdown]
 
 DiskSim is built from its tarball with two lines added (PATCHES: each generated request, with
 its generator, and each completion at the device driver, with its arrival and completion time,
@@ -14,8 +14,11 @@ FCFS, and `depth` closed-loop generators (time-critical requests, no think time:
 issues its next request when its last completes), so `depth` requests are outstanding at once.
 DiskSim runs it; simfs then runs the same request stream - every generator's requests in
 DiskSim's order - through `disk_models.queue.DriveQueue` on the same drive's preset
-(disksim-NAME), closed-loop the same way. Printed per row: mean and 99th-percentile response
-time and throughput (requests per simulated second) of each, and simfs's difference in %.
+(disksim-NAME), closed-loop the same way, each generator's first request entering the drive
+when it entered DiskSim's (its bus delivers the first ones one after another). Printed per row:
+mean and 99th-percentile response time and throughput (requests per simulated second) of each,
+and simfs's difference in %. `--simfs now` runs simfs's sptf-now/spctf-now (ranked from where the
+head is at the pick) beside DiskSim's sptf/spctf rows instead of simfs's own sptf/spctf.
 
 Workloads: random and sequential, reads and writes, 4 KiB and 64 KiB (DiskSim's synthgen with
 blocking factor 8, constant size; "sequential" is each generator's own stream, from a random
