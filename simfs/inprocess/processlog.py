@@ -46,6 +46,13 @@ class ProcessRecorder:
             self._have = self._want
         self._log.write(rec)
 
+    def line(self, text: str) -> None:
+        """A record already formatted (LogWriter.line), after the same process record."""
+        if self._want != self._have:
+            self._log.write(["on", None, self._want])
+            self._have = self._want
+        self._log.line(text)
+
     def flush(self) -> None:
         self._log.flush()
 
