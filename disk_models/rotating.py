@@ -112,7 +112,7 @@ class RotatingDrive(DiskModel):
         # the mechanism's state as DiskSim records it (mech_state): the last sector transferred
         # (None: the track in _rec_trk) and when it passed (positioning(..., recorded=True))
         self._rec_t = 0.0
-        self._rec_x = None
+        self._rec_x: int | None = None
         self._rec_trk = (0, 0)
         #: set by disk_models.queue for the command it starts: how long it waited in the drive
         #: before the drive took it; its command overhead ran meanwhile (DiskSim: overhead_done
