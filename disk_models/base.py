@@ -27,6 +27,14 @@ does so by itself).  What a model adds for it:
               head is then; changes no state (SPTF's key; with `cache`, a read the buffer holds
               costs 0: SPCTF's). A write a write cache takes without a media access (`sync`
               False: not FUA) costs 0: it is no media command (DiskSim takes it on arrival).
+              Optional ``recorded=True`` (the `sptf`/`spctf` key): the same estimate from the
+              head state the model last recorded (DiskSim's mech_state: the track and angle of
+              the last sector transferred, not advanced to t); a model with such a state sets
+              the class attribute ``positioning_recorded = True``, otherwise the queue ranks
+              by the estimate at t.
+  waited      instance attribute the queue sets before starting a command: the seconds it
+              waited in the drive, through which its command overhead already ran (DiskSim's
+              overhead_done); a model without it ignores it.
   queue_defaults(preset) -> {key: (value, provenance)}   optional classmethod: the queue the
               drive's own description gives (a DiskSim .parv: Max queue length, Scheduling
               policy); keys it leaves out, and presets without queue_depth/scheduler values, get

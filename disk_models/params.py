@@ -61,8 +61,10 @@ QUEUE_PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("queue_depth", int, "commands", "commands the drive holds at once (SATA NCQ, SCSI TCQ: up to 32; "
           "1 = no command queue, one at a time)", 1, 256),
     Param("scheduler", str, "", "the order the drive serves queued commands in (DiskSim's ioqueue): fcfs, "
-          "sstf, clook (C-LOOK), sptf (shortest positioning time first), spctf (sptf, buffer hits first)",
-          choices=("fcfs", "sstf", "clook", "sptf", "spctf")),
+          "sstf, clook (C-LOOK), sptf (shortest positioning time first, DiskSim's estimate from the head "
+          "state it last recorded), spctf (sptf, buffer hits first), sptf-now and spctf-now (the same, "
+          "ranked from where the head is at the pick)",
+          choices=("fcfs", "sstf", "clook", "sptf", "spctf", "sptf-now", "spctf-now")),
 )}
 QUEUE_DEFAULTS = {"queue_depth": (1, "default: no command queue (one command at a time)"),
                   "scheduler": ("fcfs", "default: served in arrival order")}

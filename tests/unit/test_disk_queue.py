@@ -322,7 +322,7 @@ def test_one_sequential_stream_does_not_lose_under_spctf_and_clook(spec):
 
 @pytest.mark.parametrize("spec, msg", [
     ("sata7200,queue_depth=0", "queue_depth='0': must be between 1 and 256"),
-    ("sata7200,scheduler=elevator", "scheduler='elevator': expected one of fcfs, sstf, clook, sptf, spctf"),
+    ("sata7200,scheduler=elevator", "scheduler='elevator': expected one of fcfs, sstf, clook, sptf, spctf, sptf-now, spctf-now"),
 ])
 def test_bad_queue_options_are_refused_in_one_line(spec, msg):
     with pytest.raises(ValueError) as e:
@@ -367,3 +367,9 @@ def test_a_parv_gives_the_drives_queue(tmp_path):
     assert make_disk(parv_with(tmp_path, 1, 2)).scheduler == "fcfs"      # one at a time: never chooses
     with pytest.raises(ValueError, match="Scheduling policy 2 is not modelled"):
         make_disk(parv_with(tmp_path, 8, 2))
+
+
+def test_the_true_angle_schedulers_are_mount_options():
+    """`-o disk=...,scheduler=sptf-now` reaches the queue: it ranks from where the head is."""
+    q = DriveQueue(make_disk("sata7200,queue_depth=8,scheduler=spctf-now"))
+    assert (q.depth, q.scheduler) == (8, "spctf-now")
