@@ -47,6 +47,11 @@ def _ioscheds():
     return list(SCHEDULERS)
 
 
+def _writeback_orders():
+    from simfs.blockio.cache import WRITEBACK_ORDERS
+    return list(WRITEBACK_ORDERS)
+
+
 def _disk_model(spec: str) -> None:
     """Build the model: catches what only building it finds (a geometry that does not fit)."""
     from disk_models import make_disk
@@ -113,8 +118,16 @@ class VolumeOptions:
         "the block layer's I/O scheduler: none (blk-mq without one: merges with the newest plugged "
         "request, submission order), mq-deadline (6.x's default for a rotating disk: sector order "
         "from the last position, reads first, expiry), 2.6's noop, deadline and cfq (one process's "
-        "queues: the nearest request, backward seeks counted double, the fifo once a slice); "
+        "queues: the nearest request, backward seeks counted double, the fifo once a slice), "
+        "FreeBSD's disksort (bioq_disksort: a one-way sweep, no merging); "
         "default none: the order the cache submits in"), choices=_ioscheds)
+    writeback_order: str = option("block", (
+        "the order the buffer cache's own write-back batches (syncer, dirty thresholds, eviction, "
+        "fsync, sync) leave it in: block (sorted by block by the cache, adjacent blocks of any "
+        "file joined), linux (the flusher: inode by inode, oldest dirtied first, pages ascending, "
+        "metadata as the block device's pages), freebsd (the syncer: vnode by vnode, buffers by "
+        "logical block, only a regular file's data clustered); default block"),
+        choices=_writeback_orders)
     nr_requests: int = option(128, (
         "requests the block layer's queue holds (merged and sorted together); a submitter finding "
         "none free flushes its plug. 2.6.x: 128 (BLKDEV_MAX_RQ); 6.x with a scheduler: 2 x "

@@ -142,6 +142,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
         self.cache = BufferCache(self.image, geo.block_size, options.cache // geo.block_size, self.stats, self.clock,
                                  writeback=writeback, maxio_blocks=options.maxio // geo.block_size,
                                  sync_interval=options.sync_interval, iosched=options.iosched,
+                                 writeback_order=options.writeback_order,
                                  nr_requests=options.nr_requests,
                                  max_request_blocks=(options.max_sectors_kb << 10) // geo.block_size
                                  if options.max_sectors_kb else None)

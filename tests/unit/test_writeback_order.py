@@ -298,26 +298,24 @@ def test_the_defaults_are_the_caches_sort_and_none():
     assert c.writeback_order == "block" and c.hq.scheduler == "none"
 
 
-def test_a_volumes_sync_goes_file_by_file_under_linux_and_none(tmp_path, monkeypatch):
+def test_a_volumes_sync_goes_file_by_file_under_linux_and_none(tmp_path):
     """In-process, an ext2 volume: file b re-dirtied before file a, whose blocks lie lower.
     Linux's flusher writes b's pages, then the block device's (superblock, inode table: dirtied
     after b's data), then a's; `none` sends that order; the cache's sort sends it by block;
     cfq orders the flusher's batch itself (nearest the head: the same requests)."""
-    import functools
     import shutil
 
     import simfs.fs.volume as volume
-    from simfs.fs.types import VolumeOptions
+    from simfs.fuse import mountopts
     from simfs.ondisk.mkfs import mkfs
     img = tmp_path / "v.img"
     mkfs(str(img), 32 << 20, block_size=4096, uuid="00000000-0000-0000-0000-000000000053",
          hash_seed="00000000-0000-0000-0000-00000000a53e", now=1262304000)
     sent = {}
     for order, iosched in (("linux", "none"), ("block", "none"), ("linux", "cfq")):
-        monkeypatch.setattr(volume, "BufferCache", functools.partial(BufferCache, writeback_order=order))
         shutil.copyfile(img, tmp_path / "w.img")
-        with volume.Volume.open(str(tmp_path / "w.img"), VolumeOptions(alloc="ext2", disk="sata7200",
-                                                                         iosched=iosched)) as vol:
+        opts = mountopts.parse([f"alloc=ext2,disk=sata7200,iosched={iosched},writeback_order={order}"]).volume
+        with volume.Volume.open(str(tmp_path / "w.img"), opts) as vol:
             assert vol.cache.writeback_order == order
             a = vol.create(vol.root_ino, b"a", 0o644, 0, 0).st_ino
             b = vol.create(vol.root_ino, b"b", 0o644, 0, 0).st_ino
@@ -367,3 +365,11 @@ def test_a_files_pages_go_in_page_order_when_the_cache_knows_them():
     c.write(60, bytes(64), "data", 7, lblk=5)
     c.getblk(60, "data", 8)
     assert c.buffers[60].lblk == -1
+
+
+def test_a_bad_writeback_order_is_refused_in_one_line():
+    from simfs.fuse import mountopts
+    with pytest.raises(Exception) as e:
+        mountopts.parse(["writeback_order=sideways"])
+    msg = str(e.value)
+    assert "writeback_order" in msg and "block, linux, freebsd" in msg and "\n" not in msg
