@@ -122,6 +122,12 @@ def charges(m: dict, scale: float) -> dict[str, float]:
     return {k: max(0.0, v) * scale * 1e-6 for k, v in us.items()}
 
 
+#: operations whose charge before they run depends on their arguments (KernelCharge.before)
+_BY_ARGS = frozenset(("read", "read_direct", "write", "write_direct", "readdir", "getxattr"))
+#: operations KernelCharge.after charges or notes
+_AFTER = frozenset(("lookup", "readdir", "read", "read_direct", "create", "mkdir", "mknod", "symlink", "link"))
+
+
 class KernelCharge:
     """The per-kind charge of one volume (cpu=kernel): `before` an operation runs, `after` it
     returned, `failed` when it raised an FSError. `seen`: the inodes looked up (or created)
@@ -130,11 +136,17 @@ class KernelCharge:
 
     def __init__(self, era: str):
         self.cost = charges(MEASURED, ERAS[era])
+        #: the charge `before` gives whatever the arguments (one dictionary look-up for
+        #: most operations), and the operations whose charge `after` may add to
+        self.fixed = {k: v for k, v in self.cost.items() if k not in _BY_ARGS}
         self.seen: set[int] = set()
         self.prune_floor = 4096
         self.prune_at = 4096
 
     def before(self, name: str, args: tuple, kwargs: dict) -> float:
+        charge = self.fixed.get(name)
+        if charge is not None:
+            return charge
         cost = self.cost
         if name == "read" or name == "read_direct":
             return cost[name]               # its bytes are known after
@@ -148,9 +160,12 @@ class KernelCharge:
             return 0.0
         return cost.get(name, 0.0)
 
-    def after(self, holds: dict, name: str, result) -> float:
-        """`holds`: the volume's, inode -> kernel references."""
+    def after(self, vol, name: str, result) -> float:
+        """`vol`: the volume (its `holds`: inode -> kernel references)."""
+        if name not in _AFTER:
+            return 0.0
         if name == "lookup":
+            holds = vol.holds
             ino = result.st_ino
             seen = self.seen
             hit = ino in seen and ino in holds     # (the reply's own hold is taken after)
@@ -159,6 +174,7 @@ class KernelCharge:
                 self.prune(holds)
             return 0.0 if hit else self.cost["lookup_miss"]
         if name == "readdir":
+            holds = vol.holds
             seen = self.seen
             for _, ino, _ in result:        # listed while not held: its dentry was let go
                 if ino not in holds:

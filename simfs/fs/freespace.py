@@ -36,6 +36,8 @@ class FreeSpace:
         self.unpacked: dict[int, bytearray] = {}   # changed group -> its descriptor block's buffer
         self.block_used = np.zeros(geo.blocks_count, dtype=bool)
         self.inode_used = np.zeros(geo.inodes_count, dtype=bool)
+        # the same bits for scalar reads, without numpy's overhead (inode_used changes in place)
+        self.inode_in_use = memoryview(self.inode_used)  # type: ignore[arg-type]  # (numpy arrays are buffers)
         self._load()
 
     def _load(self) -> None:
@@ -125,13 +127,13 @@ class FreeSpace:
         return True
 
     def take_inode(self, ino: int, is_dir: bool) -> None:
-        if self.inode_used[ino - 1] or ino < FIRST_INO:
+        if self.inode_in_use[ino - 1] or ino < FIRST_INO:
             raise AssertionError(f"inode {ino} handed out twice")
         self._set_inode(ino, True, is_dir)
         self.stats.count("inodes_allocated")
 
     def release_inode(self, ino: int, is_dir: bool) -> None:
-        if not self.inode_used[ino - 1]:
+        if not self.inode_in_use[ino - 1]:
             self.checks.report(f"freeing inode {ino}, which is not in use", ino, 0, "free_inode")
             return
         self._set_inode(ino, False, is_dir)

@@ -38,7 +38,7 @@ class Holds:
             self.handles[ino] = left
         else:
             self.handles.pop(ino, None)
-        if writer and ino in self.holds and not self.options.read_only and self.space.inode_used[ino - 1]:
+        if writer and ino in self.holds and not self.options.read_only and self.space.inode_in_use[ino - 1]:
             self.placement.release(self.inodes.get(ino))
         self.drop(ino)
         if left <= 0 and not self.options.read_only:
@@ -62,7 +62,7 @@ class Holds:
             self.holds[ino] = left
             return
         self.holds.pop(ino, None)
-        if self.options.read_only or not self.space.inode_used[ino - 1]:
+        if self.options.read_only or not self.space.inode_in_use[ino - 1]:
             self.inodes.forget(ino)
             return
         inode = self.inodes.in_core(ino)
@@ -85,7 +85,7 @@ class Holds:
         descriptor, stat of a removed working directory) gets its last attributes, as from
         ext2's orphan, until those references go."""
         held = self.holds.get(ino)
-        if not held or self.handles.get(ino) or not self.space.inode_used[ino - 1]:
+        if not held or self.handles.get(ino) or not self.space.inode_in_use[ino - 1]:
             return
         inode = self.inodes.get(ino)
         if inode.links:

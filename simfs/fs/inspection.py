@@ -33,7 +33,7 @@ class Inspection:
         them; delalloc: [(lblk, n)] runs of blocks a delayed allocator has not placed yet;
         xattr_block: the extended-attribute block or 0. Fast symlinks and device inodes have
         no runs."""
-        if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_used[ino - 1]:
+        if not 1 <= ino <= self.geo.inodes_count or not self.space.inode_in_use[ino - 1]:
             raise FSError(errno.ENOENT)
         inode = self.inodes.peek(ino)
         geo = self.geo

@@ -99,7 +99,7 @@ class Namespace:
 
     @operation
     def getattr(self, ino: int) -> Attr:
-        if self.stale and ino in self.stale and not self.space.inode_used[ino - 1]:
+        if self.stale and ino in self.stale and not self.space.inode_in_use[ino - 1]:
             return self.stale[ino][1]                   # freed at its unlink, still referenced
         return self._attr(self._inode(ino))
 

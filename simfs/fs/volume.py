@@ -512,7 +512,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
     def _inode(self, ino: int):
         if not 1 <= ino <= self.geo.inodes_count:
             raise FSError(errno.ENOENT)
-        if not self.space.inode_used[ino - 1] and not _live(self.inodes.peek(ino, False)):
+        if not self.space.inode_in_use[ino - 1] and not _live(self.inodes.peek(ino, False)):
             raise FSError(errno.ENOENT)     # (one in use whose bit is clear is served, as by ext2)
         inode = self.inodes.get(ino)
         if inode.bad:
@@ -527,7 +527,7 @@ class Volume(Namespace, FileIO, Xattrs, Inspection, Holds):
         problem = checks.entry_ino_problem(ino)
         if problem:
             raise checks.corrupt(f"directory {d.ino}: entry {name!r} names {problem}", d.ino, 0, "lookup")
-        if not self.space.inode_used[ino - 1] and not _live(self.inodes.peek(ino, False)):
+        if not self.space.inode_in_use[ino - 1] and not _live(self.inodes.peek(ino, False)):
             raise checks.corrupt(f"directory {d.ino}: entry {name!r} names unused inode {ino}", ino, 0, "iget")
         inode = self.inodes.get(ino)
         problem = inode.bad or ("" if inode.links else "deleted inode referenced")

@@ -45,21 +45,22 @@ class Inode:
                  "crtime_ns", "dtime", "links", "blocks", "flags", "block", "generation", "file_acl",
                  "incore", "bad", "damaged")
 
-    def __init__(self, ino: int, inode_size: int):
+    def __init__(self, ino: int, inode_size: int, raw: bytes | None = None):
+        """A zeroed inode of `inode_size` bytes, or the one `raw` holds (see `unpack`)."""
         self.ino = ino
-        self.raw = bytearray(inode_size)
-        self.mode = self.uid = self.gid = self.size = 0
-        self.atime_ns = self.ctime_ns = self.mtime_ns = self.crtime_ns = 0
-        self.dtime = self.links = self.blocks = self.flags = self.generation = self.file_acl = 0
-        self.block = [0] * N_BLOCKS
         self.incore = None  # per-inode state of the running volume (allocator hints); never written
         self.bad = ""       # why the inode as read from the image cannot be true (simfs.fs.checks)
         self.damaged = False  # its block map was found damaged (simfs.fs.filemap)
-
-    @classmethod
-    def unpack(cls, ino: int, raw: bytes) -> "Inode":
-        self = cls(ino, len(raw))
-        self.raw[:] = raw
+        if raw is None:
+            self.raw = bytearray(inode_size)
+            self.mode = self.uid = self.gid = self.size = 0
+            self.atime_ns = self.ctime_ns = self.mtime_ns = self.crtime_ns = 0
+            self.dtime = self.links = self.blocks = self.flags = self.generation = self.file_acl = 0
+            self.block = [0] * N_BLOCKS
+            return
+        # decoded here, where compiled code sets the fields directly (simfs.compiled.slots):
+        # every inode read from the image passes through here
+        self.raw = bytearray(raw)
         fields = _BASE.unpack_from(raw)
         (mode, uid, size_lo, atime, ctime, mtime, self.dtime, gid, self.links, blocks_lo,
          self.flags) = fields[:11]
@@ -74,6 +75,7 @@ class Inode:
         self.blocks = blocks_lo | blocks_hi << 32
         self.file_acl = acl_lo | acl_hi << 32
         a_x = c_x = m_x = None          # the extra words, where the inode has them
+        self.crtime_ns = 0
         if len(raw) > 128:
             extra_isize, _, cx, mx, ax, crtime, cr_x = _EXTRA.unpack_from(raw, 128)
             if extra_isize >= 16:
@@ -83,7 +85,10 @@ class Inode:
         self.atime_ns = _join_ns(atime, a_x)
         self.ctime_ns = _join_ns(ctime, c_x)
         self.mtime_ns = _join_ns(mtime, m_x)
-        return self
+
+    @classmethod
+    def unpack(cls, ino: int, raw: bytes) -> "Inode":
+        return cls(ino, len(raw), raw)
 
     def pack(self) -> bytes:
         return bytes(self.packed())

@@ -189,7 +189,7 @@ def test_first_free_inode_per_group(image):
         saved = s.inode_used.copy()
         s.inode_used[3 * ipg:4 * ipg] = True
         assert s.first_free_inode(3) == -1
-        s.inode_used = saved
+        s.inode_used[:] = saved                                 # in place: inode_in_use views it
         s.release_inode(2 * ipg + 1, False)
         assert s.first_free_inode(2) == 2 * ipg + 1
         s.release_inode(2 * ipg + 2, True)
