@@ -74,3 +74,24 @@ def test_snapshot_matches_one_by_one(monkeypatch):
                 s.disk(step[1], i * 64, 8, step[3], step[2])
             reference.phase.fold()          # the reference's disk latencies, folded at once
     assert batched.snapshot(now) == reference.snapshot(now)
+
+
+def test_the_vector_fold_is_add_one_by_one():
+    """Phase.fold's numpy path (a long batch) gives what adding each value gives, to the last
+    bit: halves of a nanosecond (round half to even), powers of two at the bucket edges, zeros,
+    large values; batches with a negative or a huge value and short ones take add_many."""
+    rng = random.Random(5)
+    edges = [((1 << b) + d) * 1e-9 for b in range(8, 45) for d in (-1, 0, 1)]
+    halves = [(k + 0.5) * 1e-9 for k in range(0, 3000, 7)] + [k * 0.5e-9 for k in range(1, 2000)]
+    batches = [_values(2, 5000), edges, halves, [0.0, -0.0] * 50 + [3e-9] * 30,
+               [rng.random() * 10 ** rng.randrange(-9, 5) for _ in range(3000)],
+               _values(3, 100) + [-1e-6], _values(4, 100) + [2e6], _values(6, 10)]
+    for values in batches:
+        one, bulk = Histogram(), Histogram()
+        for v in values:
+            one.add(v)
+        stats_mod._add_many(bulk, values[:len(values) // 3])
+        stats_mod._add_many(bulk, values[len(values) // 3:])
+        assert bulk.to_dict() == one.to_dict()
+        assert repr(bulk.total) == repr(one.total) and bulk.count == one.count
+        assert (bulk.min, bulk.max) == (one.min, one.max)
