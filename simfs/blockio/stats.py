@@ -11,9 +11,7 @@ in /.simfs/stats: totals, then each phase.
 import math
 from collections import defaultdict
 
-import numpy as np
-
-from simfs.blockio.histogram import SUB, Histogram
+from simfs.blockio.histogram import Histogram
 
 DISK_COMPONENTS = ("queue", "overhead", "seek", "rotation", "transfer", "interface", "rmw")
 #: disk time that is no host request's breakdown (the drive's own work adds its names)
@@ -24,46 +22,6 @@ LAYOUT_BLOCK_SECTORS = 8   # the layout score counts 4 KiB blocks read, whatever
 #: totals and histograms: one loop per batch instead of a histogram update per operation,
 #: with memory bounded on a long mount (every reader folds first)
 FOLD_EVERY = 4096
-#: a batch of at least this many latencies goes into a histogram through numpy (`_add_many`)
-VECTOR_FOLD = 64
-#: ... if every one is finite and below this (seconds: whole nanoseconds stay exact in a double)
-VECTOR_MAX_S = 1e6
-
-
-def _add_many(h: Histogram, values: list) -> None:
-    """`h.add_many(values)`, the same to the last bit, with numpy for a long batch: the bucket
-    of each value (round(seconds * 1e9), half to even, as round() rounds; bit_length from the
-    double's exponent, exact for whole numbers below 2**53), the counts per bucket, and the sum
-    added in the order noted (a cumulative sum is sequential, not pairwise). Min and max as
-    add_many takes them (first of equals). Short batches and unusual values (negative, not
-    finite, huge) go through add_many itself."""
-    n = len(values)
-    if n < VECTOR_FOLD:
-        h.add_many(values)
-        return
-    a = np.array(values, dtype=np.float64)
-    if not (np.isfinite(a).all() and a.min() >= 0.0 and a.max() < VECTOR_MAX_S):
-        h.add_many(values)
-        return
-    ns = np.rint(a * 1e9)                               # a value <= 0 is 0 here already
-    bits = np.frexp(ns)[1]                              # int(ns).bit_length()
-    e = np.maximum(bits - 9, 0)
-    nsi = ns.astype(np.int64)
-    keys = np.where(nsi >= 2 * SUB, (e + 1) * SUB + (nsi >> e) - SUB, nsi)
-    uniq, nums = np.unique(keys, return_counts=True)
-    counts = h.counts
-    for k, c in zip(uniq.tolist(), nums.tolist()):
-        counts[k] = counts.get(k, 0) + c
-    acc = np.empty(n + 1, dtype=np.float64)
-    acc[0] = h.total
-    acc[1:] = a
-    h.total = float(np.add.accumulate(acc)[-1])
-    h.count += n
-    hi, lo = max(values), min(values)
-    if hi > h.max:
-        h.max = hi
-    if lo < h.min:
-        h.min = lo
 
 
 # counters every phase shows, 0 included (`.counters.seeks` is 0, not missing, when none happened)
@@ -120,14 +78,14 @@ class Phase:
                 h = self.op_lat.get(name)
                 if h is None:
                     h = self.op_lat[name] = Histogram()
-                _add_many(h, values)
+                h.add_many(values)
                 values.clear()
         for kind, values in self.disk_pend.items():
             if values:
                 h = self.disk_lat.get(kind)
                 if h is None:
                     h = self.disk_lat[kind] = Histogram()
-                _add_many(h, values)
+                h.add_many(values)
                 values.clear()
 
     def latency(self) -> dict:

@@ -160,12 +160,11 @@ class KernelCharge:
             return 0.0
         return cost.get(name, 0.0)
 
-    def after(self, vol, name: str, result) -> float:
-        """`vol`: the volume (its `holds`: inode -> kernel references)."""
+    def after(self, holds: dict, name: str, result) -> float:
+        """`holds`: the volume's, inode -> kernel references."""
         if name not in _AFTER:
             return 0.0
         if name == "lookup":
-            holds = vol.holds
             ino = result.st_ino
             seen = self.seen
             hit = ino in seen and ino in holds     # (the reply's own hold is taken after)
@@ -174,7 +173,6 @@ class KernelCharge:
                 self.prune(holds)
             return 0.0 if hit else self.cost["lookup_miss"]
         if name == "readdir":
-            holds = vol.holds
             seen = self.seen
             for _, ino, _ in result:        # listed while not held: its dentry was let go
                 if ino not in holds:

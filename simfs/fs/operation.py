@@ -121,7 +121,7 @@ class OperationCharger:
                 else:
                     result = fn(vol, *args)
             if kernel is not None:
-                charge = kernel.after(vol, name, result)
+                charge = kernel.after(vol.holds, name, result)
                 if charge:                              # (now + 0.0 is now: the clock is >= 0)
                     clock.now += charge
             return result

@@ -77,9 +77,11 @@ def test_snapshot_matches_one_by_one(monkeypatch):
 
 
 def test_the_vector_fold_is_add_one_by_one():
-    """Phase.fold's numpy path (a long batch) gives what adding each value gives, to the last
+    """add_many's numpy path (a long batch) gives what adding each value gives, to the last
     bit: halves of a nanosecond (round half to even), powers of two at the bucket edges, zeros,
-    large values; batches with a negative or a huge value and short ones take add_many."""
+    large values; batches with a negative or a huge value and short ones take the loop."""
+    assert Histogram()._add_vector(_values(2, 100))             # the path under test is taken
+    assert not Histogram()._add_vector(_values(3, 100) + [-1e-6])
     rng = random.Random(5)
     edges = [((1 << b) + d) * 1e-9 for b in range(8, 45) for d in (-1, 0, 1)]
     halves = [(k + 0.5) * 1e-9 for k in range(0, 3000, 7)] + [k * 0.5e-9 for k in range(1, 2000)]
@@ -90,8 +92,8 @@ def test_the_vector_fold_is_add_one_by_one():
         one, bulk = Histogram(), Histogram()
         for v in values:
             one.add(v)
-        stats_mod._add_many(bulk, values[:len(values) // 3])
-        stats_mod._add_many(bulk, values[len(values) // 3:])
+        bulk.add_many(values[:len(values) // 3])
+        bulk.add_many(values[len(values) // 3:])
         assert bulk.to_dict() == one.to_dict()
         assert repr(bulk.total) == repr(one.total) and bulk.count == one.count
         assert (bulk.min, bulk.max) == (one.min, one.max)
