@@ -266,31 +266,29 @@ class DriveQueue:
             return bottom if not self._updown else top
         return top if up < down else bottom
 
-    def _pick_sptf(self, cands, t, cache=False):
-        if not self._recorded:
-            return self._pick_sptf_now(cands, t, cache)
+    def _least_positioning(self, cands, t, cache: bool, recorded: bool):
+        """The first candidate (in arrival order) with the least `positioning` key; `recorded`:
+        DiskSim's key (only asked of a model that offers it: `positioning_recorded`)."""
         pos = self.disk.positioning
+        kw = {"recorded": True} if recorded and self._recorded else {}
         best, key = None, 0.0
         for r in cands:
-            k = pos(r.op, r.lba, r.sectors, t, cache, r.sync, recorded=True)
+            k = pos(r.op, r.lba, r.sectors, t, cache, r.sync, **kw)
             if best is None or k < key:
                 best, key = r, k
         return best
+
+    def _pick_sptf(self, cands, t):
+        return self._least_positioning(cands, t, False, True)
 
     def _pick_spctf(self, cands, t):
-        return self._pick_sptf(cands, t, True)
+        return self._least_positioning(cands, t, True, True)
 
-    def _pick_sptf_now(self, cands, t, cache=False):
-        pos = self.disk.positioning
-        best, key = None, 0.0
-        for r in cands:
-            k = pos(r.op, r.lba, r.sectors, t, cache, r.sync)
-            if best is None or k < key:
-                best, key = r, k
-        return best
+    def _pick_sptf_now(self, cands, t):
+        return self._least_positioning(cands, t, False, False)
 
     def _pick_spctf_now(self, cands, t):
-        return self._pick_sptf_now(cands, t, True)
+        return self._least_positioning(cands, t, True, False)
 
 
 def _seq(r: _Req) -> int:

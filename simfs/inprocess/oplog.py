@@ -106,10 +106,7 @@ class LogWriter:
         self.flush()
 
     def write(self, rec) -> None:
-        self._buf.append(_encode(rec))
-        self.lines += 1
-        if len(self._buf) >= CHUNK_LINES:
-            self.flush()
+        self.line(_encode(rec))
 
     def line(self, text: str) -> None:
         """A record already formatted as _encode would (one of the templates above)."""
@@ -214,25 +211,18 @@ class RecordingVolume:
     # lookup, getattr and hold write their lines from templates (_LOOKUP, ...): the records and
     # their order are _run's, the bytes _encode's
     def lookup(self, parent, name):
-        ph = self._handles.get(parent)
-        if ph is None:
-            ph = self._mint(parent)
+        ph = self._h(parent)
         ename = _jstr(enc(name))
         try:
             a = self._vol.lookup(parent, name)
         except FSError as e:
             self._log.line(_LOOKUP_ERR % (_jstr(errname(e.errno)), ph, ename))
             raise
-        h = self._handles.get(a.st_ino)
-        if h is None:
-            h = self._mint(a.st_ino)
-        self._log.line(_LOOKUP % (h, ph, ename))
+        self._log.line(_LOOKUP % (self._h(a.st_ino), ph, ename))
         return a
 
     def getattr(self, ino):
-        h = self._handles.get(ino)
-        if h is None:
-            h = self._mint(ino)
+        h = self._h(ino)
         try:
             out = self._vol.getattr(ino)
         except FSError as e:

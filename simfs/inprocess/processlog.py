@@ -40,17 +40,19 @@ class ProcessRecorder:
         self._have = None           # the span the log said last (None at the start: the latest time)
 
     # the LogWriter's interface, for the RecordingVolume
-    def write(self, rec) -> None:
+    def _switch(self) -> None:
+        """The process record, when the next record is another process's."""
         if self._want != self._have:
             self._log.write(["on", None, self._want])
             self._have = self._want
+
+    def write(self, rec) -> None:
+        self._switch()
         self._log.write(rec)
 
     def line(self, text: str) -> None:
         """A record already formatted (LogWriter.line), after the same process record."""
-        if self._want != self._have:
-            self._log.write(["on", None, self._want])
-            self._have = self._want
+        self._switch()
         self._log.line(text)
 
     def flush(self) -> None:

@@ -108,18 +108,12 @@ class Watched(DriveQueue):
             return real(op, lba, n, t, sync)
         self._real_submit, disk.submit = real, submit
 
-    def _pick_sptf(self, cands, t, cache=False):
-        # DiskSim's key (sptf, spctf): from the mechanism's recorded state
-        keys = {id(r): self.disk.positioning(r.op, r.lba, r.sectors, t, cache, r.sync, recorded=True)
-                for r in cands}
-        chosen = super()._pick_sptf(cands, t, cache)
-        self.seen.append((keys[id(chosen)], min(keys.values())))
-        return chosen
-
-    def _pick_sptf_now(self, cands, t, cache=False):
-        # sptf-now, spctf-now: from where the head is at the pick
-        keys = {id(r): self.disk.positioning(r.op, r.lba, r.sectors, t, cache, r.sync) for r in cands}
-        chosen = super()._pick_sptf_now(cands, t, cache)
+    def _least_positioning(self, cands, t, cache, recorded):
+        # each key by its own definition: DiskSim's recorded state (sptf, spctf) or where the
+        # head is at the pick (sptf-now, spctf-now)
+        kw = {"recorded": True} if recorded else {}
+        keys = {id(r): self.disk.positioning(r.op, r.lba, r.sectors, t, cache, r.sync, **kw) for r in cands}
+        chosen = super()._least_positioning(cands, t, cache, recorded)
         self.seen.append((keys[id(chosen)], min(keys.values())))
         return chosen
 
