@@ -25,7 +25,8 @@ import tarfile
 import tempfile
 import time
 
-#: DiskSim's tarball where ../shared/third_party/README.md keeps it: beside the checkout
+#: DiskSim's tarball (github.com/westerndigitalcorporation/DiskSim at dc21ab0, packed as
+#: disksim-wd-2.01.016.tar.gz), looked for beside the checkout unless --tarball names it
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TARBALL = os.path.normpath(os.path.join(CHECKOUT, "..", "shared", "third_party",
                                                 "disksim-wd-2.01.016.tar.gz"))
@@ -48,8 +49,9 @@ def tarball_problem(tarball: str) -> str | None:
     """Why DiskSim cannot be built from `tarball` (None if it can be tried): one line."""
     if os.path.isfile(tarball):
         return None
-    return (f"DiskSim is not built and its tarball is not at {tarball} (../shared/third_party/ beside "
-            "the checkout, see its README.md): give --tarball PATH, or --disksim-src DIR of a built DiskSim")
+    return (f"DiskSim is not built and its tarball is not at {tarball}: give --tarball PATH (DiskSim 4.0 "
+            "as Western Digital keeps it, github.com/westerndigitalcorporation/DiskSim, commit dc21ab0, "
+            "as disksim-wd-2.01.016.tar.gz), or --disksim-src DIR of a built DiskSim")
 
 
 def build_disksim(tarball: str, work: str, per_request: bool = False) -> str:
